@@ -1,0 +1,5 @@
+import sys
+
+from kvplan.cli import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""What every command shares: error reporting, output, and the options that describe a cache."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from kvplan.errors import KvplanError
+from kvplan.render import to_json
+from kvplan.specs import ATTENTION_OVERRIDES, Overrides, parse_layer_ranges
+from kvplan.units import parse_positive_tokens
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one line on stderr and return the Exit to raise."""
+    print(f"kvplan: error: {message}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+def reports_errors(command: F) -> F:
+    """KvplanError -> one stderr line, exit 2. Other exceptions are bugs and keep their traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except KvplanError as exc:
+            raise fail(str(exc), exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def warn(notes: list[str] | tuple[str, ...]) -> None:
+    for note in notes:
+        if note.startswith("warning:"):
+            print(f"kvplan: {note}", file=sys.stderr)
+
+
+def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explain: list[str] | None = None) -> None:
+    """Print the payload as JSON, or as the tables drawn from it (and the explanation)."""
+    if as_json:
+        if explain is not None and isinstance(payload, dict):
+            payload = {**payload, "explain": explain}
+        print(to_json(payload))
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    for table in tables(payload):
+        console.print(table)
+    for line in explain or []:
+        console.print(line, markup=False)
+
+
+def overrides(attention: str | None, kv_heads: int | None, layer_types: str | None, window: str | None,
+              num_layers: int) -> Overrides | None:
+    """CLI override flags -> Overrides (None when nothing is overridden)."""
+    if attention is not None and attention.lower() not in ATTENTION_OVERRIDES:
+        raise KvplanError(f"unknown --attention {attention!r}; choose one of: {', '.join(ATTENTION_OVERRIDES)}")
+    if kv_heads is not None and kv_heads <= 0:
+        raise KvplanError(f"--kv-heads must be positive, got {kv_heads}")
+    if not any((attention, kv_heads, layer_types, window)):
+        return None
+    return Overrides(attention=attention.lower() if attention else None, kv_heads=kv_heads,
+                     layer_kinds=parse_layer_ranges(layer_types, num_layers) if layer_types else (),
+                     window=parse_positive_tokens(window, "--window") if window else None)
+
+
+# Options shared by the commands that describe one cache layout.
+Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel size: splits KV heads (MLA is replicated).")]
+Pp = Annotated[int, typer.Option("--pp", help="Pipeline-parallel size: splits layers as vLLM does.")]
+Dcp = Annotated[int, typer.Option("--dcp", help="Decode-context-parallel size: splits a sequence's tokens.")]
+KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="auto, fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, "
+                                         "int4, fp8_per_token_head, int8_per_token_head, nvfp4, fp8_ds_mla.")]
+BlockSize = Annotated[int, typer.Option("--block-size", help="Tokens per block (0: no paging).")]
+QuantGroup = Annotated[int, typer.Option("--quant-group", help="int8/int4: elements per fp16 scale.")]
+Attention = Annotated[str | None, typer.Option("--attention", help="Override the attention kind: mha|gqa|mqa|mla.")]
+KvHeads = Annotated[int | None, typer.Option("--kv-heads", help="Override the number of KV heads.")]
+LayerTypes = Annotated[str | None, typer.Option("--layer-types",
+                                                help='Per-layer kinds, e.g. "0-15:full,16-31:sliding".')]
+Window = Annotated[str | None, typer.Option("--window", help="Window (sliding) or chunk size (chunked), tokens.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]

@@ -1,0 +1,15 @@
+"""Reading model configs: resolution (path, bundled id, HF cache) and normalization."""
+
+from __future__ import annotations
+
+from kvplan.config.hf import load_file, normalize
+from kvplan.config.model import LinearAttnDims, ModelConfig
+from kvplan.config.resolve import bundled_index, resolve
+
+__all__ = ["LinearAttnDims", "ModelConfig", "bundled_index", "load_file", "load_model", "normalize", "resolve"]
+
+
+def load_model(name: str) -> ModelConfig:
+    """A model id, alias or path -> its normalized ModelConfig (never downloads, never runs code)."""
+    path, model_id = resolve(name)
+    return load_file(path, model_id=model_id)

@@ -1,0 +1,114 @@
+"""Model quirks as data: field aliases across config families, family defaults, model-id aliases.
+
+A new model family is a new row here (plus a configs/ fixture), never a new branch in the
+formulas. Sources: ../shared/reference/engines.md §1.2, §4, §5 (vLLM's
+`get_total_num_kv_heads` order, transformers' config classes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# canonical field -> config keys, first non-null wins (order matters).
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "num_layers": (
+        "num_hidden_layers",
+        "n_layer",  # Falcon RefinedWeb, GPT-2, BigCode
+        "num_layers",  # ChatGLM
+        "n_layers",  # Meta params.json, MPT
+    ),
+    "num_attention_heads": ("num_attention_heads", "n_head", "n_heads"),  # n_head: Falcon/GPT-2; n_heads: Meta/MPT
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),  # dim: Meta params.json
+    # vLLM's order (get_total_num_kv_heads); n_kv_heads is Meta's params.json.
+    "num_kv_heads": (
+        "n_head_kv",  # Falcon RefinedWeb (40B)
+        "num_kv_heads",  # Falcon (in-library)
+        "num_key_value_heads",  # Llama, Qwen, Mistral, ...
+        "multi_query_group_num",  # ChatGLM (only with multi_query_attention)
+        "num_attention_groups",
+        "n_kv_heads",  # Meta params.json
+        "attn_config.kv_n_heads",  # MPT / DBRX (nested)
+    ),
+    "head_dim": ("head_dim", "kv_channels", "attention_head_dim"),  # kv_channels: ChatGLM
+    "v_head_dim": ("v_head_dim",),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "sliding_window": ("sliding_window", "sliding_window_size"),
+    "sliding_window_pattern": ("sliding_window_pattern",),  # Gemma-3 (sliding unless (i+1) % p == 0)
+    "use_sliding_window": ("use_sliding_window",),  # Qwen2/3: window only if true ...
+    "max_window_layers": ("max_window_layers",),  # ... and only from this layer on
+    "attention_chunk_size": ("attention_chunk_size",),  # Llama-4 chunked local attention
+    "no_rope_layers": ("no_rope_layers",),  # Llama-4: 1 = chunked layer
+    "full_attention_interval": ("full_attention_interval",),  # Qwen3-Next: every k-th layer is full
+    "attn_layer_period": ("attn_layer_period",),  # Jamba: attention every p layers ...
+    "attn_layer_offset": ("attn_layer_offset",),  # ... at this offset, Mamba elsewhere
+    "layer_types": ("layer_types",),
+    "linear_conv_kernel_dim": ("linear_conv_kernel_dim",),  # Qwen3-Next gated DeltaNet
+    "linear_num_key_heads": ("linear_num_key_heads",),
+    "linear_num_value_heads": ("linear_num_value_heads",),
+    "linear_key_head_dim": ("linear_key_head_dim",),
+    "linear_value_head_dim": ("linear_value_head_dim",),
+    "mamba_d_state": ("mamba_d_state",),  # Jamba (Mamba-1 layers)
+    "mamba_d_conv": ("mamba_d_conv",),
+    "mamba_expand": ("mamba_expand",),
+    "multi_query": ("multi_query",),  # Falcon / BigCode: one KV head ...
+    "new_decoder_architecture": ("new_decoder_architecture",),  # ... unless Falcon's new architecture
+    "multi_query_attention": ("multi_query_attention",),  # ChatGLM: multi_query_group_num applies
+    "dtype": ("torch_dtype", "dtype"),
+    "num_nextn_predict_layers": ("num_nextn_predict_layers",),  # DeepSeek/GLM MTP layers
+    # vLLM derive_max_model_len: the minimum of all of these that are present.
+    "max_model_len": (
+        "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+        "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+    ),
+}
+
+# Nested configs that hold the language model's fields (multimodal wrappers).
+TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
+
+# Defaults of transformers' config classes (or the remote-code classes) that a config.json may omit,
+# keyed by model_type. Only fields that change the KV cache are listed.
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma2": {"sliding_window_pattern": 2},  # Gemma2Config: even layers sliding
+    "gemma3": {"sliding_window_pattern": 6, "max_model_len": 131072},
+    "gemma3_text": {"sliding_window_pattern": 6, "max_model_len": 131072},  # Gemma3TextConfig
+    "cohere2": {"sliding_window_pattern": 4},
+    "falcon": {"multi_query": True},  # FalconConfig(multi_query=True)
+    "RefinedWebModel": {"multi_query": True},  # falcon-7b's remote RWConfig
+    "RefinedWeb": {"new_decoder_architecture": True},  # falcon-40b: grouped KV via n_head_kv
+    "gpt_bigcode": {"multi_query": True},
+    "qwen2": {"use_sliding_window": False},
+    "qwen3": {"use_sliding_window": False},
+    "qwen3_moe": {"use_sliding_window": False},
+    "llama4_text": {"attention_chunk_size": 8192},
+    "chatglm": {"multi_query_attention": False},
+}
+
+# HF's layer_types strings -> kvplan layer kinds.
+LAYER_TYPE_NAMES: dict[str, str] = {
+    "full_attention": "full", "attention": "full", "global": "full", "full": "full",
+    "sliding_attention": "sliding", "local": "sliding", "sliding": "sliding",
+    "chunked_attention": "chunked", "chunked": "chunked",
+    "linear_attention": "linear", "mamba": "linear", "linear": "linear",
+    "none": "none",
+}
+
+# Familiar names -> bundled ids, where the bundled config stands in for a sibling with the same
+# architecture (see configs/SOURCES.md).
+MODEL_ID_ALIASES: dict[str, str] = {
+    "qwen/qwen3-next-80b-a3b": "Qwen/Qwen3-Next-80B-A3B-Thinking",
+    "qwen/qwen3-next-80b-a3b-instruct": "Qwen/Qwen3-Next-80B-A3B-Thinking",
+    "google/gemma-2-9b": "google/gemma-2-9b-it",
+    "google/gemma-3-27b": "google/gemma-3-27b-it",
+    "google/gemma-3-27b-pt": "google/gemma-3-27b-it",
+    "moonshotai/kimi-k2": "moonshotai/Kimi-K2-Instruct",
+    "moonshotai/kimi-k2-base": "moonshotai/Kimi-K2-Instruct",
+    "meta-llama/llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B",
+    "meta-llama/llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B",
+    "meta-llama/llama-3.1-405b-instruct": "meta-llama/Llama-3.1-405B",
+    "mistralai/mistral-7b-instruct-v0.1": "mistralai/Mistral-7B-v0.1",
+    "mistralai/mixtral-8x7b-instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
+    "deepseek-ai/deepseek-v3-base": "deepseek-ai/DeepSeek-V3",
+    "deepseek-ai/deepseek-v2-lite-chat": "deepseek-ai/DeepSeek-V2-Lite",
+}

@@ -1,0 +1,196 @@
+"""Hugging Face config.json (or Meta params.json) -> ModelConfig.
+
+Three steps, each a small function: unwrap the language model's fields (`text_config`...),
+resolve the alias table into canonical keys, validate them with pydantic (lenient about unknown
+keys, strict about the types of the ones kvplan uses), then derive what the config leaves
+implicit (head_dim, KV heads of MQA families, per-layer kinds). Reading never executes code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kvplan.config.aliases import FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
+from kvplan.config.layers import derive_layer_kinds, linear_dims
+from kvplan.config.model import ModelConfig
+from kvplan.errors import ConfigError
+
+MAX_CONFIG_BYTES = 64 * 1024**2
+Layers = Annotated[int, Field(strict=True, gt=0, le=100_000)]
+Dim = Annotated[int, Field(strict=True, gt=0, le=10_000_000)]
+OptDim = Annotated[int, Field(strict=True, ge=0, le=10_000_000)] | None
+
+
+class HFConfig(BaseModel):
+    """Canonical fields of a config, after aliases are resolved. Unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    model_type: str | None = None
+    num_layers: Layers
+    num_attention_heads: Dim
+    hidden_size: Dim | None = None
+    num_kv_heads: OptDim = None
+    head_dim: OptDim = None
+    v_head_dim: OptDim = None
+    kv_lora_rank: OptDim = None
+    qk_rope_head_dim: OptDim = None
+    qk_nope_head_dim: OptDim = None
+    sliding_window: OptDim = None
+    sliding_window_pattern: OptDim = None
+    use_sliding_window: bool | None = None
+    max_window_layers: OptDim = None
+    attention_chunk_size: OptDim = None
+    no_rope_layers: list[Annotated[int, Field(strict=True)]] | None = None
+    full_attention_interval: OptDim = None
+    attn_layer_period: OptDim = None
+    attn_layer_offset: OptDim = None
+    layer_types: list[str] | None = None
+    linear_conv_kernel_dim: OptDim = None
+    linear_num_key_heads: OptDim = None
+    linear_num_value_heads: OptDim = None
+    linear_key_head_dim: OptDim = None
+    linear_value_head_dim: OptDim = None
+    mamba_d_state: OptDim = None
+    mamba_d_conv: OptDim = None
+    mamba_expand: OptDim = None
+    multi_query: bool | None = None
+    new_decoder_architecture: bool | None = None
+    multi_query_attention: bool | None = None
+    dtype: str | None = None
+    num_nextn_predict_layers: OptDim = None
+    max_model_len: OptDim = None
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """Read a JSON object from `path`, turning every failure into one ConfigError line."""
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024**2} MiB; not a model config")
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"{path} is not valid JSON: {str(exc)[:120]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def language_model_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    """The text model's fields: a nested text_config/llm_config wins, the wrapper fills gaps."""
+    for key in TEXT_CONFIG_KEYS:
+        nested = raw.get(key)
+        if isinstance(nested, dict):
+            return {**{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
+    return raw
+
+
+def _lookup(fields: dict[str, Any], key: str) -> Any:
+    node: Any = fields
+    for part in key.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def canonical_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Alias table -> {canonical: value} and {canonical: the config key it came from}."""
+    values: dict[str, Any] = {"model_type": fields.get("model_type")}
+    origin: dict[str, str] = {"model_type": "model_type"}
+    for name, keys in FIELD_ALIASES.items():
+        present = [(k, v) for k in keys if (v := _lookup(fields, k)) is not None]
+        if name == "max_model_len":  # vLLM: the smallest of the length fields present
+            present = sorted((p for p in present if isinstance(p[1], int) and not isinstance(p[1], bool)),
+                             key=lambda p: p[1])
+        if present:
+            origin[name], values[name] = present[0]
+    for name, value in FAMILY_DEFAULTS.get(str(values["model_type"]), {}).items():
+        if name not in origin:
+            values[name], origin[name] = value, f"{name} (default of {values['model_type']})"
+    return values, origin
+
+
+def validate(values: dict[str, Any], origin: dict[str, str], source: str) -> HFConfig:
+    try:
+        return HFConfig.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        key = origin.get(field, FIELD_ALIASES.get(field, (field,))[0])
+        got = f", got {err['input']!r}"[:60] if field in origin else ""
+        raise ConfigError(f"{source}: config field '{key}': {err['msg'].lower()}{got}") from None
+
+
+_DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "fp16": "fp16"}
+
+
+def model_dtype(cfg: HFConfig) -> tuple[str, tuple[str, ...]]:
+    """vLLM's dtype=auto: the checkpoint dtype, with fp32 (and unknown/absent) served in bf16."""
+    name = (cfg.dtype or "").removeprefix("torch.")
+    if name in _DTYPE_NAMES:
+        return _DTYPE_NAMES[name], ()
+    if not name:
+        return "bf16", ("config has no torch_dtype; assuming bf16",)
+    return "bf16", (f"checkpoint dtype {name} is served as bf16 (dtype=auto)",)
+
+
+def total_kv_heads(cfg: HFConfig, origin: dict[str, str]) -> int:
+    """engines.md §1.2: MQA flags first, then the alias list, else MHA."""
+    if cfg.multi_query and not cfg.new_decoder_architecture:
+        return 1  # Falcon/BigCode MQA: a defaulted num_kv_heads would be the query-head count
+    if origin.get("num_kv_heads") == "multi_query_group_num" and not cfg.multi_query_attention:
+        return cfg.num_attention_heads  # ChatGLM without multi-query attention
+    return cfg.num_kv_heads or cfg.num_attention_heads
+
+
+def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig:
+    """A config document -> the normalized, validated ModelConfig."""
+    fields = language_model_fields(raw)
+    values, origin = canonical_fields(fields)
+    cfg = validate(values, origin, source)
+    heads = cfg.num_attention_heads
+    head_dim = cfg.head_dim or (cfg.hidden_size or 0) // heads  # head_dim null or 0 -> hidden // heads
+    if head_dim <= 0:
+        raise ConfigError(f"{source}: no head_dim and no hidden_size to derive it from")
+    kv_heads = total_kv_heads(cfg, origin)
+    is_mla = cfg.kv_lora_rank is not None and cfg.kv_lora_rank > 0
+    if not is_mla and (kv_heads > heads or heads % kv_heads):
+        raise ConfigError(f"{source}: {kv_heads} KV heads do not divide {heads} attention heads")
+    if is_mla and not cfg.qk_rope_head_dim:
+        raise ConfigError(f"{source}: kv_lora_rank is set (MLA) but qk_rope_head_dim is missing")
+    kinds = derive_layer_kinds(cfg, source)
+    dtype, notes = model_dtype(cfg)
+    return ModelConfig(
+        model_id=model_id, source=source, model_type=cfg.model_type, num_layers=cfg.num_layers,
+        num_attention_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+        v_head_dim=head_dim if is_mla else (cfg.v_head_dim or head_dim),
+        hidden_size=cfg.hidden_size or heads * head_dim, layer_kinds=kinds,
+        sliding_window=cfg.sliding_window if "sliding" in kinds else None,
+        attention_chunk_size=cfg.attention_chunk_size if "chunked" in kinds else None,
+        kv_lora_rank=cfg.kv_lora_rank if is_mla else None,
+        qk_rope_head_dim=cfg.qk_rope_head_dim if is_mla else None,
+        qk_nope_head_dim=cfg.qk_nope_head_dim if is_mla else None,
+        mla_v_head_dim=cfg.v_head_dim if is_mla else None,
+        linear=linear_dims(cfg, source) if "linear" in kinds else None,
+        dtype=dtype, max_model_len=cfg.max_model_len or None,
+        num_nextn_predict_layers=cfg.num_nextn_predict_layers or 0, notes=notes, raw=fields,
+    )
+
+
+def load_file(path: Path, model_id: str | None = None) -> ModelConfig:
+    """Read and normalize one config file."""
+    raw = read_json(path)
+    return normalize(raw, model_id=model_id or _id_from_path(path, raw), source=str(path))
+
+
+def _id_from_path(path: Path, raw: dict[str, Any]) -> str:
+    name = raw.get("_name_or_path")
+    if isinstance(name, str) and name and not name.startswith(("/", ".")):
+        return name
+    return path.parent.name if path.name in ("config.json", "params.json") else path.stem

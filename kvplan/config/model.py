@@ -1,0 +1,55 @@
+"""The normalized model: what kvplan knows about a checkpoint once its config is read.
+
+Built only by ``kvplan.config.hf.normalize`` (validated there); frozen and hashable so the
+formulas can cache per-model work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinearAttnDims:
+    """State dimensions of a linear-attention (gated DeltaNet) or Mamba layer, unsharded."""
+
+    conv_kernel: int
+    conv_channels: int
+    num_state_heads: int
+    state_rows: int
+    state_cols: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    model_id: str
+    source: str  # the file read
+    model_type: str | None
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    hidden_size: int
+    layer_kinds: tuple[str, ...]  # one of specs.LAYER_KINDS per layer, attention layers as "full"
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    kv_lora_rank: int | None = None  # set: attention layers are MLA
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    mla_v_head_dim: int | None = None  # V width of the decompressed (HF) view of MLA
+    linear: LinearAttnDims | None = None
+    dtype: str = "bf16"  # resolved like vLLM's dtype=auto: fp32 checkpoints run in bf16
+    max_model_len: int | None = None
+    num_nextn_predict_layers: int = 0
+    notes: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def name(self) -> str:
+        return self.model_id

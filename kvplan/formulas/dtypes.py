@@ -1,0 +1,107 @@
+"""KV-cache element types and the bytes their scales add.
+
+Sizes are kept in bits so that int4 (half a byte) stays an integer. The scale schemes are the
+ones engines actually allocate:
+
+- ``group``: one fp16 scale per ``quant_group`` elements (int8/int4 in the ppl.nn cache operator):
+  ``elements × bits + elements / G × 16`` bits.
+- ``per_token_head``: vLLM's ``fp8_per_token_head`` / ``int8_per_token_head``: one fp32 scale per
+  token per KV head, for K and for V: ``+ 2 × heads × 4`` bytes per token.
+- ``nvfp4``: 4-bit elements plus one 1-byte scale per 16 elements (``x/2 + x/16`` bytes).
+- ``ds_mla``: vLLM's ``fp8_ds_mla`` latent: fp8 NoPE part, one fp32 scale per 128 NoPE values,
+  RoPE part kept in bf16 (512 + 16 + 128 = 656 bytes for DeepSeek).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kvplan.errors import InputError
+
+ScaleScheme = Literal["none", "group", "per_token_head", "nvfp4", "ds_mla"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KvDtype:
+    name: str
+    element_bits: int
+    scale: ScaleScheme = "none"
+    quant_group: int = 0  # elements per fp16 scale, for scale == "group"
+
+    @property
+    def is_scaled(self) -> bool:
+        return self.scale != "none"
+
+
+# name -> (element bits, scale scheme). Aliases are rows, not branches.
+_DTYPES: dict[str, tuple[int, ScaleScheme]] = {
+    "fp32": (32, "none"), "float32": (32, "none"), "float": (32, "none"),
+    "fp16": (16, "none"), "float16": (16, "none"), "half": (16, "none"),
+    "bf16": (16, "none"), "bfloat16": (16, "none"),
+    "fp8": (8, "none"), "fp8_e4m3": (8, "none"), "fp8_e5m2": (8, "none"), "fp8_inc": (8, "none"),
+    "int8": (8, "group"), "int4": (4, "group"),
+    "fp8_per_token_head": (8, "per_token_head"), "int8_per_token_head": (8, "per_token_head"),
+    "nvfp4": (4, "nvfp4"),
+    "fp8_ds_mla": (8, "ds_mla"),
+}
+_CANONICAL = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16",
+              "bfloat16": "bf16", "fp8_e4m3": "fp8_e4m3", "fp8": "fp8"}
+KV_DTYPE_NAMES = ("auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4",
+                  "fp8_per_token_head", "int8_per_token_head", "nvfp4", "fp8_ds_mla")
+DEFAULT_QUANT_GROUP = 8  # ppl.nn MultiHeadCacheAttention's quant_group default
+
+
+def resolve_kv_dtype(name: str, model_dtype: str, quant_group: int = DEFAULT_QUANT_GROUP) -> KvDtype:
+    """`auto` -> the model's dtype; otherwise the named KV cache dtype."""
+    key = name.strip().lower()
+    if key == "auto":
+        key = model_dtype
+    if key not in _DTYPES:
+        raise InputError(f"unknown KV dtype {name!r}; choose one of: {', '.join(KV_DTYPE_NAMES)}")
+    bits, scale = _DTYPES[key]
+    if scale == "group" and quant_group <= 0:
+        raise InputError(f"--quant-group must be positive, got {quant_group}")
+    return KvDtype(name=_CANONICAL.get(key, key), element_bits=bits, scale=scale,
+                   quant_group=quant_group if scale == "group" else 0)
+
+
+def _require_divisible(width: int, by: int, dtype: KvDtype) -> None:
+    if width % by:
+        raise InputError(f"KV dtype {dtype.name} needs head widths divisible by {by}, got {width}")
+
+
+def head_bits(width: int, dtype: KvDtype) -> int:
+    """Bits of one head vector of `width` elements, scales included (group / nvfp4 schemes)."""
+    if dtype.scale == "group":
+        _require_divisible(width, dtype.quant_group, dtype)
+        return width * dtype.element_bits + width // dtype.quant_group * 16
+    if dtype.scale == "nvfp4":
+        _require_divisible(width, 16, dtype)
+        return width * 4 + width // 16 * 8
+    return width * dtype.element_bits
+
+
+def attention_bytes_per_token(num_kv_heads: int, head_dim: int, v_head_dim: int, dtype: KvDtype) -> int:
+    """num_kv_heads × (head_dim + v_head_dim) × bytes (+ scales), one layer, one token."""
+    if dtype.scale == "ds_mla":
+        raise InputError("fp8_ds_mla is a layout of the MLA latent; this layer has K/V heads")
+    bits = num_kv_heads * (head_bits(head_dim, dtype) + head_bits(v_head_dim, dtype))
+    if dtype.scale == "per_token_head":
+        bits += 2 * num_kv_heads * 32  # one fp32 scale per token per head, for K and for V
+    return _whole_bytes(bits)
+
+
+def mla_bytes_per_token(kv_lora_rank: int, qk_rope_head_dim: int, dtype: KvDtype) -> int:
+    """(kv_lora_rank + qk_rope_head_dim) × bytes: one latent per token per layer, never ×2."""
+    if dtype.scale == "ds_mla":
+        _require_divisible(kv_lora_rank, 128, dtype)
+        return kv_lora_rank + kv_lora_rank // 128 * 4 + qk_rope_head_dim * 2
+    if dtype.scale == "per_token_head":
+        raise InputError(f"{dtype.name} scales K/V heads; MLA caches one latent (use fp8 or fp8_ds_mla)")
+    return _whole_bytes(head_bits(kv_lora_rank + qk_rope_head_dim, dtype))
+
+
+def _whole_bytes(bits: int) -> int:
+    """Storage is byte-addressed: an odd number of 4-bit values still takes a whole byte."""
+    return -(-bits // 8)

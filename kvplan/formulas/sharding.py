@@ -1,0 +1,93 @@
+"""Tensor, pipeline and decode-context parallelism: which part of the cache each GPU holds.
+
+- TP splits KV heads: max(1, heads // tp) per rank, so heads are replicated once tp > heads
+  (vLLM LlamaAttention, engines.md §1.2). MLA's single latent is replicated on every rank.
+- PP splits layers as vLLM's get_pp_indices: L // pp each, the remainder one each to the
+  stages before the last (engines.md §1.8).
+- DCP stripes a sequence's tokens over dcp ranks that would otherwise hold the same heads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kvplan.errors import ShardingError
+from kvplan.specs import ChunkedAttn, FullAttn, LayerSpec, LinearState, MLAAttn, SlidingAttn
+
+
+def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
+    """max(1, num_kv_heads // tp); tp must divide the heads or be a multiple of them."""
+    if num_kv_heads >= tp:
+        if num_kv_heads % tp:
+            raise ShardingError(f"tp {tp} does not divide the {num_kv_heads} KV heads; use a divisor of {num_kv_heads}")
+        return num_kv_heads // tp
+    if tp % num_kv_heads:
+        raise ShardingError(f"tp {tp} is not a multiple of the {num_kv_heads} KV heads, so they cannot be replicated evenly")
+    return 1
+
+
+def replication(spec: LayerSpec, tp: int) -> int:
+    """How many TP ranks hold the same KV data of this layer (1 = no duplication)."""
+    if isinstance(spec, MLAAttn):
+        return tp
+    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
+        return max(1, tp // spec.num_kv_heads)
+    return 1
+
+
+def shard_spec(spec: LayerSpec, tp: int) -> LayerSpec:
+    """The per-rank spec of a layer under tensor parallelism."""
+    if tp == 1 or isinstance(spec, MLAAttn):
+        return spec
+    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
+        return replace(spec, num_kv_heads=kv_heads_per_rank(spec.num_kv_heads, tp))
+    if isinstance(spec, LinearState):
+        if spec.num_state_heads % tp or spec.conv_channels % tp:
+            raise ShardingError(f"tp {tp} does not divide the linear-attention state "
+                                f"({spec.num_state_heads} heads, {spec.conv_channels} conv channels)")
+        return replace(spec, num_state_heads=spec.num_state_heads // tp, conv_channels=spec.conv_channels // tp)
+    return spec
+
+
+def pp_layer_counts(num_layers: int, pp: int) -> tuple[int, ...]:
+    """vLLM get_pp_indices: L // pp per stage, remainder one each to stages -2, -3, ..."""
+    if pp > num_layers:
+        raise ShardingError(f"pp {pp} is larger than the {num_layers} layers")
+    counts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        counts[-i] += 1
+    return tuple(counts)
+
+
+def pp_stages(specs: tuple[LayerSpec, ...], pp: int) -> tuple[tuple[LayerSpec, ...], ...]:
+    """The layers of each pipeline stage, in order."""
+    stages, start = [], 0
+    for count in pp_layer_counts(len(specs), pp):
+        stages.append(specs[start : start + count])
+        start += count
+    return tuple(stages)
+
+
+def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: int, pp: int, dcp: int) -> None:
+    """Refuse layouts the engines refuse, with the reason and what would work."""
+    for name, value in (("tp", tp), ("pp", pp), ("dcp", dcp)):
+        if value < 1:
+            raise ShardingError(f"{name} must be at least 1, got {value}")
+    if num_attention_heads % tp:
+        divisors = [d for d in range(1, num_attention_heads + 1) if num_attention_heads % d == 0 and d <= 64]
+        raise ShardingError(f"tp {tp} does not divide the {num_attention_heads} attention heads; "
+                            f"try tp in {divisors}")
+    if dcp > 1:
+        _check_dcp(specs, tp, dcp)
+
+
+def _check_dcp(specs: tuple[LayerSpec, ...], tp: int, dcp: int) -> None:
+    if tp % dcp:
+        raise ShardingError(f"dcp {dcp} must divide tp {tp} (decode context parallel reuses the TP ranks)")
+    kinds = {s.kind for s in specs}
+    if kinds & {"sliding", "chunked", "linear"}:
+        raise ShardingError("dcp > 1 is not supported with sliding-window, chunked or linear-attention layers")
+    for spec in specs:
+        if spec.kind in ("full", "mla") and replication(spec, tp) % dcp:
+            raise ShardingError(f"dcp {dcp} needs KV heads replicated at least {dcp}× across tp {tp}; "
+                                f"here they are replicated {replication(spec, tp)}×")

@@ -1,0 +1,59 @@
+"""Parsing and rounding of sizes: tokens (`4k` = 4,096) and bytes (`80GiB`, `80GB`).
+
+Token suffixes are binary (k = 1,024), as context lengths are quoted (`128k` = 131,072).
+Byte suffixes follow their names: `GiB` = 2**30, `GB` = 10**9.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvplan.errors import InputError
+
+_TOKEN_SUFFIX = {"": 1, "k": 1024, "m": 1024**2}
+_BYTE_SUFFIX = {
+    "": 1, "b": 1,
+    "k": 1024, "kib": 1024, "kb": 1000,
+    "m": 1024**2, "mib": 1024**2, "mb": 1000**2,
+    "g": 1024**3, "gib": 1024**3, "gb": 1000**3,
+    "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
+}
+_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+GIB = 1024**3
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for non-negative integers."""
+    return -(-a // b)
+
+
+def _parse(text: str, table: dict[str, int], what: str, example: str) -> int:
+    match = _NUMBER.match(str(text))
+    if not match or match.group(2).lower() not in table:
+        raise InputError(f"invalid {what} {text!r}: expected a positive number like {example}")
+    value = float(match.group(1)) * table[match.group(2).lower()]
+    if value != int(value):
+        raise InputError(f"invalid {what} {text!r}: it is not a whole number of {what.split()[-1]}")
+    return int(value)
+
+
+def parse_tokens(text: str | int) -> int:
+    """`4096`, `4k`, `128k`, `1.5k`, `1m` -> tokens (k = 1,024)."""
+    if isinstance(text, int):
+        return text
+    return _parse(text, _TOKEN_SUFFIX, "token count", "4096, 4k or 128k")
+
+
+def parse_bytes(text: str | int) -> int:
+    """`1073741824`, `80GiB`, `80GB`, `12.13GiB` -> bytes (GiB = 2**30, GB = 10**9)."""
+    if isinstance(text, int):
+        return text
+    return _parse(text, _BYTE_SUFFIX, "size in bytes", "80GiB, 80GB or 1073741824")
+
+
+def parse_positive_tokens(text: str | int, name: str) -> int:
+    """parse_tokens, refusing zero and negative values with the option's name."""
+    value = parse_tokens(text)
+    if value <= 0:
+        raise InputError(f"{name} must be positive, got {text!r}")
+    return value

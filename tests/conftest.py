@@ -1,0 +1,51 @@
+"""Shared fixtures: bundled models by id, a CLI runner that keeps stderr apart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import kvplan
+from kvplan.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs"
+
+
+@pytest.fixture(scope="session")
+def model():
+    """model("meta-llama/Llama-2-70b-hf") -> ModelConfig (cached)."""
+    cache: dict[str, kvplan.ModelConfig] = {}
+
+    def load(name: str) -> kvplan.ModelConfig:
+        if name not in cache:
+            cache[name] = kvplan.load_model(name)
+        return cache[name]
+
+    return load
+
+
+@pytest.fixture
+def run_cli():
+    """run_cli("size", "llama-2-70b", "--json") -> (exit code, stdout, stderr)."""
+    runner = CliRunner()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        result = runner.invoke(app, list(args))
+        return result.exit_code, result.stdout, result.stderr
+
+    return run
+
+
+@pytest.fixture
+def size_json(run_cli):
+    def run(*args: str) -> dict[str, Any]:
+        code, out, err = run_cli("size", *args, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    return run
