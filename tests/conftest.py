@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner
 
 import kvplan
 from kvplan.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Hypothesis profiles: "ci" (default, quick) and "full" (>= 10,000 examples per fuzz test):
+#   HYPOTHESIS_PROFILE=full python -m pytest tests/test_fuzz_config.py
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("full", max_examples=10_000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 CONFIGS = ROOT / "configs"
 
 

@@ -46,6 +46,15 @@ class ModelConfig:
     notes: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
+    def __hash__(self) -> int:
+        # Layouts are cached per model: hash once, not on every lookup.
+        try:
+            return self.__dict__["_hash"]  # type: ignore[no-any-return]
+        except KeyError:
+            value = hash(tuple(getattr(self, f) for f in self.__dataclass_fields__ if f != "raw"))
+            object.__setattr__(self, "_hash", value)
+            return value
+
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None

@@ -1,0 +1,81 @@
+"""Start-up and throughput of kvplan, measured in one run.
+
+1. Cold wall time of `kvplan size meta-llama/Llama-2-70b --tp 4`, interleaved run by run with the
+   floor app (benchmarks/floor_app.py: typer + one config.json + one rich table). Targets: median
+   <= 0.20 s and <= 1.25x the floor.
+2. That the `size` path never imports torch, transformers or numpy.
+3. kv_cache() evaluations per second in-process (target >= 200k/s).
+
+Run: python benchmarks/bench_startup.py [--runs 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "configs" / "meta-llama" / "Llama-2-70b-hf" / "config.json"
+KVPLAN = [sys.executable, "-c", "import sys; from kvplan.cli import main; sys.exit(main())",
+          "size", "meta-llama/Llama-2-70b", "--tp", "4"]
+FLOOR = [sys.executable, str(ROOT / "benchmarks" / "floor_app.py"), str(CONFIG), "--tp", "4"]
+HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib")
+
+
+def wall_s(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def startup(runs: int) -> dict[str, float]:
+    kv, floor = [], []
+    wall_s(KVPLAN), wall_s(FLOOR)  # warm the page cache and .pyc files
+    for _ in range(runs):
+        kv.append(wall_s(KVPLAN))
+        floor.append(wall_s(FLOOR))
+    return {"kvplan_median_s": statistics.median(kv), "floor_median_s": statistics.median(floor),
+            "ratio": statistics.median(kv) / statistics.median(floor)}
+
+
+def heavy_imports() -> list[str]:
+    code = ("import sys, io, contextlib; from kvplan.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])\n"
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return [m for m in out.strip().split(",") if m]
+
+
+def throughput(seconds: float = 2.0) -> float:
+    import kvplan
+
+    model = kvplan.load_model("meta-llama/Llama-2-70b")
+    lengths = [1024 * (i % 128 + 1) for i in range(1000)]
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for seq_len in lengths:
+            kvplan.kv_cache(model, tp=2, seq_len=seq_len, batch=8).bytes_per_sequence_per_gpu
+        count += len(lengths)
+    return count / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    report = startup(args.runs)
+    report["heavy_modules_imported"] = heavy_imports()  # type: ignore[assignment]
+    report["kv_cache_per_s"] = throughput()
+    print(json.dumps(report, indent=2))
+    ok = (report["kvplan_median_s"] <= 0.20 and report["ratio"] <= 1.25 and not report["heavy_modules_imported"]
+          and report["kv_cache_per_s"] >= 200_000)
+    print("targets met" if ok else "targets NOT met", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
