@@ -21,6 +21,14 @@ def gib(num_bytes: int | float) -> str:
     return f"{num_bytes / GIB:,.2f} GiB"
 
 
+def human_bytes(num_bytes: int | float) -> str:
+    """Binary units: KiB below 1 MiB, MiB below 1 GiB, else GiB."""
+    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
+        if num_bytes >= size:
+            return f"{num_bytes / size:,.2f} {unit}"
+    return f"{num_bytes:,} B"
+
+
 def _heads_and_dims(group: Group) -> dict[str, int]:
     spec, per_gpu = group.spec, group.spec_per_gpu
     if isinstance(spec, MLAAttn):
@@ -99,17 +107,18 @@ def size_tables(payload: dict[str, Any]) -> list[RenderableType]:
         groups.add_row(str(g["num_layers"]), g["kind"], f"{g['num_kv_heads']} ({g['num_kv_heads_per_gpu']})",
                        f"{g['head_dim']}/{g['v_head_dim']}", window, f"{g['bytes_per_token']:,}",
                        f"{g['bytes_per_token_per_gpu']:,}")
-    totals = Table(title=f"{payload['batch']} × {payload['seq_len']:,} tokens, block {payload['block_size']}",
+    totals = Table(title=f"{payload['batch']} × {payload['seq_len']:,} tokens, block size {payload['block_size']}",
                    title_justify="left")
-    for name in ("", "whole model", "per GPU", ""):
-        totals.add_column(name, justify="right" if name else "left")
+    for i, name in enumerate(("", "whole model (B)", "", "per GPU (B)", "")):
+        totals.add_column(name, justify="right" if i else "left")
     rows = [("bytes / token", "bytes_per_token", "bytes_per_token_per_gpu"),
             ("bytes / sequence", "bytes_per_sequence", "bytes_per_sequence_per_gpu"),
             ("bytes / sequence, paged", "bytes_per_sequence_paged", "bytes_per_sequence_paged_per_gpu"),
             ("total", "total_bytes", "total_bytes_per_gpu"),
             ("total, paged", "total_bytes_paged", "total_bytes_paged_per_gpu")]
     for label, whole, per_gpu in rows:
-        totals.add_row(label, f"{payload[whole]:,}", f"{payload[per_gpu]:,}", gib(payload[per_gpu]))
-    totals.add_row(f"total, all {payload['num_gpus']} GPUs", f"{payload['total_bytes_all_gpus']:,}", "",
-                   gib(payload["total_bytes_all_gpus"]))
+        totals.add_row(label, f"{payload[whole]:,}", human_bytes(payload[whole]), f"{payload[per_gpu]:,}",
+                       human_bytes(payload[per_gpu]))
+    totals.add_row(f"total, all {payload['num_gpus']} GPUs", f"{payload['total_bytes_all_gpus']:,}",
+                   human_bytes(payload["total_bytes_all_gpus"]), "", "")
     return [groups, totals]

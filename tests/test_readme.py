@@ -1,0 +1,24 @@
+"""The README's Python examples run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_python_examples_run() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), {})
+
+
+def test_readme_size_output_is_current(run_cli) -> None:
+    text = README.read_text()
+    shown = text.split("$ kvplan size meta-llama/Llama-2-70b --tp 4\n", 1)[1].split("```", 1)[0]
+    code, out, _ = run_cli("size", "meta-llama/Llama-2-70b", "--tp", "4")
+    assert code == 0
+    for number in ("327,680", "81,920", "1,342,177,280", "335,544,320"):
+        assert number in shown and number in out
