@@ -8,7 +8,7 @@ derives new specs (``shard_spec``); nothing is mutated in place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from kvplan.errors import InputError
 
@@ -95,8 +95,8 @@ class NoKV:
     kind = "none"
 
 
-KvAttn = Union[FullAttn, SlidingAttn, ChunkedAttn]
-LayerSpec = Union[FullAttn, SlidingAttn, ChunkedAttn, MLAAttn, LinearState, NoKV]
+KvAttn = FullAttn | SlidingAttn | ChunkedAttn
+LayerSpec = FullAttn | SlidingAttn | ChunkedAttn | MLAAttn | LinearState | NoKV
 LAYER_KINDS = ("full", "sliding", "chunked", "mla", "linear", "none")
 
 
@@ -203,7 +203,7 @@ def attention_kind(specs: tuple[LayerSpec, ...], num_attention_heads: int) -> st
     kinds = {s.kind for s in specs if s.kind != "none"}
     if len(kinds) > 1:
         return "hybrid"
-    first = next((s for s in specs if s.kind != "none"), None)
+    first = next((s for s in specs if not isinstance(s, NoKV)), None)
     if first is None or isinstance(first, LinearState):
         return "hybrid" if first is not None else "none"
     if isinstance(first, MLAAttn):

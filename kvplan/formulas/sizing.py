@@ -241,10 +241,10 @@ def kv_cache(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1
     return KvCacheResult(layout, seq_len, batch, model.notes)
 
 
-def _cache_layout(model: ModelConfig, key: tuple[object, ...]) -> Layout:
+def _cache_layout(model: ModelConfig, key: tuple[int, int, int, str, int, int, Overrides | None]) -> Layout:
     tp, pp, dcp, kv_dtype, block_size, quant_group, overrides = key
-    layout = build_layout(model, tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype, block_size=block_size,  # type: ignore[arg-type]
-                          quant_group=quant_group, overrides=overrides)  # type: ignore[arg-type]
+    layout = build_layout(model, tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype, block_size=block_size,
+                          quant_group=quant_group, overrides=overrides)
     layouts = model.__dict__.setdefault("_layouts", {})
     if len(layouts) > 1024:
         layouts.clear()

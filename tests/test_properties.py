@@ -1,0 +1,201 @@
+"""Properties of the KV-cache formulas, over the bundled models and generated valid configs.
+
+Each property is stated from first principles (what memory must do), not from kvplan's code: the
+expected replication factor, for instance, is re-derived here from heads and tp.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import mla_doc, valid_docs
+
+import kvplan
+from kvplan.config import bundled_index, normalize
+from kvplan.specs import ChunkedAttn, FullAttn, LinearState, MLAAttn, SlidingAttn
+
+TPS = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128)
+BLOCK_SIZES = (1, 2, 16, 17, 32, 64, 128, 256, 544)
+seq_lens = st.integers(1, 1 << 20)
+batches = st.integers(1, 4096)
+
+
+@cache
+def bundled(model_id: str) -> kvplan.ModelConfig:
+    return kvplan.load_model(model_id)
+
+
+def generated(case: tuple[dict[str, Any], Any]) -> kvplan.ModelConfig:
+    return normalize(case[0], model_id="generated", source="generated.json")
+
+
+models = st.sampled_from(sorted(bundled_index())).map(bundled) | valid_docs().map(generated)
+
+
+def layout_ok(model: kvplan.ModelConfig, **args: Any) -> bool:
+    try:
+        kvplan.build_layout(model, **args)
+    except kvplan.KvplanError:
+        return False
+    return True
+
+
+def valid_tps(model: kvplan.ModelConfig) -> list[int]:
+    return [tp for tp in TPS if layout_ok(model, tp=tp)]
+
+
+def with_layers(model: kvplan.ModelConfig, num_layers: int) -> kvplan.ModelConfig:
+    """The same model cut to its first `num_layers` layers."""
+    return dataclasses.replace(model, num_layers=num_layers, layer_kinds=model.layer_kinds[:num_layers])
+
+
+def replication(spec: object, tp: int) -> int:
+    """Ranks holding the same KV bytes: MLA's latent is on every rank; heads repeat once tp > heads."""
+    if isinstance(spec, MLAAttn):
+        return tp
+    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
+        return tp // spec.num_kv_heads if tp > spec.num_kv_heads else 1
+    return 1
+
+
+# ------------------------------------------------------------------------------- monotonicity
+
+@given(models, seq_lens, seq_lens, st.sampled_from((0, *BLOCK_SIZES)))
+def test_bytes_never_decrease_as_seq_len_grows(model: kvplan.ModelConfig, a: int, b: int, block_size: int) -> None:
+    short, long = sorted((a, b))
+    r1 = kvplan.kv_cache(model, seq_len=short, block_size=block_size)
+    r2 = kvplan.kv_cache(model, seq_len=long, block_size=block_size)
+    for name in ("bytes_per_sequence", "bytes_per_sequence_paged", "bytes_per_sequence_per_gpu",
+                 "bytes_per_sequence_paged_per_gpu", "total_bytes", "total_bytes_all_gpus"):
+        assert getattr(r1, name) <= getattr(r2, name), name
+
+
+@given(models, batches, batches, seq_lens)
+def test_bytes_never_decrease_as_batch_grows(model: kvplan.ModelConfig, a: int, b: int, seq_len: int) -> None:
+    small, big = sorted((a, b))
+    r1, r2 = (kvplan.kv_cache(model, seq_len=seq_len, batch=n) for n in (small, big))
+    for name in ("total_bytes", "total_bytes_paged", "total_bytes_per_gpu", "total_bytes_paged_per_gpu",
+                 "total_bytes_all_gpus"):
+        assert getattr(r1, name) <= getattr(r2, name), name
+    assert r2.total_bytes == big * r1.bytes_per_sequence  # a batch is that many sequences
+
+
+@given(models, st.data(), seq_lens)
+def test_bytes_never_decrease_as_layers_grow(model: kvplan.ModelConfig, data: st.DataObject, seq_len: int) -> None:
+    fewer = data.draw(st.integers(1, model.num_layers))
+    more = data.draw(st.integers(fewer, model.num_layers))
+    r1, r2 = (kvplan.kv_cache(with_layers(model, n), seq_len=seq_len) for n in (fewer, more))
+    for name in ("bytes_per_token", "bytes_per_sequence", "bytes_per_sequence_paged", "total_bytes_all_gpus"):
+        assert getattr(r1, name) <= getattr(r2, name), name
+
+
+@given(models, st.data(), seq_lens)
+def test_per_gpu_bytes_never_increase_with_tp(model: kvplan.ModelConfig, data: st.DataObject, seq_len: int) -> None:
+    tps = valid_tps(model)
+    small = data.draw(st.sampled_from(tps))
+    big = data.draw(st.sampled_from([t for t in tps if t >= small]))
+    r1, r2 = (kvplan.kv_cache(model, tp=tp, seq_len=seq_len) for tp in (small, big))
+    for name in ("bytes_per_token_per_gpu", "bytes_per_sequence_per_gpu", "bytes_per_sequence_paged_per_gpu",
+                 "total_bytes_per_gpu"):
+        assert getattr(r2, name) <= getattr(r1, name), name
+
+
+mla_models = (st.sampled_from([m for m in sorted(bundled_index()) if bundled(m).is_mla]).map(bundled)
+              | mla_doc().map(generated))
+
+
+@given(mla_models, st.sampled_from(TPS), seq_lens)
+def test_mla_per_gpu_bytes_are_tp_invariant(model: kvplan.ModelConfig, tp: int, seq_len: int) -> None:
+    if not layout_ok(model, tp=tp):  # tp must still divide the attention heads
+        return
+    r1, r_tp = kvplan.kv_cache(model, seq_len=seq_len), kvplan.kv_cache(model, tp=tp, seq_len=seq_len)
+    for name in ("bytes_per_token_per_gpu", "bytes_per_sequence_per_gpu", "bytes_per_sequence_paged_per_gpu"):
+        assert getattr(r_tp, name) == getattr(r1, name), name
+    assert r_tp.total_bytes_all_gpus == tp * r1.total_bytes  # one full copy per rank
+
+
+# ------------------------------------------------------------------------------- conservation
+
+@given(models, st.data(), seq_lens, st.integers(1, 64))
+def test_all_gpu_bytes_cover_the_model_and_exceed_it_only_by_replication(
+        model: kvplan.ModelConfig, data: st.DataObject, seq_len: int, batch: int) -> None:
+    tp = data.draw(st.sampled_from(valid_tps(model)))
+    dcp = data.draw(st.sampled_from([d for d in (1, 2, 4, 8) if layout_ok(model, tp=tp, dcp=d)]))
+    result = kvplan.kv_cache(model, tp=tp, dcp=dcp, seq_len=seq_len, batch=batch)
+    assert result.total_bytes_all_gpus >= result.total_bytes
+    # DCP turns dcp of the replicas into disjoint token stripes, so only rep / dcp copies remain.
+    duplicated = any(replication(g.spec, tp) > dcp for g in result.layout.groups
+                     if g.bytes_per_token_per_layer or g.state_bytes_per_layer)
+    assert (result.total_bytes_all_gpus == result.total_bytes) == (not duplicated)
+
+
+@given(models, st.data(), seq_lens, st.sampled_from((0, *BLOCK_SIZES)))
+def test_pp_stages_sum_to_the_unsharded_model(model: kvplan.ModelConfig, data: st.DataObject, seq_len: int,
+                                              block_size: int) -> None:
+    pp = data.draw(st.integers(1, min(model.num_layers, 16)))
+    layout = kvplan.build_layout(model, pp=pp, block_size=block_size)
+    whole = kvplan.build_layout(model, block_size=block_size).whole
+    assert sum(sum(g.stage_layers) for g in layout.groups) == model.num_layers
+    assert sum(s.bytes_per_token() for s in layout.stages) == whole.bytes_per_token()
+    assert sum(s.sequence_bytes(seq_len) for s in layout.stages) == whole.sequence_bytes(seq_len)
+    assert sum(s.sequence_bytes(seq_len, block_size) for s in layout.stages) == whole.sequence_bytes(seq_len,
+                                                                                                      block_size)
+    result = kvplan.kv_cache(model, pp=pp, seq_len=seq_len, block_size=block_size)
+    assert result.total_bytes_all_gpus == result.total_bytes  # tp 1: no replica anywhere
+    assert result.bytes_per_sequence_per_gpu <= result.bytes_per_sequence
+
+
+@given(models, seq_lens, st.sampled_from(BLOCK_SIZES), st.data())
+def test_paging_adds_less_than_one_block_per_layer_group(model: kvplan.ModelConfig, seq_len: int, block_size: int,
+                                                         data: st.DataObject) -> None:
+    tp = data.draw(st.sampled_from(valid_tps(model)))
+    result = kvplan.kv_cache(model, tp=tp, seq_len=seq_len, block_size=block_size)
+    groups = result.layout.groups
+    one_block_each = sum(block_size * g.num_layers * g.bytes_per_token_per_layer for g in groups)
+    waste = result.bytes_per_sequence_paged - result.bytes_per_sequence
+    assert 0 <= waste
+    assert waste < one_block_each or one_block_each == 0
+    per_gpu_block_each = sum(block_size * g.num_layers * g.bytes_per_token_per_layer_per_gpu for g in groups)
+    waste_gpu = result.bytes_per_sequence_paged_per_gpu - result.bytes_per_sequence_per_gpu
+    assert 0 <= waste_gpu
+    assert waste_gpu < per_gpu_block_each or per_gpu_block_each == 0
+    # the waste is exactly the padding to whole blocks of the tokens each group holds
+    padded = sum(g.num_layers * g.bytes_per_token_per_layer * (-min(seq_len, g.token_limit or seq_len) % block_size)
+                 for g in groups)
+    assert waste == padded
+
+
+@given(models, seq_lens)
+def test_no_paging_is_exact(model: kvplan.ModelConfig, seq_len: int) -> None:
+    result = kvplan.kv_cache(model, seq_len=seq_len, block_size=0)
+    assert result.bytes_per_sequence_paged == result.bytes_per_sequence
+
+
+@given(models, seq_lens, batches, st.data())
+def test_fp8_is_half_of_bf16(model: kvplan.ModelConfig, seq_len: int, batch: int, data: st.DataObject) -> None:
+    tp = data.draw(st.sampled_from(valid_tps(model)))
+    fp8, bf16 = (kvplan.kv_cache(model, tp=tp, seq_len=seq_len, batch=batch, kv_dtype=d) for d in ("fp8", "bf16"))
+    state = sum(g.num_layers * g.state_bytes_per_layer for g in fp8.layout.groups)  # linear state keeps its dtype
+    assert 2 * fp8.bytes_per_token == bf16.bytes_per_token
+    assert 2 * fp8.bytes_per_token_per_gpu == bf16.bytes_per_token_per_gpu
+    assert 2 * (fp8.bytes_per_sequence - state) == bf16.bytes_per_sequence - state
+    assert 2 * (fp8.total_bytes - batch * state) == bf16.total_bytes - batch * state
+    if not any(isinstance(g.spec, LinearState) for g in fp8.layout.groups):
+        for name in ("bytes_per_sequence_per_gpu", "bytes_per_sequence_paged", "total_bytes_paged_per_gpu",
+                     "total_bytes_all_gpus"):
+            assert 2 * getattr(fp8, name) == getattr(bf16, name), name
+
+
+@pytest.mark.parametrize("model_id", sorted(bundled_index()))
+def test_every_bundled_model_satisfies_pp_conservation(model_id: str) -> None:
+    """Deterministic sweep: every bundled model at every pp that fits, tp 1, 32k tokens."""
+    model = bundled(model_id)
+    whole = kvplan.kv_cache(model, seq_len=32768)
+    for pp in range(1, min(model.num_layers, 8) + 1):
+        stages = kvplan.build_layout(model, pp=pp).stages
+        assert sum(s.sequence_bytes(32768) for s in stages) == whole.bytes_per_sequence, pp
