@@ -158,7 +158,7 @@ def _attention_spec(model: ModelConfig, ov: Overrides) -> FullAttn | MLAAttn:
     if model.is_mla and ov.attention in (None, "mla") and not ov.kv_heads:
         assert model.kv_lora_rank is not None and model.qk_rope_head_dim is not None
         return MLAAttn(kv_lora_rank=model.kv_lora_rank, qk_rope_head_dim=model.qk_rope_head_dim)
-    if model.is_mla:  # the decompressed view transformers caches: per-head K (nope + rope) and V
+    if model.is_mla:  # the decompressed per-head view (older transformers, naive calculators): K = nope + rope, V
         if ov.attention != "mha" or ov.kv_heads:
             raise InputError("an MLA model can be overridden only with --attention mha (decompressed K/V)")
         k_dim = (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)

@@ -23,6 +23,7 @@ MAX_CONFIG_BYTES = 64 * 1024**2
 Layers = Annotated[int, Field(strict=True, gt=0, le=100_000)]
 Dim = Annotated[int, Field(strict=True, gt=0, le=10_000_000)]
 OptDim = Annotated[int, Field(strict=True, ge=0, le=10_000_000)] | None
+OptTokens = Annotated[int, Field(strict=True, ge=0, le=2**40)] | None  # context lengths pass 10M (Llama-4-Scout)
 
 
 class HFConfig(BaseModel):
@@ -63,7 +64,7 @@ class HFConfig(BaseModel):
     multi_query_attention: bool | None = None
     dtype: str | None = None
     num_nextn_predict_layers: OptDim = None
-    max_model_len: OptDim = None
+    max_model_len: OptTokens = None
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -158,6 +159,9 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
     head_dim = cfg.head_dim or (cfg.hidden_size or 0) // heads  # head_dim null or 0 -> hidden // heads
     if head_dim <= 0:
         raise ConfigError(f"{source}: no head_dim and no hidden_size to derive it from")
+    if cfg.num_kv_heads == 0:  # `or heads` below would silently read 0 as MHA
+        raise ConfigError(f"{source}: config field '{origin['num_kv_heads']}' is 0; "
+                          "expected at least 1 KV head (or null for one per attention head)")
     kv_heads = total_kv_heads(cfg, origin)
     is_mla = cfg.kv_lora_rank is not None and cfg.kv_lora_rank > 0
     if not is_mla and (kv_heads > heads or heads % kv_heads):
