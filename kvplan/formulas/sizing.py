@@ -108,13 +108,13 @@ def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, 
     specs = layer_specs(model, overrides)
     check_parallel(specs, model.num_attention_heads, tp, pp, dcp)
     dtype = resolve_kv_dtype(kv_dtype, model.dtype, quant_group)
-    state_dtype = resolve_kv_dtype("auto", model.dtype)
+    state = resolve_kv_dtype(state_dtype, model.dtype)
     stage_counts = [Counter(stage) for stage in pp_stages(specs, pp)]
-    groups = tuple(_group(spec, count, tp, dtype, state_dtype, [c[spec] for c in stage_counts])
+    groups = tuple(_group(spec, count, tp, dtype, state, [c[spec] for c in stage_counts])
                    for spec, count in Counter(specs).items())
     return Layout(
         model=model, specs=specs, attention=attention_kind(specs, model.num_attention_heads),
-        kv_dtype=dtype, state_dtype=state_dtype, tp=tp, pp=pp, dcp=dcp, block_size=block_size, groups=groups,
+        kv_dtype=dtype, state_dtype=state, tp=tp, pp=pp, dcp=dcp, block_size=block_size, groups=groups,
         whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
         stages=tuple(_load(groups, [g.stage_layers[s] for g in groups], per_gpu=True) for s in range(pp)),
     )
@@ -194,7 +194,10 @@ class KvCacheResult(NamedTuple):
 
     @property
     def bytes_per_sequence_paged_per_gpu(self) -> int:
-        return self.gpu_load.sequence_bytes(self.tokens_per_gpu, self.layout.block_size)
+        """The GPU most loaded once pages are rounded up: with windows shorter than a block, not
+        always the stage heaviest in exact bytes."""
+        stages, tokens, block_size = self.layout.stages, self.tokens_per_gpu, self.layout.block_size
+        return max(stage.sequence_bytes(tokens, block_size) for stage in stages)
 
     @property
     def total_bytes(self) -> int:
@@ -221,7 +224,8 @@ class KvCacheResult(NamedTuple):
 
 def kv_cache(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1, seq_len: int | None = None,
              batch: int = 1, kv_dtype: str = "auto", block_size: int = DEFAULT_BLOCK_SIZE,
-             quant_group: int = DEFAULT_QUANT_GROUP, overrides: Overrides | None = None) -> KvCacheResult:
+             quant_group: int = DEFAULT_QUANT_GROUP, overrides: Overrides | None = None,
+             state_dtype: str = "auto") -> KvCacheResult:
     """KV cache of `batch` sequences of `seq_len` tokens (default: the model's max length).
 
     Hot path (capacity sweeps call it millions of times): one dict lookup for the cached layout,
@@ -232,19 +236,19 @@ def kv_cache(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1
 
         model = load_model(model)
     try:
-        layout = model.__dict__["_layouts"][(tp, pp, dcp, kv_dtype, block_size, quant_group, overrides)]
+        layout = model.__dict__["_layouts"][(tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype)]
     except KeyError:
-        layout = _cache_layout(model, (tp, pp, dcp, kv_dtype, block_size, quant_group, overrides))
+        layout = _cache_layout(model, (tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype))
     max_len = model.max_model_len
     if seq_len is None or seq_len <= 0 or batch <= 0 or (max_len and seq_len > max_len) or not max_len:
         return _checked_result(layout, seq_len, batch)
     return KvCacheResult(layout, seq_len, batch, model.notes)
 
 
-def _cache_layout(model: ModelConfig, key: tuple[int, int, int, str, int, int, Overrides | None]) -> Layout:
-    tp, pp, dcp, kv_dtype, block_size, quant_group, overrides = key
+def _cache_layout(model: ModelConfig, key: tuple[int, int, int, str, int, int, Overrides | None, str]) -> Layout:
+    tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype = key
     layout = build_layout(model, tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype, block_size=block_size,
-                          quant_group=quant_group, overrides=overrides)
+                          quant_group=quant_group, overrides=overrides, state_dtype=state_dtype)
     layouts = model.__dict__.setdefault("_layouts", {})
     if len(layouts) > 1024:
         layouts.clear()
