@@ -101,8 +101,11 @@ def _load(groups: tuple[Group, ...], counts: list[int], per_gpu: bool) -> Load:
 @lru_cache(maxsize=4096)
 def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, kv_dtype: str = "auto",
                  block_size: int = DEFAULT_BLOCK_SIZE, quant_group: int = DEFAULT_QUANT_GROUP,
-                 overrides: Overrides | None = None) -> Layout:
-    """Specs -> groups of identical layers -> per-GPU loads of every PP stage."""
+                 overrides: Overrides | None = None, state_dtype: str = "auto") -> Layout:
+    """Specs -> groups of identical layers -> per-GPU loads of every PP stage.
+
+    `state_dtype`: linear-attention/Mamba state (vLLM's mamba_ssm_cache_dtype; auto = the model dtype).
+    """
     if block_size < 0:
         raise InputError(f"--block-size must be 0 (no paging) or positive, got {block_size}")
     specs = layer_specs(model, overrides)
