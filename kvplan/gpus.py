@@ -1,0 +1,152 @@
+"""GPU catalog: memory as the engines see it, and peak memory bandwidth.
+
+``memory_bytes`` is the total that ``torch.cuda.get_device_properties(i).total_memory`` (and
+``torch.cuda.mem_get_info()[1]``, vLLM's ``total_gpu_memory``) reports: the figure vLLM and SGLang
+multiply by their memory fraction. It is smaller than the marketing size and than nvidia-smi's
+"Total" (the driver keeps a reserve), and it moves by a few MiB with the driver, ECC and MIG
+settings: ``--gpu-mem`` overrides it.
+
+How a figure became bytes: the readings in ../shared/reference/gpus.md are GiB with 2–3 decimals
+(2**30 bytes). Drivers hand out memory in whole MiB, so ``_mib(gib)`` rounds ``gib × 1024`` to the
+nearest MiB and multiplies by 2**20; a 2-decimal reading is then exact to about ±5 MiB. Where a GPU
+has several readings, the value two sources agree on wins (else the torch one); ``source`` names the
+row used. Bandwidth is the vendor's data-sheet peak (decimal TB/s or GB/s), cited per row.
+
+This module is pure data plus lookup; it is not a probe (see kvplan.probe for measuring).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, replace
+
+from kvplan.errors import InputError
+from kvplan.units import GIB, parse_bytes
+
+MIB = 1024**2
+TB_PER_S = 10**12
+GB_PER_S = 10**9
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    name: str
+    memory_bytes: int  # torch total_memory / vLLM total_gpu_memory, whole MiB
+    bandwidth_bytes_per_s: int  # vendor peak, decimal units
+    source: str  # where memory_bytes comes from (a gpus.md row), and how it was read
+
+    def with_memory(self, memory_bytes: int, source: str = "--gpu-mem") -> Gpu:
+        """The same GPU with a user-given memory size (``--gpu-mem``)."""
+        return replace(self, memory_bytes=memory_bytes, source=source)
+
+
+def _mib(gib: float) -> int:
+    """A GiB reading -> bytes, rounded to a whole MiB (drivers allocate in MiB)."""
+    return round(gib * 1024) * MIB
+
+
+# Bandwidth sources (vendor data sheets, peak): NVIDIA H100 Tensor Core GPU datasheet (SXM 3.35 TB/s,
+# PCIe 2 TB/s, NVL 3.9 TB/s); H200 datasheet (4.8 TB/s); A100 datasheet (40GB 1,555 GB/s, 80GB SXM
+# 2,039 GB/s); L40S datasheet (864 GB/s); L4 datasheet (300 GB/s); A10 datasheet (600 GB/s; AWS
+# lists A10G at 600 GB/s as well); GeForce RTX 4090/3090/5090 spec pages (1,008 / 936 / 1,792 GB/s);
+# GH200 datasheet (HBM3 4 TB/s, HBM3e 4.9 TB/s); HGX B200 spec (8 TB/s per GPU); AMD Instinct MI300X (5.3 TB/s) and MI325X (6 TB/s) data sheets;
+# T4 datasheet (320 GB/s); V100 datasheet (SXM2 900 GB/s).
+GPUS: dict[str, Gpu] = {g.name: g for g in (
+    Gpu("H100-SXM", _mib(79.18), 3350 * GB_PER_S,
+        "vLLM total_gpu_memory 79.18 GiB (vllm-project/vllm#23192; same in llm-d-planner empirical results)"),
+    # nvidia-smi reads 81559 MiB on both the SXM and the PCIe card (gpus.md), so the SXM torch figure stands in.
+    Gpu("H100-PCIe", _mib(79.18), 2000 * GB_PER_S,
+        "H100 SXM's 79.18 GiB (vllm-project/vllm#23192): nvidia-smi reads 81559 MiB on both cards"),
+    Gpu("H100-NVL", _mib(93.02), 3900 * GB_PER_S, "torch 93.02 GiB (vllm-project/vllm#16712)"),
+    # 139.80 GiB: two readings (torch and vLLM) agree; vllm-project/vllm#34553 has 139.81.
+    Gpu("H200", _mib(139.80), 4800 * GB_PER_S, "torch/vLLM 139.8 GiB (gpus.md H200 rows)"),
+    Gpu("A100-40G", _mib(39.557), 1555 * GB_PER_S,
+        "torch 39.557 GiB (unslothai/notebooks Gemma3_(27B)_A100 @ bdda2efc; vllm#8731 has 39.56)"),
+    Gpu("A100-80G", _mib(79.15), 2039 * GB_PER_S, "torch 79.15 GiB (vllm-project/vllm#4408 and #8903)"),
+    Gpu("L40S", _mib(44.53), 864 * GB_PER_S, "torch 44.53 GiB (vllm-project/vllm#15598)"),
+    Gpu("L4", _mib(22.05), 300 * GB_PER_S, "torch 22.05 GiB (vllm-project/vllm#20214; vLLM log in #33297)"),
+    Gpu("A10G", _mib(22.184), 600 * GB_PER_S, "torch 22.184 GiB (unslothai/notebooks Llama3.2_(1B)-RAFT @ bdda2efc)"),
+    Gpu("A10", _mib(21.99), 600 * GB_PER_S, "torch 21.99 GiB (vllm-project/vllm#16128)"),
+    Gpu("RTX-4090", _mib(23.64), 1008 * GB_PER_S, "torch 23.64 GiB (vllm-project/vllm#16896)"),
+    Gpu("RTX-3090", _mib(23.56), 936 * GB_PER_S,
+        "torch 23.56 GiB (noonghunna/club-3090 docs/CLIFFS.md @ 4a29ab57; vLLM log in wtdcode/vllm-backport#34)"),
+    # 31.84 GiB = nvidia-smi's 32607 MiB; vllm#40291's 31.35 is likely a display-attached card.
+    Gpu("RTX-5090", _mib(31.84), 1792 * GB_PER_S, "torch 31.84 GiB (vllm-project/vllm#23050)"),
+    # GH200 comes with 96 GB HBM3 or 144 GB HBM3e. The 96 GB part has only an nvidia-smi reading
+    # (97871 MiB, which on other GPUs sits 250-900 MiB above torch's figure); the 144 GB one a vLLM log.
+    Gpu("GH200", 97871 * MIB, 4000 * GB_PER_S, "nvidia-smi 97871 MiB (gpus.md GH200 row; no torch reading)"),
+    Gpu("GH200-144G", _mib(142.5), 4900 * GB_PER_S, "vLLM total_gpu_memory 142.5 GiB (vllm-project/vllm#35313)"),
+    Gpu("B200", _mib(178.36), 8000 * GB_PER_S, "torch 178.36 GiB (gpus.md B200 row, repository not identified)"),
+    Gpu("MI300X", _mib(191.98), 5300 * GB_PER_S, "torch 191.98 GiB (gpus.md MI300X row, repository not identified)"),
+    Gpu("MI325X", _mib(255.98), 6000 * GB_PER_S, "torch 255.98 GiB (vllm-project/vllm#41962)"),
+    Gpu("T4", _mib(14.748), 320 * GB_PER_S,
+        "torch 14.748 GiB (unslothai/notebooks CodeGemma_(7B) @ bdda2efc; vLLM log 14.74 in Qwen3_(4B)-GRPO)"),
+    # No torch reading in gpus.md for V100: nvidia-smi's non-round total (16160 / 32510 MiB) is used,
+    # which on other GPUs sits 250-900 MiB above torch's figure. Pass --gpu-mem when it matters.
+    Gpu("V100-16G", 16160 * MIB, 900 * GB_PER_S, "nvidia-smi 16160 MiB (gpus.md V100 16GB rows; no torch reading)"),
+    Gpu("V100-32G", 32510 * MIB, 900 * GB_PER_S, "nvidia-smi 32510 MiB (gpus.md V100 32GB row; no torch reading)"),
+)}
+
+# Normalized alias -> catalog name. Keys are what _normalize() leaves: lower case, letters and
+# digits only, vendor words dropped, "80gb" -> "80g". The torch device names are rows here too.
+ALIASES: dict[str, str] = {
+    "h100": "H100-SXM", "h10080g": "H100-SXM", "h100sxm": "H100-SXM", "h100sxm5": "H100-SXM",
+    "h100sxm80g": "H100-SXM", "h10080ghbm3": "H100-SXM", "h100sxm580g": "H100-SXM",
+    "h100pcie": "H100-PCIe", "h100pcie80g": "H100-PCIe", "h10080gpcie": "H100-PCIe",
+    "h100nvl": "H100-NVL", "h100nvl94g": "H100-NVL", "h10094g": "H100-NVL",
+    "h200": "H200", "h200141g": "H200", "h200sxm": "H200", "h200sxm141g": "H200",
+    "a10040g": "A100-40G", "a100sxm440g": "A100-40G", "a100pcie40g": "A100-40G",
+    "a100": "A100-80G", "a10080g": "A100-80G", "a100sxm480g": "A100-80G", "a100pcie80g": "A100-80G",
+    "a10080gpcie": "A100-80G",
+    "l40s": "L40S", "l40s48g": "L40S", "l4": "L4", "l424g": "L4",
+    "a10g": "A10G", "a10g24g": "A10G", "a10": "A10", "a1024g": "A10",
+    "4090": "RTX-4090", "rtx4090": "RTX-4090", "rtx409024g": "RTX-4090", "409024g": "RTX-4090",
+    "3090": "RTX-3090", "rtx3090": "RTX-3090", "rtx309024g": "RTX-3090", "309024g": "RTX-3090",
+    "5090": "RTX-5090", "rtx5090": "RTX-5090", "rtx509032g": "RTX-5090", "509032g": "RTX-5090",
+    "gh200": "GH200", "gh20096g": "GH200", "gh200480g": "GH200", "gh200144g": "GH200-144G",
+    "gh200624g": "GH200-144G",
+    "b200": "B200", "b200180g": "B200", "b200192g": "B200",
+    "mi300x": "MI300X", "mi300x192g": "MI300X", "mi325x": "MI325X", "mi325x256g": "MI325X",
+    "t4": "T4", "t416g": "T4",
+    "v100": "V100-16G", "v10016g": "V100-16G", "v100sxm216g": "V100-16G", "v100pcie16g": "V100-16G",
+    "v10032g": "V100-32G", "v100sxm232g": "V100-32G", "v100pcie32g": "V100-32G",
+}
+_VENDOR_WORDS = re.compile(r"^(nvidia|amd|geforce|tesla|instinct|radeon)+")
+
+
+def _normalize(name: str) -> str:
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    key = _VENDOR_WORDS.sub("", key)
+    return re.sub(r"(\d)gb", r"\1g", key)
+
+
+def gpu_names() -> list[str]:
+    """Catalog names, in catalog order."""
+    return list(GPUS)
+
+
+def lookup_gpu(name: str) -> Gpu:
+    """`H100`, `h100-80g`, `NVIDIA H100 80GB HBM3`, `rtx4090`, `4090` -> the catalog entry."""
+    key = _normalize(name)
+    canonical = {_normalize(n): n for n in GPUS}
+    hit = canonical.get(key) or ALIASES.get(key)
+    if hit is None:
+        raise InputError(f"unknown GPU {name!r}; {_suggest(name)} (or give its memory with --gpu-mem, e.g. 79GiB)")
+    return GPUS[hit]
+
+
+def _suggest(name: str) -> str:
+    key = _normalize(name)
+    keys = {**{_normalize(n): n for n in GPUS}, **ALIASES}
+    close = difflib.get_close_matches(key, list(keys), n=6, cutoff=0.5)
+    names = list(dict.fromkeys(keys[c] for c in close))[:3]
+    return f"closest: {', '.join(names)}" if names else f"known GPUs: {', '.join(GPUS)}"
+
+
+def parse_gpu_memory(text: str | int) -> int:
+    """`79GiB`, `80GB`, `85018951680` -> bytes; refuses sizes under 1 GiB (`80` is not 80 GiB)."""
+    value = parse_bytes(text)
+    if value < GIB:
+        raise InputError(f"--gpu-mem {text!r} is under 1 GiB; give a unit, e.g. 79GiB or 80GB")
+    return value

@@ -1,0 +1,128 @@
+"""Weight storage formats: bytes of a tensor in bf16/fp16, fp8 (block or per-tensor scales), MXFP4,
+int8/int4 (grouped or per-channel scales), GPTQ/AWQ.
+
+A format says how *linear* weights (matrices of the decoder layers, experts included) are stored;
+every other tensor (embedding, lm_head, norms, router, biases, conv) stays in the model dtype, as
+the quantized checkpoints and engines keep them. Scales are counted exactly, per tensor shard:
+
+- ``block``: one scale per (bo × bi) block, e.g. DeepSeek fp8 ``weight_block_size [128, 128]`` with
+  an fp32 ``weight_scale_inv`` per block: ``out×in + ⌈out/128⌉×⌈in/128⌉×4`` bytes.
+- ``group``: one scale (and, for GPTQ/AWQ, one zero point) per ``group`` inputs of each output row:
+  MXFP4 ``out×in/2 + out×⌈in/32⌉×1`` (E8M0 scale), int4 ``out×in/2 + out×⌈in/128⌉×2`` (fp16).
+- ``channel``: one fp16 scale per output row (``--weights-dtype int8``).
+- ``tensor``: one fp32 scale per tensor (``--weights-dtype fp8``, vLLM's dynamic fp8).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kvplan.config.model import ModelConfig
+from kvplan.errors import InputError
+from kvplan.units import cdiv
+
+ScaleScheme = Literal["none", "block", "group", "channel", "tensor"]
+_DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightFormat:
+    name: str  # e.g. "bf16", "fp8 (128x128 blocks)", "mxfp4", "int4 (g128)"
+    base_bits: int  # every tensor that is not a quantized linear weight
+    linear_bits: int
+    scheme: ScaleScheme = "none"
+    block: tuple[int, int] = (0, 0)  # (rows, cols) per scale; group: (1, group)
+    scale_bits: int = 0
+    zero_bits: int = 0  # GPTQ/AWQ zero point per group
+    skip: tuple[str, ...] = ()  # module patterns left unquantized (modules_to_not_convert ...)
+    source: str = ""
+
+    def is_quantized(self, module: str) -> bool:
+        """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized."""
+        if self.scheme == "none" and self.linear_bits == self.base_bits:
+            return False
+        return not any(fnmatch.fnmatchcase(module, p) or fnmatch.fnmatchcase(module, p + ".*") for p in self.skip)
+
+
+def tensor_bytes(shape: tuple[int, ...], count: int, fmt: WeightFormat, *, quantized: bool) -> int:
+    """Bytes of `count` tensors of `shape` ((out, in) for matrices), scales included."""
+    elements = count
+    for dim in shape:
+        elements *= dim
+    if not quantized or len(shape) != 2:
+        return cdiv(elements * fmt.base_bits, 8)
+    rows, cols = shape
+    scales = {"none": 0, "tensor": 1, "channel": rows,
+              "block": cdiv(rows, fmt.block[0] or 1) * cdiv(cols, fmt.block[1] or 1),
+              "group": rows * cdiv(cols, fmt.block[1] or 1)}[fmt.scheme]
+    bits = rows * cols * fmt.linear_bits + scales * (fmt.scale_bits + fmt.zero_bits)
+    return count * cdiv(bits, 8)
+
+
+# --weights-dtype: name -> (linear bits, scheme, block, scale bits). Linear weights only; the rest
+# stays in the model dtype, except bf16/fp16/fp32, which store everything in that dtype.
+OVERRIDES: dict[str, tuple[int, ScaleScheme, tuple[int, int], int]] = {
+    "fp8": (8, "tensor", (0, 0), 32),  # vLLM --quantization fp8 on a bf16 checkpoint: per-tensor fp32 scale
+    "int8": (8, "channel", (1, 0), 16),  # W8A8 per-channel: one fp16 scale per output row
+    "int4": (4, "group", (1, 128), 16),  # symmetric int4, one fp16 scale per 128 inputs
+}
+WEIGHT_DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32", *OVERRIDES)
+_SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore")
+
+
+def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> WeightFormat:
+    """`weights_dtype` if given, else the config's quantization_config, else the model dtype."""
+    base_bits = _DTYPE_BITS.get(model.dtype, 16)
+    key = (weights_dtype or "auto").strip().lower()
+    key = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}.get(key, key)
+    if key in _DTYPE_BITS:
+        return WeightFormat(name=key, base_bits=_DTYPE_BITS[key], linear_bits=_DTYPE_BITS[key], source="--weights-dtype")
+    if key in OVERRIDES:
+        bits, scheme, block, scale_bits = OVERRIDES[key]
+        group = f" (g{block[1]})" if scheme == "group" else ""
+        return WeightFormat(name=key + group, base_bits=base_bits, linear_bits=bits, scheme=scheme, block=block,
+                            scale_bits=scale_bits, source="--weights-dtype")
+    if key != "auto":
+        raise InputError(f"unknown weights dtype {weights_dtype!r}; choose one of: {', '.join(WEIGHT_DTYPE_NAMES)}")
+    quant = model.raw.get("quantization_config")
+    if isinstance(quant, dict):
+        return _from_quantization_config(quant, base_bits, model.source)
+    return WeightFormat(name=model.dtype, base_bits=base_bits, linear_bits=base_bits, source="model dtype")
+
+
+def _skip_patterns(quant: dict[str, Any]) -> tuple[str, ...]:
+    found: list[str] = []
+    for key in _SKIP_KEYS:
+        value = quant.get(key)
+        if isinstance(value, list):
+            found += [str(v).removeprefix("re:") for v in value]
+    return tuple(found)
+
+
+def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str) -> WeightFormat:
+    method = str(quant.get("quant_method", "")).lower()
+    skip = _skip_patterns(quant)
+    where = f"quantization_config ({method})"
+    if method == "fp8":
+        block = quant.get("weight_block_size")
+        if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
+            return WeightFormat(name=f"fp8 ({block[0]}x{block[1]} blocks)", base_bits=base_bits, linear_bits=8,
+                                scheme="block", block=(block[0], block[1]), scale_bits=32, skip=skip, source=where)
+        return WeightFormat(name="fp8", base_bits=base_bits, linear_bits=8, scheme="tensor", scale_bits=32,
+                            skip=skip, source=where)
+    if method == "mxfp4":  # OCP MX: 4-bit E2M1 values, one E8M0 (1-byte) scale per 32
+        return WeightFormat(name="mxfp4", base_bits=base_bits, linear_bits=4, scheme="group", block=(1, 32),
+                            scale_bits=8, skip=skip, source=where)
+    if method in ("gptq", "awq"):
+        bits = quant.get("bits", quant.get("w_bit"))
+        group = quant.get("group_size", quant.get("q_group_size"))
+        if not isinstance(bits, int) or not isinstance(group, int) or bits <= 0:
+            raise InputError(f"{source}: {where} lacks bits/group_size; pass --weights-dtype")
+        scheme: ScaleScheme = "group" if group > 0 else "channel"
+        return WeightFormat(name=f"{method} int{bits} (g{group})", base_bits=base_bits, linear_bits=bits,
+                            scheme=scheme, block=(1, max(group, 0)), scale_bits=16, zero_bits=bits, skip=skip,
+                            source=where)
+    raise InputError(f"{source}: quantization_config quant_method {method or '?'!r} is not supported; "
+                     f"pass --weights-dtype ({', '.join(WEIGHT_DTYPE_NAMES)})")

@@ -1,0 +1,89 @@
+"""Vision towers of multimodal checkpoints (Gemma-3's SigLIP) and their projectors, as weight parts.
+
+Engines load the tower with the language model (vLLM builds Gemma3ForConditionalGeneration whole),
+so its weights take GPU memory on the first PP stage. Tower tensors stay in the model dtype whatever
+the language model's quantization (``is_linear`` is False). TP: vLLM's SigLIP uses QKV/column/row
+parallel linears, so q/k/v/fc1 split by rows and out_proj/fc2 by columns; patch and position
+embeddings, layer norms and Gemma-3's projector are counted as replicated.
+
+A vision_config of a type not listed in VISION_DEFAULTS is not counted; ``vision_note`` says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.config.model import ModelConfig
+from kvplan.weights_parts import Part
+
+# SiglipVisionConfig's defaults (transformers), for keys a vision_config may omit.
+VISION_DEFAULTS: dict[str, dict[str, Any]] = {
+    "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                            "image_size": 224, "patch_size": 16, "num_channels": 3, "vision_use_head": True},
+}
+# Text model_type -> the multimodal projector that maps vision features into the text width.
+PROJECTORS: dict[str, str] = {
+    "gemma3_text": "gemma3",  # mm_input_projection (vision hidden -> text hidden) + mm_soft_emb_norm
+}
+
+
+def _vision_config(model: ModelConfig) -> tuple[str, dict[str, Any]] | None:
+    config = model.raw.get("vision_config")
+    if not isinstance(config, dict):
+        return None
+    kind = str(config.get("model_type", ""))
+    return kind, {**VISION_DEFAULTS.get(kind, {}), **config}
+
+
+def vision_note(model: ModelConfig) -> str | None:
+    found = _vision_config(model)
+    if found and found[0] not in VISION_DEFAULTS:
+        return f"vision tower {found[0] or '?'!r} not counted: kvplan does not know its layout"
+    return None
+
+
+def _siglip_layer(h: int, inter: int) -> tuple[Part, ...]:
+    split = [Part(f"vision.self_attn.{x}_proj", "vision", (h, h), "column") for x in "qkv"]
+    split += [Part(f"vision.self_attn.{x}_proj.bias", "vision", (h,), "column") for x in "qkv"]
+    return (*split,
+            Part("vision.self_attn.out_proj", "vision", (h, h), "row"),
+            Part("vision.self_attn.out_proj.bias", "vision", (h,), "replicated"),
+            Part("vision.mlp.fc1", "vision", (inter, h), "column"),
+            Part("vision.mlp.fc1.bias", "vision", (inter,), "column"),
+            Part("vision.mlp.fc2", "vision", (h, inter), "row"),
+            Part("vision.mlp.fc2.bias", "vision", (h,), "replicated"),
+            Part("vision.layer_norms", "vision", (2, 2, h), "replicated"))  # 2 LayerNorms, weight + bias
+
+
+def _siglip(c: dict[str, Any]) -> tuple[Part, ...]:
+    h, inter, patch = int(c["hidden_size"]), int(c["intermediate_size"]), int(c["patch_size"])
+    positions = (int(c["image_size"]) // patch) ** 2
+    parts = [Part("vision.patch_embedding", "vision", (h, int(c["num_channels"]) * patch * patch), "replicated"),
+             Part("vision.patch_embedding.bias", "vision", (h,), "replicated"),
+             Part("vision.position_embedding", "vision", (positions, h), "replicated")]
+    for _ in range(int(c["num_hidden_layers"])):
+        parts += _siglip_layer(h, inter)
+    parts.append(Part("vision.post_layernorm", "vision", (2, h), "replicated"))
+    if c.get("vision_use_head"):  # attention-pooling head: probe, attention, LayerNorm, MLP
+        parts += [Part("vision.head.probe", "vision", (h,), "replicated"),
+                  Part("vision.head.in_proj", "vision", (3 * h, h + 1), "replicated"),  # weight + bias
+                  Part("vision.head.out_proj", "vision", (h, h + 1), "replicated"),
+                  Part("vision.head.layernorm", "vision", (2, h), "replicated"),
+                  Part("vision.head.fc1", "vision", (inter, h + 1), "replicated"),
+                  Part("vision.head.fc2", "vision", (h, inter), "replicated"),
+                  Part("vision.head.fc2.bias", "vision", (h,), "replicated")]
+    return tuple(parts)
+
+
+def vision_parts(model: ModelConfig) -> tuple[Part, ...]:
+    """The tower and projector of a multimodal checkpoint; () for text-only models."""
+    found = _vision_config(model)
+    if not found or found[0] not in VISION_DEFAULTS:
+        return ()
+    parts = _siglip(found[1])
+    config = found[1]
+    if PROJECTORS.get(str(model.model_type)) == "gemma3":
+        v = int(config["hidden_size"])
+        parts += (Part("multi_modal_projector.mm_input_projection", "vision", (model.hidden_size, v), "replicated"),
+                  Part("multi_modal_projector.mm_soft_emb_norm", "vision", (v,), "replicated"))
+    return parts

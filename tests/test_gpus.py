@@ -1,0 +1,115 @@
+"""GPU catalog: figures against ../shared/reference/gpus.md, aliases, errors, --gpu-mem parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan.errors import InputError, KvplanError
+from kvplan.gpus import GPUS, Gpu, lookup_gpu, parse_gpu_memory
+
+GIB = 2**30
+MIB = 2**20
+
+
+@pytest.mark.parametrize(
+    ("name", "gib"),
+    [
+        # (catalog name, the gpus.md torch/vLLM reading it must reproduce to the printed precision)
+        pytest.param("H100-SXM", 79.18, id="h100-vllm-79.18"),
+        pytest.param("H100-NVL", 93.02, id="h100nvl-torch-93.02"),
+        pytest.param("H200", 139.8, id="h200-139.8"),
+        pytest.param("A100-40G", 39.557, id="a100-40g-39.557"),
+        pytest.param("A100-80G", 79.15, id="a100-80g-79.15"),
+        pytest.param("L40S", 44.53, id="l40s-44.53"),
+        pytest.param("L4", 22.05, id="l4-22.05"),
+        pytest.param("A10G", 22.184, id="a10g-22.184"),
+        pytest.param("A10", 21.99, id="a10-21.99"),
+        pytest.param("RTX-4090", 23.64, id="4090-23.64"),
+        pytest.param("RTX-3090", 23.56, id="3090-23.56"),
+        pytest.param("RTX-5090", 31.84, id="5090-31.84"),
+        pytest.param("GH200-144G", 142.5, id="gh200-144g-vllm-142.5"),
+        pytest.param("B200", 178.36, id="b200-178.36"),
+        pytest.param("MI300X", 191.98, id="mi300x-191.98"),
+        pytest.param("MI325X", 255.98, id="mi325x-255.98"),
+        pytest.param("T4", 14.748, id="t4-14.748"),
+    ],
+)
+def test_memory_reproduces_the_reading(name: str, gib: float) -> None:
+    gpu = GPUS[name]
+    decimals = len(str(gib).split(".")[1])
+    assert round(gpu.memory_bytes / GIB, decimals) == gib
+    assert gpu.memory_bytes % MIB == 0  # whole MiB, as drivers report
+
+
+def test_memory_is_below_nvidia_smi_total() -> None:
+    # torch's total excludes the driver's reserve, so it sits under nvidia-smi's "Total" (gpus.md):
+    # H100 81559 MiB, A100-80G 81920 MiB, L4 23034 MiB, T4 15360 MiB, RTX 4090 24564 MiB.
+    smi_mib = {"H100-SXM": 81559, "A100-80G": 81920, "L4": 23034, "T4": 15360, "RTX-4090": 24564}
+    for name, mib in smi_mib.items():
+        assert GPUS[name].memory_bytes < mib * MIB, name
+        assert GPUS[name].memory_bytes > 0.95 * mib * MIB, name
+
+
+def test_every_entry_is_sourced_and_sane() -> None:
+    for gpu in GPUS.values():
+        assert gpu.source, gpu.name
+        assert 8 * GIB < gpu.memory_bytes < 300 * GIB, gpu.name
+        assert 100e9 <= gpu.bandwidth_bytes_per_s <= 10e12, gpu.name
+
+
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("H100", "H100-SXM"), ("h100", "H100-SXM"), ("H100-80G", "H100-SXM"), ("H100-SXM", "H100-SXM"),
+        ("H100 80GB", "H100-SXM"), ("NVIDIA H100 80GB HBM3", "H100-SXM"),  # torch's device name
+        ("H100-PCIe", "H100-PCIe"), ("h100_pcie", "H100-PCIe"), ("H100-NVL", "H100-NVL"),
+        ("H200", "H200"), ("A100", "A100-80G"), ("A100-80G", "A100-80G"), ("A100-40G", "A100-40G"),
+        ("A100-40GB", "A100-40G"), ("NVIDIA A100-SXM4-80GB", "A100-80G"), ("NVIDIA A100-SXM4-40GB", "A100-40G"),
+        ("L40S", "L40S"), ("l4", "L4"), ("A10G", "A10G"), ("A10", "A10"),
+        ("RTX 4090", "RTX-4090"), ("4090", "RTX-4090"), ("rtx4090", "RTX-4090"),
+        ("NVIDIA GeForce RTX 4090", "RTX-4090"), ("RTX-3090", "RTX-3090"), ("3090", "RTX-3090"),
+        ("rtx5090", "RTX-5090"), ("GH200", "GH200"), ("GH200 480GB", "GH200"),
+        ("GH200-144GB", "GH200-144G"), ("B200", "B200"), ("MI300X", "MI300X"), ("AMD Instinct MI300X", "MI300X"),
+        ("mi325x", "MI325X"), ("T4", "T4"), ("Tesla T4", "T4"), ("V100", "V100-16G"), ("V100-32GB", "V100-32G"),
+    ],
+)
+def test_aliases(alias: str, name: str) -> None:
+    assert lookup_gpu(alias).name == name
+
+
+@pytest.mark.parametrize(("typo", "suggested"), [("H10", "H100"), ("A1000", "A100"), ("rtx 490", "RTX-4090")])
+def test_unknown_gpu_names_close_matches(typo: str, suggested: str) -> None:
+    with pytest.raises(InputError) as err:
+        lookup_gpu(typo)
+    message = str(err.value)
+    assert repr(typo) in message and suggested in message and "--gpu-mem" in message
+    assert "\n" not in message
+
+
+def test_unknown_gpu_without_close_match_lists_the_catalog() -> None:
+    with pytest.raises(KvplanError, match="known GPUs: H100-SXM"):
+        lookup_gpu("TPU-v5e-pod")
+
+
+def test_gpu_is_frozen_and_overridable() -> None:
+    gpu = lookup_gpu("H100")
+    with pytest.raises(AttributeError):
+        gpu.memory_bytes = 1  # type: ignore[misc]
+    custom = gpu.with_memory(79 * GIB)
+    assert custom == Gpu("H100-SXM", 79 * GIB, gpu.bandwidth_bytes_per_s, "--gpu-mem")
+    assert lookup_gpu("H100").memory_bytes != 79 * GIB  # the catalog is untouched
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("79GiB", 79 * GIB), ("80GB", 80 * 10**9), ("12.5GiB", 12 * GIB + GIB // 2), ("85018542080", 85018542080),
+     (85018542080, 85018542080)],
+)
+def test_parse_gpu_memory(text: str | int, expected: int) -> None:
+    assert parse_gpu_memory(text) == expected
+
+
+@pytest.mark.parametrize("text", ["80", "0", "512MiB", "lots", "-5GiB", "1.5"])
+def test_parse_gpu_memory_refuses(text: str) -> None:
+    with pytest.raises(InputError):
+        parse_gpu_memory(text)
