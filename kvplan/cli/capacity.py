@@ -1,0 +1,104 @@
+"""`kvplan capacity` and `kvplan fit`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from kvplan.cli.common import Dcp, Explain, Json, KvDtypeOpt, Pp, Tp, emit, reports_errors, warn
+from kvplan.engines.base import Settings
+from kvplan.errors import InputError
+from kvplan.units import parse_bytes, parse_positive_tokens
+
+Gpu = Annotated[str | None, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ... (default H100).")]
+GpuMem = Annotated[str | None, typer.Option("--gpu-mem", help="Override the GPU's memory, e.g. 79GiB.")]
+Engine = Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | hf | all.")]
+Overhead = Annotated[str | None, typer.Option("--overhead", help="Per-GPU overhead instead of kvplan's estimate.")]
+BlockSizeOpt = Annotated[int | None, typer.Option(
+    "--block-size", help="vLLM block / SGLang page / TRT-LLM tokens_per_block (default: the engine's).")]
+
+
+def _settings(block_size: int | None, batched: str | None, util: float | None, mfs: float | None,
+              free_frac: float | None, dp: int, no_hybrid: bool, no_async: bool) -> Settings:
+    for name, value in (("--gpu-memory-utilization", util), ("--mem-fraction-static", mfs),
+                        ("--free-gpu-memory-fraction", free_frac)):
+        if value is not None and not 0 < value <= 1:
+            raise InputError(f"{name} must be in (0, 1], got {value}")
+    if block_size is not None and block_size <= 0:
+        raise InputError(f"--block-size must be positive, got {block_size}")
+    return Settings(block_size=block_size, gpu_memory_utilization=util, mem_fraction_static=mfs,
+                    free_gpu_memory_fraction=free_frac, dp=dp, hybrid_kv_cache_manager=not no_hybrid,
+                    async_scheduling=not no_async,
+                    max_num_batched_tokens=parse_positive_tokens(batched, "--max-num-batched-tokens")
+                    if batched else None)
+
+
+@reports_errors
+def capacity(
+    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    gpu: Gpu = None, tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1,
+    max_model_len: Annotated[str | None, typer.Option("--max-model-len", help="Tokens (32k); default: the "
+                                                      "model's.")] = None,
+    engine: Engine = "vllm", kv_dtype: KvDtypeOpt = "auto", block_size: BlockSizeOpt = None,
+    kv_budget: Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU as the engine logs it "
+                                                  "(20GiB; or 12.13GiB,11GiB per PP stage); skips the estimate.")] = None,
+    gpu_mem: GpuMem = None, overhead: Overhead = None,
+    weights_dtype: Annotated[str | None, typer.Option("--weights-dtype", help="bf16, fp16, fp8, int4.")] = None,
+    gpu_memory_utilization: Annotated[float | None, typer.Option(help="vLLM fraction of total memory "
+                                                                 "(0.92, vLLM 0.33).")] = None,
+    mem_fraction_static: Annotated[float | None, typer.Option(help="SGLang fraction of free memory incl. "
+                                                              "weights (default by TP, SGLang 0.4).")] = None,
+    free_gpu_memory_fraction: Annotated[float | None, typer.Option(help="TRT-LLM fraction of memory free "
+                                                                   "after load (0.9).")] = None,
+    max_num_batched_tokens: Annotated[str | None, typer.Option(help="vLLM (8192 on an H100, 0.33).")] = None,
+    dp: Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")] = 1,
+    disable_hybrid_kv_cache_manager: Annotated[bool, typer.Option(help="vLLM: windows kept in full.")] = False,
+    no_async_scheduling: Annotated[bool, typer.Option(help="vLLM: one batch fewer in flight.")] = False,
+    json: Json = False, explain: Explain = False,
+) -> None:
+    """KV capacity an engine reaches on a GPU: blocks, tokens, concurrency (vLLM exact given the budget)."""
+    from kvplan.capacity import capacity as run
+    from kvplan.capacity import capacity_all, parse_budget
+    from kvplan.config import load_model
+    from kvplan.render_capacity import capacity_payload, capacity_tables, explain_lines
+
+    m = load_model(model)
+    kwargs: dict[str, Any] = dict(
+        gpu=gpu, gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None, tp=tp, pp=pp, dcp=dcp,
+        kv_dtype=kv_dtype, max_model_len=parse_positive_tokens(max_model_len, "--max-model-len")
+        if max_model_len else None, kv_budget_bytes=parse_budget(kv_budget) if kv_budget else None,
+        overhead_bytes=parse_bytes(overhead) if overhead is not None else None, weights_dtype=weights_dtype,
+        settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
+                           free_gpu_memory_fraction, dp, disable_hybrid_kv_cache_manager, no_async_scheduling))
+    results = capacity_all(m, **kwargs) if engine.strip().lower() == "all" else [run(m, engine=engine, **kwargs)]
+    payloads = [capacity_payload(r) for r in results]
+    for p in payloads:
+        warn([n for n in p["notes"] if n.startswith("warning:")])
+    lines = [line for r in results for line in explain_lines(r)] if explain else None
+    emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
+
+
+@reports_errors
+def fit(
+    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    context: Annotated[str, typer.Option("--context", help="Tokens per request (32k).")],
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests served at once.")],
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ...")] = "H100",
+    engine: Engine = "vllm",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="auto, fp8, ... or any (try auto and fp8).")] = "auto",
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
+    max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Largest tp × pp (default 8 nodes).")] = None,
+    gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False,
+) -> None:
+    """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens."""
+    from kvplan.fit import fit as run
+    from kvplan.render_capacity import fit_payload, fit_tables
+
+    if engine.strip().lower() == "all":
+        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
+    result = run(model, gpu=gpu, context=parse_positive_tokens(context, "--context"), concurrency=concurrency,
+                 engine=engine, kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus,
+                 gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None,
+                 overhead_bytes=parse_bytes(overhead) if overhead is not None else None)
+    emit(fit_payload(result), json, fit_tables)

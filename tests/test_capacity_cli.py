@@ -1,0 +1,127 @@
+"""`kvplan capacity` end to end: the JSON contract, hand-derived numbers, budgets, errors and warnings."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from kvplan.capacity import capacity, parse_budget
+from kvplan.errors import InputError
+
+GIB = 2**30
+CONTRACT = ("engine", "model", "gpu", "gpu_memory_bytes", "parallel", "kv_dtype", "weights_bytes_per_gpu",
+            "overhead_bytes_per_gpu", "kv_budget_bytes_per_gpu", "block_size", "page_bytes", "num_blocks",
+            "kv_tokens", "max_model_len", "max_concurrency", "layer_groups", "notes")
+
+
+@pytest.fixture
+def cap_json(run_cli: Any) -> Any:
+    def run(*args: str) -> Any:
+        code, out, err = run_cli("capacity", *args, "--json")
+        assert code == 0, err
+        return json.loads(out)
+    return run
+
+
+def test_issue_example_qwen3_8b_budget(cap_json: Any) -> None:
+    # 36 layers × 16 × 8 heads × 256 × 2 B = 2,359,296 B per block; 20 GiB // that = 9,102 blocks
+    # -> 145,632 tokens; 40,960 tokens = 2,560 blocks per request -> 9,102 / 2,560 = 3.56x
+    p = cap_json("Qwen/Qwen3-8B", "--kv-budget", "20GiB", "--engine", "vllm", "--block-size", "16",
+                 "--max-model-len", "40960")
+    assert all(k in p for k in CONTRACT)
+    assert (p["page_bytes"], p["num_blocks"], p["kv_tokens"]) == (2_359_296, 9_102, 145_632)
+    assert p["max_concurrency"] == 9_102 / 2_560 and p["max_concurrency_log"] == "3.56x"
+    assert p["parallel"] == {"tp": 1, "pp": 1, "dcp": 1} and p["kv_budget_bytes_per_gpu"] == 20 * GIB
+    assert p["layer_groups"][0]["blocks_per_request"] == 2_560
+    assert p["log_line"] == ("GPU KV cache size: 145,632 tokens, Maximum concurrency for 40,960 tokens per "
+                             "request: 3.56x")
+
+
+def test_engine_all_lists_every_engine(cap_json: Any) -> None:
+    ps = cap_json("openai/gpt-oss-20b", "--kv-budget", "40GiB", "--engine", "all", "--max-model-len", "128k")
+    assert [p["engine"] for p in ps] == ["vllm", "sglang", "trtllm", "hf"]
+    assert all(all(k in p for k in CONTRACT) for p in ps)
+    vllm, sglang = ps[0], ps[1]
+    assert vllm["num_blocks"] == 109_226 and sglang["kv_tokens"] == 970_903  # engines.md §6
+    assert sglang["max_concurrency"] is None
+
+
+def test_gpu_budget_chain_is_consistent(cap_json: Any) -> None:
+    # budget = ceil(total × 0.92) − weights − overhead; blocks = budget // page
+    p = cap_json("meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "4", "--max-model-len", "32k")
+    expected = math.ceil(p["gpu_memory_bytes"] * 0.92) - p["weights_bytes_per_gpu"] - p["overhead_bytes_per_gpu"]
+    assert p["kv_budget_bytes_per_gpu"] == expected
+    assert p["page_bytes"] == 80 * 16 * 2 * 256 * 2  # 2 KV heads per GPU, K+V of 128, 2 B, 80 layers
+    assert p["num_blocks"] == expected // p["page_bytes"]
+
+
+def test_gpu_mem_and_overhead_overrides(cap_json: Any) -> None:
+    p = cap_json("meta-llama/Llama-3.1-8B", "--gpu-mem", "80GiB", "--overhead", "3GiB",
+                 "--gpu-memory-utilization", "0.5", "--max-model-len", "8k")
+    assert p["gpu_memory_bytes"] == 80 * GIB and p["overhead_bytes_per_gpu"] == 3 * GIB
+    assert p["kv_budget_bytes_per_gpu"] == 40 * GIB - p["weights_bytes_per_gpu"] - 3 * GIB
+
+
+def test_per_stage_budgets(cap_json: Any) -> None:
+    # stage budgets floor to bytes: 12.13 × 2^30 = 13,024,488,325.12 -> 13,024,488,325
+    p = cap_json("openai/gpt-oss-20b", "--pp", "2", "--kv-budget", "12.13GiB,11GiB")
+    assert p["kv_budget_bytes_per_stage"] == [13_024_488_325, 11 * GIB]
+    assert p["num_blocks"] == 11 * GIB // 196_608  # min over stages; 6 layers × 32,768 B per block
+
+
+def test_explain_shows_budget_and_blocks(run_cli: Any) -> None:
+    code, out, _ = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--explain",
+                           "--max-model-len", "32k")
+    assert code == 0
+    for needle in ("gpu_memory_utilization 0.92", "available KV", "num_blocks = min over stages",
+                   "max concurrency", "steady state", "admission reserve"):
+        assert needle in out
+
+
+def test_vllm_refusal_is_one_line_exit_2(run_cli: Any) -> None:
+    code, out, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--kv-budget", "10GiB", "--max-model-len", "128k")
+    assert code == 2 and out == "" and "81904" in err and err.count("\n") == 1
+
+
+def test_budget_not_positive_warns(run_cli: Any) -> None:
+    # 405B in bf16 is ≈ 756 GiB of weights: one H100 cannot hold them, tp 16 leaves ≈ 25 GiB
+    code, out, err = run_cli("capacity", "meta-llama/Llama-3.1-405B", "--gpu", "H100", "--json")
+    assert code == 0 and "warning: KV budget is" in err and "smallest TP with a positive budget: 16" in err
+    p = json.loads(out)
+    assert p["kv_budget_bytes_per_gpu"] < 0 and p["num_blocks"] == 0 and p["kv_tokens"] == 0
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(("--engine", "nope"), id="unknown-engine"),
+    pytest.param(("--pp", "2", "--kv-budget", "1GiB,2GiB,3GiB"), id="budget-count"),
+    pytest.param(("--kv-budget", "lots"), id="budget-syntax"),
+    pytest.param(("--gpu", "H100", "--gpu-memory-utilization", "1.5"), id="bad-fraction"),
+    pytest.param(("--gpu", "Z9000"), id="unknown-gpu"),
+    pytest.param(("--tp", "3", "--kv-budget", "1GiB"), id="tp-not-dividing-heads"),
+])
+def test_bad_input_exit_2(run_cli: Any, args: tuple[str, ...]) -> None:
+    code, _, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", *args)
+    assert code == 2 and err.startswith("kvplan: error:")
+
+
+def test_library_result_is_frozen(model: Any) -> None:
+    r = capacity(model("meta-llama/Llama-3.1-8B"), kv_budget_bytes=(40 * GIB,), max_model_len=131072)
+    assert (r.plan.num_blocks, r.plan.kv_tokens) == (20_480, 327_680)
+    with pytest.raises(AttributeError):
+        r.tp = 2  # type: ignore[misc]
+
+
+def test_parse_budget() -> None:
+    assert parse_budget("20GiB") == (20 * GIB,)
+    assert parse_budget("1.5GiB, 1073741824") == (3 * GIB // 2, GIB)
+    with pytest.raises(InputError):
+        parse_budget("20 parsecs")
+
+
+def test_budget_path_survives_weights_refusal(cap_json: Any) -> None:
+    # with --kv-budget the weights are informative: TRT-LLM phi-4 tp8 (ceil heads) still answers
+    p = cap_json("microsoft/phi-4", "--engine", "trtllm", "--tp", "8", "--kv-budget", "40GiB")
+    assert p["kv_tokens"] == 1_048_576 and p["weights_bytes_per_gpu"] is None
