@@ -11,7 +11,7 @@ from kvplan.cli.common import (Attention, BlockSize, Dcp, Explain, Json, KvDtype
 from kvplan.config import bundled_index, load_model
 from kvplan.formulas import kv_cache
 from kvplan.render import size_payload, size_tables
-from kvplan.units import parse_positive_tokens
+from kvplan.units import parse_positive_tokens, parse_tokens
 
 
 @reports_errors
@@ -24,6 +24,13 @@ def size(
     kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, quant_group: QuantGroup = 8,
     attention: Attention = None, kv_heads: KvHeads = None, layer_types: LayerTypes = None, window: Window = None,
     json: Json = False, explain: Explain = False,
+    shared_prefix: Annotated[str, typer.Option("--shared-prefix", help="Prompt tokens all --batch requests share "
+                                               "(prefix caching; paged engines share full blocks only).")] = "0",
+    beam_width: Annotated[int, typer.Option("--beam-width", help="Beams per request.")] = 1,
+    prompt_len: Annotated[str | None, typer.Option("--prompt-len", help="Prompt tokens of --seq-len (shared by the "
+                                                   "beams); the rest is generated per beam. Default: all.")] = None,
+    allocator: Annotated[str | None, typer.Option("--allocator", help="contiguous|paged|exact: the allocator "
+                                                  "reported in the workload section (all three are shown).")] = None,
 ) -> None:
     """KV cache per token, per sequence and per GPU."""
     m = load_model(model)
@@ -36,7 +43,14 @@ def size(
     warn(result.notes)
     from kvplan.explain import explain as explain_lines
 
-    emit(size_payload(result), json, size_tables, explain_lines(result) if explain else None)
+    payload, tables = size_payload(result), size_tables  # type: Any, Any
+    if shared_prefix != "0" or beam_width != 1 or prompt_len or allocator:  # workflows load only when asked
+        from kvplan.workflows.size_section import with_workload
+
+        payload, tables = with_workload(
+            result, payload, allocator=allocator, beam_width=beam_width, shared_prefix_tokens=parse_tokens(shared_prefix),
+            prompt_tokens=parse_positive_tokens(prompt_len, "--prompt-len") if prompt_len else None)
+    emit(payload, json, tables, explain_lines(result) if explain else None)
 
 
 def model_row(model_id: str) -> dict[str, Any]:

@@ -1,0 +1,88 @@
+"""Sweep throughput: `kvplan sweep ... --csv` with about 10,000 points, whole command, start-up included.
+
+1. Wall time of the CLI in a fresh process (target: median < 1 s for >= 10,000 points), with the
+   start-up alone (`kvplan --help` would not load configs, so the floor is `kvplan sweep` of 1 point).
+2. In-process sweep() points per second, and CSV writing, for the record.
+3. That a sweep without --plot imports neither matplotlib nor numpy.
+
+Run: python benchmarks/bench_sweep.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MODELS = ["meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-72B",
+          "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b"]
+# 6 models × 18 lengths (1..128k) × 4 tp × 2 dtypes × 12 batches (1..2048) = 10,368 points
+AXES = ["--seq-len", "1..128k", "--tp", "1,2,4,8", "--kv-dtype", "bf16,fp8", "--batch", "1..2048"]
+POINTS = 6 * 18 * 4 * 2 * 12
+CLI = [sys.executable, "-c", "import sys; from kvplan.cli import main; sys.exit(main())"]
+
+
+def wall_s(args: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(CLI + args, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def cli_timing(runs: int, out: Path) -> dict[str, float]:
+    big = ["sweep", *MODELS, *AXES, "--csv", str(out)]
+    one = ["sweep", MODELS[0], "--seq-len", "1k", "--csv", str(out.with_suffix(".one.csv"))]
+    wall_s(big), wall_s(one)  # warm the page cache and .pyc files
+    big_s, one_s = [], []
+    for _ in range(runs):  # interleaved, so load on the machine hits both alike
+        big_s.append(wall_s(big))
+        one_s.append(wall_s(one))
+    rows = sum(1 for _ in out.open()) - 1
+    assert rows == POINTS, rows
+    return {"points": rows, "median_s": statistics.median(big_s), "min_s": min(big_s),
+            "one_point_median_s": statistics.median(one_s)}
+
+
+def in_process() -> dict[str, float]:
+    from kvplan.workflows import sweep
+    from kvplan.workflows.ranges import parse_int_axis
+    from kvplan.workflows.render import write_csv
+
+    kwargs = dict(seq_lens=parse_int_axis("1..128k", "s"), batches=parse_int_axis("1..2048", "b"),
+                  tps=(1, 2, 4, 8), kv_dtypes=("bf16", "fp8"))
+    sweep(MODELS, **kwargs)  # load configs, build layouts
+    start = time.perf_counter()
+    result = sweep(MODELS, **kwargs)
+    compute = time.perf_counter() - start
+    start = time.perf_counter()
+    write_csv(result, io.StringIO())
+    return {"points_per_s": len(result.rows) / compute, "csv_s": time.perf_counter() - start}
+
+
+def heavy_imports() -> list[str]:
+    code = ("import sys; from kvplan.cli import main; main(['sweep', 'Qwen/Qwen3-32B', '--seq-len', '1k..8k', "
+            "'--csv', '-']); print([m for m in ('matplotlib', 'numpy', 'torch') if m in sys.modules], file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return json.loads(done.stderr.strip().splitlines()[-1].replace("'", '"'))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        report = {"cli": cli_timing(args.runs, Path(tmp) / "sweep.csv"), "in_process": in_process(),
+                  "heavy_imports": heavy_imports()}
+    print(json.dumps(report, indent=2))
+    ok = report["cli"]["median_s"] < 1.0 and not report["heavy_imports"]
+    print("PASS" if ok else "FAIL: target is < 1 s for 10,000+ points and no heavy imports", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`kvplan compare`: several models side by side under one layout."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from kvplan.cli.common import BlockSize, Dcp, Json, KvDtypeOpt, Pp, QuantGroup, Tp, emit, reports_errors, warn
+from kvplan.units import parse_positive_tokens
+
+
+@reports_errors
+def compare(
+    models: Annotated[list[str], typer.Argument(help="Two or more model ids, config.json files or folders.")],
+    seq_len: Annotated[str | None, typer.Option("--seq-len", help="Tokens per sequence (32k); "
+                                                "default: each model's max length.")] = None,
+    batch: Annotated[str, typer.Option("--batch", help="Number of sequences.")] = "1",
+    tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16,
+    quant_group: QuantGroup = 8, json: Json = False,
+    plot: Annotated[str | None, typer.Option("--plot", help="Draw per-layer-group stacked bars to a .png/.svg.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="Also compare these engines' capacity "
+                                               "(vllm,sglang,trtllm,hf) at max_model_len = --seq-len.")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="With --engine: the GPU (H100, A100-80G...).")] = None,
+    kv_budget: Annotated[str | None, typer.Option("--kv-budget", help="With --engine: KV memory per GPU "
+                                                  "(20GiB), instead of the GPU's estimate.")] = None,
+) -> None:
+    """Bytes per token, per sequence and per GPU of several models, side by side."""
+    from kvplan.capacity import parse_budget
+    from kvplan.workflows.compare import compare as run_compare
+    from kvplan.workflows.ranges import parse_str_axis
+    from kvplan.workflows.render import compare_payload, compare_tables
+
+    if plot:
+        from kvplan.plot import check_plot_path
+
+        check_plot_path(plot)
+    engines = parse_str_axis(engine, "--engine") if engine else ()
+    budget = parse_budget(kv_budget) if kv_budget and engines else None
+    result = run_compare(models, seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len else None,
+                         batch=parse_positive_tokens(batch, "--batch"), tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype,
+                         block_size=block_size, quant_group=quant_group, engines=engines, gpu=gpu,
+                         kv_budget_bytes=budget)
+    warn(result.notes)
+    emit(compare_payload(result), json, compare_tables)
+    if plot:
+        from kvplan.plot import plot_layer_groups
+
+        lengths = sorted({r.seq_len for r in result.results})
+        context = f"{lengths[0]:,} tokens" if len(lengths) == 1 else "each model's max length"
+        plot_layer_groups(result.results, plot, title=f"KV cache per sequence per GPU by layer group ({context}, "
+                          f"tp {tp} pp {pp})")
+        print(f"kvplan: wrote {plot}", file=sys.stderr)

@@ -1,0 +1,102 @@
+"""Capacity (max concurrency) vs context length, through ``kvplan.capacity.capacity`` per point.
+
+Used by ``kvplan sweep --engine`` (engine columns) and by ``plot_capacity``. A capacity point costs
+milliseconds (weights, budget, the engine's block arithmetic), far more than a size point, so
+engine sweeps are meant for tens to hundreds of points, not the 10,000 a plain sweep handles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.config.model import ModelConfig
+from kvplan.errors import KvplanError
+from kvplan.workflows.models import as_model
+
+ENGINE_COLUMNS = ("engine", "gpu", "kv_budget_bytes_per_gpu", "kv_tokens", "max_concurrency",
+                  "requests_at_max_len", "fits")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityPoint:
+    engine: str
+    seq_len: int  # the engine's max_model_len
+    gpu: str | None
+    kv_budget_bytes_per_gpu: int | None
+    kv_tokens: int | None
+    max_concurrency: float | None  # what the engine logs (vLLM only)
+    requests_at_max_len: float | None  # requests of seq_len tokens that fit at once (every engine)
+    note: str = ""  # the engine refused: why
+    warnings: tuple[str, ...] = ()  # capacity()'s own warnings (budget <= 0, one request does not fit)
+
+    def columns(self, batch: int) -> tuple[Any, ...]:
+        fits = None if self.requests_at_max_len is None else batch <= self.requests_at_max_len
+        return (self.engine, self.gpu, self.kv_budget_bytes_per_gpu, self.kv_tokens, self.max_concurrency,
+                self.requests_at_max_len, fits)
+
+
+def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | None, tp: int = 1, pp: int = 1,
+                   kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None) -> CapacityPoint:
+    """One engine's capacity for max_model_len = seq_len; an engine's refusal becomes a note, not an error."""
+    from kvplan.capacity import capacity
+
+    try:
+        r = capacity(model, engine=engine, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, max_model_len=seq_len,
+                     kv_budget_bytes=kv_budget_bytes)
+    except KvplanError as exc:
+        return CapacityPoint(engine=engine, seq_len=seq_len, gpu=gpu, kv_budget_bytes_per_gpu=None, kv_tokens=None,
+                             max_concurrency=None, requests_at_max_len=None, note=f"{engine} at {seq_len:,}: {exc}")
+    plan = r.plan
+    return CapacityPoint(engine=r.engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
+                         kv_tokens=plan.kv_tokens, max_concurrency=plan.max_concurrency,
+                         requests_at_max_len=plan.requests_at_max_len,
+                         warnings=tuple(n for n in r.notes if n.startswith("warning:")))
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityCurve:
+    points: tuple[CapacityPoint, ...]
+    label: str
+
+    def series(self, labelled: bool = True) -> dict[str, list[tuple[int, float]]]:
+        """engine (prefixed with the curve's label if `labelled`) -> (seq_len, requests) points."""
+        out: dict[str, list[tuple[int, float]]] = {}
+        for p in self.points:
+            if p.requests_at_max_len is not None:
+                name = f"{self.label} {p.engine}" if labelled else p.engine
+                out.setdefault(name, []).append((p.seq_len, p.requests_at_max_len))
+        return out
+
+
+def capacity_curve(model: ModelConfig | str, *, seq_lens: Sequence[int], engines: Sequence[str] = ("vllm",),
+                   gpu: str | None = None, tp: int = 1, pp: int = 1, kv_dtype: str = "auto",
+                   kv_budget_bytes: tuple[int, ...] | None = None, label: str = "") -> CapacityCurve:
+    """capacity() at every seq_len for every engine: the data of a concurrency-vs-context plot."""
+    m = as_model(model)
+    points = tuple(capacity_point(m, engine=e, seq_len=n, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype,
+                                  kv_budget_bytes=kv_budget_bytes) for e in engines for n in seq_lens)
+    return CapacityCurve(points, label or f"{m.model_id} tp{tp}")
+
+
+def context_lengths(max_len: int, first: int = 1024) -> tuple[int, ...]:
+    """1k, 2k, 4k … up to max_len (included): the x axis of a capacity plot."""
+    from kvplan.workflows.ranges import doubling
+
+    return doubling(min(first, max_len), max_len, "context")
+
+
+def capacity_plot(model: ModelConfig | str, path: str, *, engines: Sequence[str] = ("vllm",), gpu: str | None = None,
+                  tp: int = 1, pp: int = 1, kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None,
+                  max_model_len: int | None = None) -> CapacityCurve:
+    """`kvplan capacity ... --plot FILE`: concurrency vs context from 1k to max_model_len, drawn to FILE."""
+    from kvplan.plot import check_plot_path, plot_capacity
+
+    check_plot_path(path)
+    m = as_model(model)
+    curve = capacity_curve(m, seq_lens=context_lengths(max_model_len or m.max_model_len or 2048), engines=engines,
+                           gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, kv_budget_bytes=kv_budget_bytes)
+    where = f"on {gpu}" if gpu else "with the given KV budget" if kv_budget_bytes else "on the default GPU"
+    plot_capacity(curve.series(labelled=False), path, title=f"Max concurrency vs context {where}: {m.model_id}, tp {tp} pp {pp}")
+    return curve

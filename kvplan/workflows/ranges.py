@@ -1,0 +1,55 @@
+"""Sweep axes from the command line: `1k..128k` doubles from 1k to 128k; `1,2,4` is a list.
+
+Items of a comma list may themselves be ranges (`1..8,12,16k`). Values keep their first-seen
+order and duplicates are dropped, so a sweep never repeats a point.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from kvplan.errors import InputError
+from kvplan.units import parse_positive_tokens
+
+T = TypeVar("T", int, str)
+MAX_RANGE_VALUES = 64  # a doubling range past this many values is a typo, not a plan
+
+
+def doubling(first: int, last: int, name: str) -> tuple[int, ...]:
+    """first, 2·first, 4·first, … up to last; `last` is included even if it is not first·2^k."""
+    if first > last:
+        raise InputError(f"{name} range {first}..{last} is empty: the start is larger than the end")
+    values = [first]
+    while values[-1] * 2 <= last and len(values) < MAX_RANGE_VALUES:
+        values.append(values[-1] * 2)
+    if values[-1] != last:
+        values.append(last)
+    return tuple(values)
+
+
+def parse_int_axis(text: str, name: str) -> tuple[int, ...]:
+    """`1k..128k` | `1,2,4` | `1..8,12` -> positive ints (tokens suffixes allowed: 4k = 4,096)."""
+    values: list[int] = []
+    for item in _items(text, name):
+        lo, dots, hi = item.partition("..")
+        if dots:
+            values += doubling(parse_positive_tokens(lo, name), parse_positive_tokens(hi, name), name)
+        else:
+            values.append(parse_positive_tokens(item, name))
+    return _unique(values)
+
+
+def parse_str_axis(text: str, name: str) -> tuple[str, ...]:
+    """`bf16,fp8` -> ("bf16", "fp8")."""
+    return _unique(_items(text, name))
+
+
+def _items(text: str, name: str) -> list[str]:
+    items = [part.strip() for part in str(text).split(",")]
+    if not all(items):
+        raise InputError(f"invalid {name} {text!r}: expected a comma list like 1,2,4 or a range like 1k..128k")
+    return items
+
+
+def _unique(values: list[T]) -> tuple[T, ...]:
+    return tuple(dict.fromkeys(values))

@@ -1,0 +1,130 @@
+"""`kvplan sweep`: KV-cache sizes over the cartesian product of models, tp, pp, kv dtypes,
+sequence lengths and batch sizes.
+
+Built for speed (10,000 points as CSV in well under a second): each (model, tp, pp, dtype) is one
+cached ``build_layout``; each sequence length is one ``KvCacheResult`` whose per-sequence bytes are
+read once; every batch size is then a multiplication (all totals are batch × per-sequence bytes).
+Rows are plain tuples in ``SWEEP_COLUMNS`` order. Combinations a model cannot run (e.g. a TP that
+does not divide its heads) are skipped and named in ``notes``, so one bad axis value does not
+throw away the rest of the sweep.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.config.model import ModelConfig
+from kvplan.errors import InputError, KvplanError
+from kvplan.formulas.sizing import DEFAULT_BLOCK_SIZE, KvCacheResult, Layout, build_layout
+from kvplan.workflows.models import as_model
+
+SWEEP_COLUMNS = (
+    "model", "tp", "pp", "kv_dtype", "block_size", "num_gpus", "seq_len", "batch",
+    "bytes_per_token", "bytes_per_token_per_gpu", "bytes_per_sequence", "bytes_per_sequence_per_gpu",
+    "total_bytes", "total_bytes_per_gpu", "total_bytes_paged_per_gpu", "total_bytes_all_gpus",
+)
+MAX_SWEEP_POINTS = 5_000_000
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sweep:
+    """Every point of a sweep: rows of SWEEP_COLUMNS, and the combinations that were skipped."""
+
+    rows: tuple[Row, ...]
+    notes: tuple[str, ...] = ()
+    columns: tuple[str, ...] = SWEEP_COLUMNS
+
+    def dicts(self) -> Iterator[dict[str, Any]]:
+        for row in self.rows:
+            yield dict(zip(self.columns, row, strict=True))
+
+    def column(self, name: str) -> list[Any]:
+        index = self.columns.index(name)
+        return [row[index] for row in self.rows]
+
+
+def _points(layout: Layout, name: str, seq_lens: Sequence[int], batches: Sequence[int]) -> Iterator[Row]:
+    head = (name, layout.tp, layout.pp, layout.kv_dtype.name, layout.block_size, layout.num_gpus)
+    for seq_len in seq_lens:
+        one = KvCacheResult(layout, seq_len, 1)
+        per_token, per_token_gpu = one.bytes_per_token, one.bytes_per_token_per_gpu
+        seq, seq_gpu = one.bytes_per_sequence, one.bytes_per_sequence_per_gpu
+        paged_gpu, all_gpus = one.bytes_per_sequence_paged_per_gpu, one.total_bytes_all_gpus
+        for b in batches:
+            yield (*head, seq_len, b, per_token, per_token_gpu, seq, seq_gpu, b * seq, b * seq_gpu,
+                   b * paged_gpu, b * all_gpus)
+
+
+def _engine_points(layout: Layout, seq_lens: Sequence[int], batches: Sequence[int], engine: str,
+                   engines: EngineAxis, notes: list[str]) -> Iterator[Row]:
+    """Memory columns + one engine's capacity columns (capacity depends on seq_len, not on batch)."""
+    from kvplan.workflows.capacity_curve import capacity_point
+
+    rows = iter(_points(layout, layout.model.model_id, seq_lens, batches))
+    for seq_len in seq_lens:
+        point = capacity_point(layout.model, engine=engine, seq_len=seq_len, gpu=engines.gpu, tp=layout.tp,
+                               pp=layout.pp, kv_dtype=layout.kv_dtype.name, kv_budget_bytes=engines.kv_budget_bytes)
+        if point.note:
+            notes.append(f"skipped capacity of {layout.model.model_id}: {point.note}")
+        for b in batches:
+            yield (*next(rows), *point.columns(b))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineAxis:
+    """`--engine` for a sweep: capacity columns from kvplan.capacity for each engine."""
+
+    engines: tuple[str, ...]
+    gpu: str | None = None
+    kv_budget_bytes: tuple[int, ...] | None = None
+
+
+def _check_axes(axes: dict[str, Sequence[Any]]) -> None:
+    for name, values in axes.items():
+        if not values:
+            raise InputError(f"sweep axis {name} is empty")
+    size = 1
+    for values in axes.values():
+        size *= len(values)
+    if size > MAX_SWEEP_POINTS:
+        raise InputError(f"the sweep has {size:,} points (limit {MAX_SWEEP_POINTS:,}): narrow an axis")
+
+
+def sweep(models: Sequence[ModelConfig | str], *, seq_lens: Sequence[int], batches: Sequence[int] = (1,),
+          tps: Sequence[int] = (1,), pps: Sequence[int] = (1,), kv_dtypes: Sequence[str] = ("auto",),
+          block_size: int = DEFAULT_BLOCK_SIZE, engines: EngineAxis | None = None, **layout_options: Any) -> Sweep:
+    """The cartesian product models × tp × pp × kv_dtype [× engine] × seq_len × batch, batch varying fastest."""
+    _check_axes({"models": models, "--seq-len": seq_lens, "--batch": batches, "--tp": tps, "--pp": pps,
+                 "--kv-dtype": kv_dtypes, "--engine": engines.engines if engines else ("-",)})
+    if min(*seq_lens, *batches) <= 0:
+        raise InputError("sweep sequence lengths and batch sizes must be positive")
+    rows: list[Row] = []
+    notes: list[str] = []
+    for model in models:
+        m = as_model(model)
+        if m.max_model_len and max(seq_lens) > m.max_model_len:
+            notes.append(f"warning: {m.model_id} is configured for at most {m.max_model_len:,} tokens; "
+                         f"the sweep goes to {max(seq_lens):,}")
+        for tp, pp, dtype in itertools.product(tps, pps, kv_dtypes):
+            try:
+                layout = build_layout(m, tp=tp, pp=pp, kv_dtype=dtype, block_size=block_size, **layout_options)
+            except KvplanError as exc:
+                notes.append(f"skipped {m.model_id} tp={tp} pp={pp} kv_dtype={dtype}: {exc}")
+                continue
+            if engines is None:
+                rows.extend(_points(layout, m.model_id, seq_lens, batches))
+                continue
+            for engine in engines.engines:
+                rows.extend(_engine_points(layout, seq_lens, batches, engine, engines, notes))
+    if not rows:
+        raise InputError("no sweep point is valid: " + "; ".join(notes))
+    if engines is None:
+        return Sweep(rows=tuple(rows), notes=tuple(notes))
+    from kvplan.workflows.capacity_curve import ENGINE_COLUMNS
+
+    return Sweep(rows=tuple(rows), notes=tuple(notes), columns=SWEEP_COLUMNS + ENGINE_COLUMNS)

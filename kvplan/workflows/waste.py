@@ -1,0 +1,77 @@
+"""`kvplan waste`: the memory a set of real sequence lengths takes under each allocator.
+
+Every length is one request (no sharing, beam 1). Contiguous preallocates max_seq_len tokens per
+request; paged rounds each request up to blocks and adds the block-pointer table; exact holds the
+tokens and nothing else. Waste = (allocated − exact) / allocated, on the most loaded GPU.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.config.model import ModelConfig
+from kvplan.errors import InputError
+from kvplan.formulas.sizing import Layout
+from kvplan.workflows.allocators import ALLOCATORS, AllocatorMemory, Workload, allocate
+from kvplan.workflows.models import layout_of
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllocatorWaste:
+    memory: AllocatorMemory  # summed over all requests
+    exact_bytes_per_gpu: int
+
+    @property
+    def waste_bytes_per_gpu(self) -> int:
+        return self.memory.total_bytes_per_gpu - self.exact_bytes_per_gpu
+
+    @property
+    def waste_pct(self) -> float:
+        allocated = self.memory.total_bytes_per_gpu
+        return 100.0 * self.waste_bytes_per_gpu / allocated if allocated else 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WasteResult:
+    layout: Layout
+    max_seq_len: int
+    lengths: tuple[int, ...]
+    rows: tuple[AllocatorWaste, ...]  # in ALLOCATORS order
+
+    @property
+    def num_sequences(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def mean_tokens(self) -> float:
+        return sum(self.lengths) / len(self.lengths)
+
+
+def _summed(layout: Layout, counts: Counter[int], max_seq_len: int, allocator: str) -> AllocatorMemory:
+    parts = [allocate(layout, Workload(batch=n, prompt_tokens=length, max_seq_len=max_seq_len), allocator)
+             for length, n in sorted(counts.items())]
+    return AllocatorMemory(
+        allocator=allocator, kv_tokens=sum(p.kv_tokens for p in parts), kv_bytes=sum(p.kv_bytes for p in parts),
+        kv_bytes_per_gpu=sum(p.kv_bytes_per_gpu for p in parts),
+        table_bytes_per_gpu=sum(p.table_bytes_per_gpu for p in parts))
+
+
+def waste(model: ModelConfig | str, *, lengths: Sequence[int], max_seq_len: int,
+          **layout_options: Any) -> WasteResult:
+    """Memory per allocator for requests of the given lengths, and the share of it that is waste."""
+    if not lengths:
+        raise InputError("no sequence lengths given")
+    if max_seq_len <= 0:
+        raise InputError(f"--max-seq-len must be positive, got {max_seq_len}")
+    longest = max(lengths)
+    if longest > max_seq_len:
+        raise InputError(f"a sequence of {longest:,} tokens exceeds --max-seq-len {max_seq_len:,}")
+    layout = layout_of(model, **layout_options)
+    counts = Counter(lengths)
+    memories = {name: _summed(layout, counts, max_seq_len, name) for name in ALLOCATORS}
+    exact = memories["exact"].total_bytes_per_gpu
+    rows = tuple(AllocatorWaste(memory=memories[name], exact_bytes_per_gpu=exact) for name in ALLOCATORS)
+    return WasteResult(layout=layout, max_seq_len=max_seq_len, lengths=tuple(lengths), rows=rows)
