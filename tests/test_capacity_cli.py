@@ -125,3 +125,12 @@ def test_budget_path_survives_weights_refusal(cap_json: Any) -> None:
     # with --kv-budget the weights are informative: TRT-LLM phi-4 tp8 (ceil heads) still answers
     p = cap_json("microsoft/phi-4", "--engine", "trtllm", "--tp", "8", "--kv-budget", "40GiB")
     assert p["kv_tokens"] == 1_048_576 and p["weights_bytes_per_gpu"] is None
+
+
+def test_capacity_plot_writes_a_png(run_cli, tmp_path) -> None:
+    path = tmp_path / "capacity.png"
+    code, _, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--kv-budget", "20GiB", "--plot", str(path))
+    assert code == 0, err
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(header[16:20], "big") > 0 and int.from_bytes(header[20:24], "big") > 0

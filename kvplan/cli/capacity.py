@@ -56,6 +56,8 @@ def capacity(
     disable_hybrid_kv_cache_manager: Annotated[bool, typer.Option(help="vLLM: windows kept in full.")] = False,
     no_async_scheduling: Annotated[bool, typer.Option(help="vLLM: one batch fewer in flight.")] = False,
     json: Json = False, explain: Explain = False,
+    plot: Annotated[str | None, typer.Option("--plot", help="Also draw max concurrency vs context to this "
+                                             "PNG/SVG file (needs kvplan[plot]).")] = None,
 ) -> None:
     """KV capacity an engine reaches on a GPU: blocks, tokens, concurrency (vLLM exact given the budget)."""
     from kvplan.capacity import capacity as run
@@ -77,6 +79,11 @@ def capacity(
         warn([n for n in p["notes"] if n.startswith("warning:")])
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
+    if plot:
+        from kvplan.workflows.capacity_curve import capacity_plot
+
+        capacity_plot(m, plot, engines=tuple(r.engine for r in results), gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype,
+                      kv_budget_bytes=kwargs["kv_budget_bytes"], max_model_len=kwargs["max_model_len"])
 
 
 @reports_errors

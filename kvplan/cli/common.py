@@ -18,8 +18,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print one line on stderr and return the Exit to raise."""
-    print(f"kvplan: error: {message}", file=sys.stderr)
+    """Print one line on stderr and return the Exit to raise (a newline in, say, a file name is
+    printed as a space: the error stays one line)."""
+    print(f"kvplan: error: {' '.join(message.splitlines())}", file=sys.stderr)
     return typer.Exit(code)
 
 
@@ -51,7 +52,8 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
         return
     from rich.console import Console
 
-    console = Console(highlight=False)
+    # Piped output is not cut to 80 columns: tables are for reading in files and logs too.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     for table in tables(payload):
         console.print(table)
     for line in explain or []:
