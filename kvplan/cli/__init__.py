@@ -6,13 +6,24 @@ import sys
 
 import typer
 
+from kvplan.cli.capacity import capacity, fit
+from kvplan.cli.compare import compare
+from kvplan.cli.probe import probe
 from kvplan.cli.size import models, size
+from kvplan.cli.sweep import sweep
+from kvplan.cli.waste import waste
 from kvplan.errors import KvplanError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Exact KV-cache memory planning for LLM inference.")
 app.command()(size)
 app.command()(models)
+app.command()(capacity)
+app.command()(fit)
+app.command()(compare)
+app.command()(sweep)
+app.command()(waste)
+app.command()(probe)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,228 @@
+"""`kvplan probe`: allocate real caches, measure them against kvplan's prediction, check the kernels.
+
+Importing this module is cheap: torch is imported inside the command (``require_torch``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kvplan.cli.common import BlockSize, Json, QuantGroup, Tp, emit, reports_errors
+from kvplan.errors import KvplanError
+
+if TYPE_CHECKING:
+    import torch
+
+    from kvplan.probe.run import ProbeOptions
+
+CPU_BLOCKS, GPU_BLOCKS = 64, 2048
+CPU_SEQS, GPU_SEQS = 2, 64
+
+
+def resolve_device(device: str, gpu: int | None) -> torch.device:
+    """--gpu N -> cuda:N (refused without CUDA); --device cpu|cuda|auto (auto: cuda:0 when visible)."""
+    from kvplan.probe import ProbeError, require_torch
+
+    require_torch()
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if gpu is not None or device == "cuda":
+        index = gpu or 0
+        if not has_cuda:
+            raise ProbeError("no CUDA device visible; use --device cpu")
+        if index >= torch.cuda.device_count():
+            raise ProbeError(f"--gpu {index}: only {torch.cuda.device_count()} CUDA device(s) visible")
+        return torch.device("cuda", index)
+    if device not in ("auto", "cpu"):
+        raise ProbeError(f"unknown --device {device!r}; choose cpu, cuda or auto")
+    return torch.device("cuda", 0) if device == "auto" and has_cuda else torch.device("cpu")
+
+
+def plan_targets(models: list[str] | None, kv_dtype: str | None, opts: ProbeOptions,
+                 tp: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """(targets to probe, notes on default targets that cannot run here). Explicit models raise instead."""
+    from kvplan.config import load_model
+    from kvplan.probe import require_torch
+    from kvplan.probe.allocate import CacheShape, allocate_group
+    from kvplan.probe.run import DEFAULT_TARGETS, probe_layout
+
+    torch = require_torch()
+    wanted = [(m, kv_dtype or "auto") for m in models] if models else \
+        [(m, kv_dtype or d) for m, d in DEFAULT_TARGETS]
+    targets, skipped = [], []
+    for model_id, dtype in dict.fromkeys(wanted):
+        try:
+            layout = probe_layout(load_model(model_id), dtype, opts, tp)
+            for g in layout.groups:  # a dry run on the meta device: refuses layouts that cannot be built
+                allocate_group(CacheShape(spec=g.spec_per_gpu, num_layers=g.num_layers, num_blocks=1,
+                                          block_size=opts.block_size, num_seqs=1, kv_dtype=layout.kv_dtype,
+                                          state_dtype=layout.state_dtype, layout=opts.layout),
+                               torch.device("meta"))
+        except KvplanError as exc:
+            if models:
+                raise
+            skipped.append(f"{model_id} ({dtype}): skipped: {exc}")
+            continue
+        targets.append((model_id, dtype))
+    return targets, skipped
+
+
+def _opt(value: float | int | None, fmt: str) -> str:
+    return fmt.format(value) if value is not None else "-"
+
+
+def probe_tables(payload: dict[str, Any]) -> list[Any]:
+    from rich.table import Table
+
+    table = Table(title=f"kvplan probe on {payload['device']} (tolerance {payload['tolerance']})",
+                  title_justify="left")
+    rows = payload["results"]
+    on_gpu = any(r["driver_bytes"] is not None for r in rows)  # CPU runs have no driver view nor GB/s
+    columns = ["model", "rank", "kv dtype", "blocks", "predicted B", "measured B", "error", "kernels", "ok"]
+    columns[6:6] = ["driver B", "write GB/s", "decode GB/s"] if on_gpu else []
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("model", "kv dtype", "kernels") else "right")
+    for r in rows:
+        cells = {"model": r["model"], "rank": str(r["tp_rank"]), "kv dtype": r["kv_dtype"],
+                 "blocks": f"{r['num_blocks']:,}", "predicted B": f"{r['predicted_bytes']:,}",
+                 "measured B": f"{r['measured_bytes']:,}", "driver B": _opt(r["driver_bytes"], "{:,}"),
+                 "write GB/s": _opt(r["write_gbps"], "{:,.0f}"), "decode GB/s": _opt(r["decode_gbps"], "{:,.0f}"),
+                 "error": _opt(r["error"], "{:.2%}"), "kernels": r["kernel_check"], "ok": "yes" if r["ok"] else "NO"}
+        table.add_row(*(cells[name] for name in columns))
+    tables: list[Any] = [table]
+    notes = [*payload.get("skipped", []),
+             *(f"{r['model']} ({r['kv_dtype']}): {n}" for r in payload["results"] for n in r["kernel_notes"])]
+    if payload.get("bandwidth_note"):
+        notes.append(payload["bandwidth_note"])
+    for row in payload.get("replication", []):
+        notes.append(f"{row['model']}: all {row['tp']} ranks hold {row['all_ranks_measured_bytes']:,} B = "
+                     f"{row['replication']:.2f}× the unsharded prediction")
+    if payload.get("capacity"):
+        c = payload["capacity"]
+        notes.append(f"capacity: {c['allocated_blocks']:,} blocks allocated in {c['free_bytes']:,} B free; "
+                     f"kvplan: {c['capacity_blocks']}, free // block: {c['formula_blocks']:,} ({c['note']})")
+    from rich.text import Text
+
+    return tables + [Text(note) for note in dict.fromkeys(notes)]
+
+
+def _world_tp(tp: int) -> int:
+    """Under torchrun the world is the TP group: --tp must be 1 (then it is taken from WORLD_SIZE) or match."""
+    from kvplan.probe.distributed import torchrun_world
+
+    world = torchrun_world()
+    if world is None or world[1] == 1:
+        return tp
+    if tp not in (1, world[1]):
+        raise KvplanError(f"--tp {tp} differs from torchrun's WORLD_SIZE {world[1]}")
+    return world[1]
+
+
+def _run(targets: list[tuple[str, str]], opts: ProbeOptions, device: torch.device, tp: int) -> tuple[int, list[Any]]:
+    from kvplan.probe import distributed
+    from kvplan.probe.run import probe_model
+
+    world = distributed.torchrun_world()
+    if world is not None and world[1] > 1:
+        return distributed.under_torchrun(targets, opts, device)
+    if tp > 1:
+        return 0, distributed.spawn(tp, targets, opts, device)
+    if not sys.stderr.isatty():
+        return 0, [probe_model(model, dtype, opts, device) for model, dtype in targets]
+    from rich.console import Console
+    from rich.progress import Progress
+
+    results = []
+    with Progress(console=Console(stderr=True), transient=True) as progress:  # long GPU allocations show
+        task = progress.add_task("probing", total=len(targets))
+        for model, dtype in targets:
+            progress.update(task, description=f"{model} ({dtype})")
+            results.append(probe_model(model, dtype, opts, device))
+            progress.advance(task)
+    return 0, results
+
+
+@reports_errors
+def probe(
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model to probe (repeatable); "
+                                                    "default: a GQA, MQA, MLA, sliding, linear, fp8, int4 set.")] = None,
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto (cuda:0 when visible).")] = "auto",
+    gpu: Annotated[int | None, typer.Option("--gpu", help="CUDA device index.")] = None,
+    tp: Tp = 1, kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV dtype for every model "
+                                                               "(default: auto, or the default set's own).")] = None,
+    block_size: BlockSize = 16,
+    blocks: Annotated[int | None, typer.Option("--blocks", help=f"Blocks per layer ({CPU_BLOCKS} on CPU, "
+                                               f"{GPU_BLOCKS} on GPU).")] = None,
+    seqs: Annotated[int | None, typer.Option("--seqs", help="Sequences of linear/Mamba state.")] = None,
+    layout: Annotated[str, typer.Option("--layout", help="vllm, or ppl0..ppl3 (ppl.nn cache_layout).")] = "vllm",
+    quant_group: QuantGroup = 8,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Largest relative error that passes.")] = 0.0,
+    capacity: Annotated[bool, typer.Option("--capacity", help="Fill the GPU with blocks; compare with "
+                                           "kvplan capacity.")] = False,
+    kernel_check: Annotated[bool, typer.Option("--kernel-check/--no-kernel-check",
+                                               help="Run the Triton write/decode check on the pages.")] = True,
+    json: Json = False,
+) -> None:
+    """Allocate real caches from kvplan's specs; report predicted vs measured bytes and kernel checks."""
+    from kvplan.probe.allocate import LAYOUTS
+    from kvplan.probe.bench import peak_gbps
+    from kvplan.probe.compare import probe_payload
+    from kvplan.probe.run import ProbeOptions
+
+    dev = resolve_device(device, gpu)
+    tp = _world_tp(tp)
+    if layout not in LAYOUTS:
+        raise KvplanError(f"unknown --layout {layout!r}; choose one of: {', '.join(LAYOUTS)}")
+    if tolerance < 0 or (blocks is not None and blocks <= 0) or (seqs is not None and seqs <= 0) or block_size <= 0:
+        raise KvplanError("--tolerance must be >= 0, and --blocks, --seqs and --block-size positive")
+    on_gpu = dev.type == "cuda"
+    opts = ProbeOptions(num_blocks=blocks or (GPU_BLOCKS if on_gpu else CPU_BLOCKS), block_size=block_size,
+                        num_seqs=seqs or (GPU_SEQS if on_gpu else CPU_SEQS), layout=layout, quant_group=quant_group,
+                        check_kernels=kernel_check, time_kernels=on_gpu)
+    targets, skipped = plan_targets(model, kv_dtype, opts, tp)
+    if capacity and (not on_gpu or tp != 1 or len(targets) != 1):
+        raise KvplanError("--capacity needs a CUDA device (--gpu N), --tp 1 and one --model")
+    rank, results = _run(targets, opts, dev, tp)
+    extra: dict[str, Any] = {"skipped": skipped}
+    if tp > 1:
+        extra["replication"] = _replication(results, opts, tp)
+    if capacity:
+        extra["capacity"] = _capacity(targets, opts, dev, tp)
+    peak = peak_gbps(dev)
+    note = None if on_gpu else "CPU: kernels run in the Triton interpreter; no bandwidth is measured (null)"
+    payload = probe_payload(str(dev), results, tolerance, peak_gbps=peak, bandwidth_note=note, extra=extra)
+    if rank == 0:
+        emit(payload, json, probe_tables)
+    if not payload["ok"]:
+        raise typer.Exit(1)
+
+
+def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> list[dict[str, Any]]:
+    from kvplan.config import load_model
+    from kvplan.probe.compare import predicted_group_bytes, replication_rows
+    from kvplan.probe.run import probe_layout
+
+    whole = {}  # the unsharded prediction (g.spec, not g.spec_per_gpu): what one copy of the cache takes
+    for r in results:
+        layout = probe_layout(load_model(r.model), r.kv_dtype, opts, tp)
+        whole[(r.model, r.kv_dtype)] = sum(
+            predicted_group_bytes(g.spec, g.num_layers, layout.kv_dtype, layout.state_dtype, opts.block_size,
+                                  opts.num_blocks, opts.num_seqs) for g in layout.groups)
+    return replication_rows(results, whole)
+
+
+def _capacity(targets: list[tuple[str, str]], opts: ProbeOptions, dev: torch.device, tp: int) -> dict[str, Any]:
+    from kvplan.config import load_model
+    from kvplan.formulas import page_bytes
+    from kvplan.probe.capacity import capacity_check
+    from kvplan.probe.run import cache_shapes, probe_layout
+
+    model_id, dtype = targets[0]
+    layout = probe_layout(load_model(model_id), dtype, opts, tp)
+    block_bytes = sum(g.num_layers * page_bytes(g.spec_per_gpu, layout.kv_dtype, opts.block_size)
+                      for g in layout.groups)
+    return capacity_check(model_id, cache_shapes(layout, opts), block_bytes, tp, dtype, dev).as_dict()

@@ -1,0 +1,134 @@
+"""Probe one model on one rank: allocate every group, measure it, check the kernels, free it all.
+
+The only place the pieces meet: ``kvplan.build_layout`` gives the per-GPU specs, ``allocate``
+turns them into tensors, ``measure`` reads what they took, ``compare`` predicts from the formulas,
+``check`` and ``bench`` run the kernels on the real pages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+from kvplan.config import ModelConfig, load_model
+from kvplan.formulas import build_layout
+from kvplan.formulas.sizing import Layout
+from kvplan.probe import bench, check
+from kvplan.probe.allocate import FP8_VIEWS, CacheShape, Tensors, kv_views
+from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
+from kvplan.probe.measure import allocate_measured, release
+from kvplan.specs import MLAAttn, Overrides
+
+# (model, kv dtype): GQA, MQA, MLA, sliding/full hybrid, linear hybrid, fp8, int4 with fp16 group scales.
+DEFAULT_TARGETS: tuple[tuple[str, str], ...] = (
+    ("meta-llama/Llama-3.1-8B", "auto"),
+    ("tiiuae/falcon-7b", "auto"),
+    ("deepseek-ai/DeepSeek-V2-Lite", "auto"),
+    ("openai/gpt-oss-20b", "auto"),
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "auto"),
+    ("meta-llama/Llama-3.1-8B", "fp8"),
+    ("Qwen/Qwen3-8B", "int4"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeOptions:
+    num_blocks: int
+    block_size: int = 16
+    num_seqs: int = 2  # sequences of linear/Mamba state
+    layout: str = "vllm"
+    quant_group: int = 8
+    check_kernels: bool = True
+    time_kernels: bool = False
+    seed: int = 0
+    overrides: Overrides | None = None
+
+
+def probe_layout(model: ModelConfig, kv_dtype: str, opts: ProbeOptions, tp: int = 1) -> Layout:
+    return build_layout(model, tp=tp, kv_dtype=kv_dtype, block_size=opts.block_size,
+                        quant_group=opts.quant_group, overrides=opts.overrides)
+
+
+def cache_shapes(layout: Layout, opts: ProbeOptions) -> list[CacheShape]:
+    return [CacheShape(spec=g.spec_per_gpu, num_layers=g.num_layers, num_blocks=opts.num_blocks,
+                       block_size=opts.block_size, num_seqs=opts.num_seqs, kv_dtype=layout.kv_dtype,
+                       state_dtype=layout.state_dtype, layout=opts.layout) for g in layout.groups]
+
+
+def probe_model(model_id: str, kv_dtype: str, opts: ProbeOptions, device: torch.device,
+                tp: int = 1, rank: int = 0) -> ProbeResult:
+    """Allocate, measure, check and free one model's cache on this rank's device."""
+    model = load_model(model_id)
+    layout = probe_layout(model, kv_dtype, opts, tp)
+    allocated: list[tuple[CacheShape, list[Tensors]]] = []
+    # Triton launches on the current CUDA device: make it the one asked for (--gpu 1 must not touch 0)
+    on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    try:
+        with on_device:
+            groups = _allocate_all(layout, opts, device, allocated)
+            verdict, notes, gbps = _kernels(allocated, model.num_attention_heads // tp, opts, device, rank)
+    finally:
+        allocated.clear()  # the only references to the tensors: clearing frees them, also on error/Ctrl-C
+        release(device)
+    return ProbeResult(model=model.model_id, tp=tp, tp_rank=rank, kv_dtype=layout.kv_dtype.name,
+                       layout=opts.layout, num_blocks=opts.num_blocks, block_size=opts.block_size,
+                       num_seqs=opts.num_seqs, groups=tuple(groups), kernel_check=verdict,
+                       kernel_notes=notes, write_gbps=gbps[0], decode_gbps=gbps[1])
+
+
+def _allocate_all(layout: Layout, opts: ProbeOptions, device: torch.device,
+                  allocated: list[tuple[CacheShape, list[Tensors]]]) -> list[GroupResult]:
+    """Allocate group after group into `allocated` (owned by the caller, who frees it)."""
+    groups = []
+    for shape in cache_shapes(layout, opts):
+        layers, got = allocate_measured(shape, device)
+        allocated.append((shape, layers))
+        predicted = predicted_group_bytes(shape.spec, shape.num_layers, layout.kv_dtype, layout.state_dtype,
+                                          opts.block_size, opts.num_blocks, opts.num_seqs)
+        groups.append(GroupResult(kind=shape.spec.kind, num_layers=shape.num_layers, predicted_bytes=predicted,
+                                  measured_bytes=got.measured_bytes, reserved_bytes=got.reserved_bytes,
+                                  driver_bytes=got.driver_bytes))
+    return groups
+
+
+def _kernels(allocated: list[tuple[CacheShape, list[Tensors]]], num_heads: int, opts: ProbeOptions,
+             device: torch.device, rank: int) -> tuple[str, tuple[str, ...], tuple[float | None, float | None]]:
+    if not opts.check_kernels:
+        return "skipped", ("kernel check not requested",), (None, None)
+    ops, has_triton = check.load_ops(device)
+    gen = torch.Generator().manual_seed(opts.seed + rank)
+    pool = check.BlockPool(opts.num_blocks, gen)
+    outcomes = [o for shape, layers in allocated
+                for o in check.check_group(ops, shape, layers, num_heads, pool, gen, device)]
+    if not has_triton:
+        outcomes.append(check.Outcome("skipped", "triton is not installed: ran the torch reference only"))
+    notes = tuple(f"{o.status}: {o.note}" for o in outcomes if o.status != "pass")
+    gbps = _bandwidth(ops, allocated, num_heads, device) if opts.time_kernels and has_triton else (None, None)
+    return check.verdict(outcomes, has_triton), notes, gbps
+
+
+def _bandwidth(ops: object, allocated: list[tuple[CacheShape, list[Tensors]]], num_heads: int,
+               device: torch.device) -> tuple[float | None, float | None]:
+    """Time both kernels on layer 0 of the first paged group (CUDA only)."""
+    from types import ModuleType
+
+    if device.type != "cuda" or not isinstance(ops, ModuleType):
+        return None, None
+    for shape, layers in allocated:
+        if not layers or shape.spec.kind in ("linear", "none"):
+            continue
+        fp8 = FP8_VIEWS.get(shape.kv_dtype.name)
+        floats = shape.kv_dtype.scale == "none" and (fp8 is None or check.decodes_fp8(fp8, layers[0]))
+        if isinstance(shape.spec, MLAAttn):
+            latent = layers[0]["latent"]
+            write = bench.write_gbps(ops, latent.unsqueeze(2), device)
+            view = latent.view(fp8) if fp8 else latent
+            return write, bench.decode_gbps(ops, view, view, num_heads, device, shape.spec.kv_lora_rank) \
+                if floats else None
+        k, v = kv_views(layers[0], shape.layout, 0, shape.block_size)
+        write = bench.write_gbps(ops, k, device)
+        k, v = (k.view(fp8), v.view(fp8)) if fp8 else (k, v)
+        return write, bench.decode_gbps(ops, k, v, num_heads, device) if floats else None
+    return None, None
