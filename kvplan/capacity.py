@@ -26,6 +26,7 @@ from kvplan.config.model import ModelConfig
 from kvplan.engines import ENGINE_NAMES, EnginePlan, Request, Settings, get_engine
 from kvplan.errors import CapacityError, InputError, KvplanError
 from kvplan.specs import Overrides
+from kvplan.formulas.sizing import build_layout
 from kvplan.units import GIB, parse_bytes
 
 MIB = 1024**2
@@ -88,7 +89,11 @@ def parse_budget(text: str) -> tuple[int, ...]:
         match = re.match(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*$", part, re.ASCII)
         if not match:
             raise InputError(f"invalid --kv-budget {part!r}: expected a size like 20GiB or 12.13GiB,11GiB")
-        out.append(int(Fraction(match.group(1)) * parse_bytes("1" + match.group(2))))  # floor
+        try:
+            unit = parse_bytes("1" + match.group(2))
+        except InputError:
+            raise InputError(f"invalid --kv-budget {part.strip()!r}: unknown unit; use B, KiB, MiB, GiB, GB, ...") from None
+        out.append(int(Fraction(match.group(1)) * unit))  # floor
     return tuple(out)
 
 
@@ -167,6 +172,7 @@ def capacity(model: ModelConfig | str, *, engine: str = "vllm", gpu: str | None 
                           kv_budget_bytes_per_gpu=budgets, budget_lines=lines,
                           plan=_empty_plan(prof.name, prof.version, settings))
     if min(budgets) <= 0:
+        build_layout(model, tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype, overrides=overrides)  # bad input still fails
         notes.append(_no_budget_warning(model, engine, budgets, memory, weights, overhead, tp, pp, settings))
         return replace(base, notes=tuple(notes))
     plan = prof.plan(request, budgets)

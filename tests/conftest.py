@@ -14,11 +14,17 @@ from typer.testing import CliRunner
 import kvplan
 from kvplan.cli import app
 
+# Triton kernels run in the interpreter on CPU; the flag is read when triton is first imported, and any test
+# module may be the first to import it (nothing above imports triton).
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Hypothesis profiles: "ci" (default, quick) and "full" (>= 10,000 examples per fuzz test):
 #   HYPOTHESIS_PROFILE=full python -m pytest tests/test_fuzz_config.py
-settings.register_profile("ci", max_examples=100, deadline=None)
+# Under CI (CI set) the quick run is derandomized, as hypothesis' own "ci" profile is: no flaky builds.
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=bool(os.environ.get("CI")),
+                          print_blob=True)
 settings.register_profile("full", max_examples=10_000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
