@@ -56,11 +56,12 @@ def throughput(seconds: float = 2.0) -> float:
 
     model = kvplan.load_model("meta-llama/Llama-2-70b")
     lengths = [1024 * (i % 128 + 1) for i in range(1000)]
-    count, start = 0, time.perf_counter()
+    count, total, start = 0, 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         for seq_len in lengths:
-            kvplan.kv_cache(model, tp=2, seq_len=seq_len, batch=8).bytes_per_sequence_per_gpu
+            total += kvplan.kv_cache(model, tp=2, seq_len=seq_len, batch=8).bytes_per_sequence_per_gpu
         count += len(lengths)
+    assert total > 0
     return count / (time.perf_counter() - start)
 
 

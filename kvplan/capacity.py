@@ -25,8 +25,8 @@ from fractions import Fraction
 from kvplan.config.model import ModelConfig
 from kvplan.engines import ENGINE_NAMES, EnginePlan, Request, Settings, get_engine
 from kvplan.errors import CapacityError, InputError, KvplanError
-from kvplan.specs import Overrides
 from kvplan.formulas.sizing import build_layout
+from kvplan.specs import Overrides
 from kvplan.units import GIB, parse_bytes
 
 MIB = 1024**2

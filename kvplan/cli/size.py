@@ -6,8 +6,24 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import (Attention, BlockSize, Dcp, Explain, Json, KvDtypeOpt, KvHeads, LayerTypes, Pp,
-                               QuantGroup, Tp, Window, emit, overrides, reports_errors, warn)
+from kvplan.cli.common import (
+    Attention,
+    BlockSize,
+    Dcp,
+    Explain,
+    Json,
+    KvDtypeOpt,
+    KvHeads,
+    LayerTypes,
+    Pp,
+    QuantGroup,
+    Tp,
+    Window,
+    emit,
+    overrides,
+    reports_errors,
+    warn,
+)
 from kvplan.config import bundled_index, load_model
 from kvplan.formulas import kv_cache
 from kvplan.render import size_payload, size_tables

@@ -88,7 +88,7 @@ class Layout:
 
 def _load(groups: tuple[Group, ...], counts: list[int], per_gpu: bool) -> Load:
     full, windowed, state = 0, [], 0
-    for group, count in zip(groups, counts):
+    for group, count in zip(groups, counts, strict=True):
         per_token = group.bytes_per_token_per_layer_per_gpu if per_gpu else group.bytes_per_token_per_layer
         state += count * (group.state_bytes_per_layer_per_gpu if per_gpu else group.state_bytes_per_layer)
         if group.token_limit is None:
