@@ -86,3 +86,11 @@ def test_mla_override_needs_a_latent() -> None:
     with pytest.raises(InputError):  # sliding needs a window Llama's config does not have
         kvplan.kv_cache("meta-llama/Llama-3.1-8B", seq_len=1,
                         overrides=Overrides(layer_kinds=parse_layer_ranges("0-1:sliding", 32)))
+
+
+def test_state_dtype_fp32_doubles_the_recurrent_state(size_json) -> None:
+    # Qwen3-Next state in fp32: 548,864 elements × 4 B = 2,195,456 B per linear layer (vLLM mamba_ssm_cache_dtype=float32)
+    out = size_json("Qwen/Qwen3-Next-80B-A3B-Thinking", "--seq-len", "1000", "--state-dtype", "fp32")
+    linear = next(g for g in out["layer_groups"] if g["kind"] == "linear")
+    assert linear["state_bytes_per_sequence"] == 36 * 2_195_456
+    assert out["bytes_per_sequence"] == 12 * 2048 * 1000 + 36 * 2_195_456

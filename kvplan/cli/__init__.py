@@ -2,28 +2,56 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
+from functools import cache
+from typing import Any
 
 import typer
 
-from kvplan.cli.capacity import capacity, fit
-from kvplan.cli.compare import compare
-from kvplan.cli.probe import probe
-from kvplan.cli.size import models, size
-from kvplan.cli.sweep import sweep
-from kvplan.cli.waste import waste
 from kvplan.errors import KvplanError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Exact KV-cache memory planning for LLM inference.")
-app.command()(size)
-app.command()(models)
-app.command()(capacity)
-app.command()(fit)
-app.command()(compare)
-app.command()(sweep)
-app.command()(waste)
-app.command()(probe)
+# name -> (module, function). Commands are imported only when the app that runs them is built, so
+# `kvplan size` neither imports nor builds the parameters of the other commands (start-up time).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "size": ("kvplan.cli.size", "size"),
+    "models": ("kvplan.cli.size", "models"),
+    "capacity": ("kvplan.cli.capacity", "capacity"),
+    "fit": ("kvplan.cli.capacity", "fit"),
+    "compare": ("kvplan.cli.compare", "compare"),
+    "sweep": ("kvplan.cli.sweep", "sweep"),
+    "waste": ("kvplan.cli.waste", "waste"),
+    "probe": ("kvplan.cli.probe", "probe"),
+}
+
+
+@cache
+def build_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
+    """A typer app with these commands (the full app by default)."""
+    app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+    @app.callback()
+    def kvplan() -> None:
+        """Exact KV-cache memory planning for LLM inference."""
+
+    for name in names:
+        module, function = COMMANDS[name]
+        app.command(name)(getattr(importlib.import_module(module), function))
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # `from kvplan.cli import app`: the full app, built on first use
+        return build_app()
+    raise AttributeError(name)
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """Only the command being run, when the first argument names one; else the full app (help, errors)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first in COMMANDS and argv and argv[0] == first:
+        return build_app((first,))
+    return build_app()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     Click's exceptions are matched by shape (typer vendors its own click in recent releases).
     """
     try:
-        code = app(args=argv, standalone_mode=False, prog_name="kvplan")
+        args = sys.argv[1:] if argv is None else argv
+        code = _app_for(args)(args=args, standalone_mode=False, prog_name="kvplan")
     except KvplanError as exc:
         print(f"kvplan: error: {exc}", file=sys.stderr)
         return exc.exit_code

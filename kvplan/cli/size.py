@@ -40,6 +40,8 @@ def size(
     kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, quant_group: QuantGroup = 8,
     attention: Attention = None, kv_heads: KvHeads = None, layer_types: LayerTypes = None, window: Window = None,
     json: Json = False, explain: Explain = False,
+    state_dtype: Annotated[str, typer.Option("--state-dtype", help="Linear-attention/Mamba state dtype (vLLM's "
+                                             "mamba_ssm_cache_dtype): auto (the model's), fp32, bf16, fp16.")] = "auto",
     shared_prefix: Annotated[str, typer.Option("--shared-prefix", help="Prompt tokens all --batch requests share "
                                                "(prefix caching; paged engines share full blocks only).")] = "0",
     beam_width: Annotated[int, typer.Option("--beam-width", help="Beams per request.")] = 1,
@@ -54,10 +56,9 @@ def size(
         m, tp=tp, pp=pp, dcp=dcp, batch=parse_positive_tokens(batch, "--batch"),
         seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len is not None else None,
         kv_dtype=kv_dtype, block_size=block_size, quant_group=quant_group,
-        overrides=overrides(attention, kv_heads, layer_types, window, m.num_layers),
+        overrides=overrides(attention, kv_heads, layer_types, window, m.num_layers), state_dtype=state_dtype,
     )
     warn(result.notes)
-    from kvplan.explain import explain as explain_lines
 
     payload, tables = size_payload(result), size_tables  # type: Any, Any
     if shared_prefix != "0" or beam_width != 1 or prompt_len or allocator:  # workflows load only when asked
@@ -66,7 +67,12 @@ def size(
         payload, tables = with_workload(
             result, payload, allocator=allocator, beam_width=beam_width, shared_prefix_tokens=parse_tokens(shared_prefix),
             prompt_tokens=parse_positive_tokens(prompt_len, "--prompt-len") if prompt_len else None)
-    emit(payload, json, tables, explain_lines(result) if explain else None)
+    lines = None
+    if explain:
+        from kvplan.explain import explain as explain_lines
+
+        lines = explain_lines(result)
+    emit(payload, json, tables, lines)
 
 
 def model_row(model_id: str) -> dict[str, Any]:

@@ -6,7 +6,6 @@ is already on disk.
 
 from __future__ import annotations
 
-import difflib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -104,19 +103,32 @@ def looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or name.endswith(".json") or os.sep + os.sep in name
 
 
+def existing_path(name: str) -> Path | None:
+    """The file or folder `name` names, if it exists; a name no file system accepts (too long,
+    an unknown ~user, a NUL byte) names nothing, so it is looked up as a model id instead."""
+    try:
+        path = Path(name).expanduser()
+        return path if path.exists() else None
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
 def resolve(name: str) -> tuple[Path, str]:
     """MODEL -> (config file, model id). Raises ConfigError naming the closest bundled ids."""
     if not name or not name.strip():
         raise ConfigError("no model given; run `kvplan models` for the bundled ids")
-    path = Path(name).expanduser()
-    if path.exists():
+    path = existing_path(name)
+    if path is not None:
         return config_in_path(path), name
     if looks_like_path(name):
-        raise ConfigError(f"no such file or folder: {name}")
+        raise ConfigError(f"no such file or folder: {name!r}")
     bundled = find_bundled(name)
     if bundled:
         return bundled_index()[bundled], bundled
-    cached = find_in_hf_cache(name.strip())
+    try:
+        cached = find_in_hf_cache(name.strip())
+    except (OSError, ValueError):  # a name the file system refuses, or a damaged cache entry
+        cached = None
     if cached:
         return cached, name.strip()
     raise ConfigError(f"unknown model {name!r}; {suggest(name)}")
@@ -126,6 +138,8 @@ def suggest(name: str) -> str:
     ids = list(bundled_index())
     lowered = {k.lower(): k for k in ids}
     short = {k.rpartition("/")[2].lower(): k for k in ids}
+    import difflib  # only on the error path
+
     close = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.4)
     close += difflib.get_close_matches(name.lower().rpartition("/")[2], list(short), n=3, cutoff=0.4)
     names = list(dict.fromkeys([lowered.get(c) or short[c] for c in close]))[:3]
