@@ -7,6 +7,7 @@ Byte suffixes follow their names: `GiB` = 2**30, `GB` = 10**9.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from kvplan.errors import InputError
 
@@ -18,7 +19,8 @@ _BYTE_SUFFIX = {
     "g": 1024**3, "gib": 1024**3, "gb": 1000**3,
     "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
 }
-_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# At most 30 digits either side of the point: exact arithmetic below, no giant-integer parsing.
+_NUMBER = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 GIB = 1024**3
 
 
@@ -31,9 +33,9 @@ def _parse(text: str, table: dict[str, int], what: str, example: str) -> int:
     match = _NUMBER.match(str(text))
     if not match or match.group(2).lower() not in table:
         raise InputError(f"invalid {what} {text!r}: expected a positive number like {example}")
-    value = float(match.group(1)) * table[match.group(2).lower()]
-    if value != int(value):
-        raise InputError(f"invalid {what} {text!r}: it is not a whole number of {what.split()[-1]}")
+    value = Fraction(match.group(1)) * table[match.group(2).lower()]  # exact: no float rounding
+    if value.denominator != 1:
+        raise InputError(f"invalid {what} {text!r}: not a whole number")
     return int(value)
 
 
@@ -53,7 +55,10 @@ def parse_bytes(text: str | int) -> int:
 
 def parse_positive_tokens(text: str | int, name: str) -> int:
     """parse_tokens, refusing zero and negative values with the option's name."""
-    value = parse_tokens(text)
+    try:
+        value = parse_tokens(text)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
     if value <= 0:
         raise InputError(f"{name} must be positive, got {text!r}")
     return value

@@ -132,6 +132,8 @@ def test_all_gpu_bytes_cover_the_model_and_exceed_it_only_by_replication(
     duplicated = any(replication(g.spec, tp) > dcp for g in result.layout.groups
                      if g.bytes_per_token_per_layer or g.state_bytes_per_layer)
     assert (result.total_bytes_all_gpus == result.total_bytes) == (not duplicated)
+    # no GPU holds more than the most loaded one: the sum over the tp × pp GPUs is bounded by it
+    assert result.layout.num_gpus * result.total_bytes_per_gpu >= result.total_bytes_all_gpus
 
 
 @given(models, st.data(), seq_lens, st.sampled_from((0, *BLOCK_SIZES)))
@@ -158,11 +160,11 @@ def test_paging_adds_less_than_one_block_per_layer_group(model: kvplan.ModelConf
     groups = result.layout.groups
     one_block_each = sum(block_size * g.num_layers * g.bytes_per_token_per_layer for g in groups)
     waste = result.bytes_per_sequence_paged - result.bytes_per_sequence
-    assert 0 <= waste
+    assert waste >= 0
     assert waste < one_block_each or one_block_each == 0
     per_gpu_block_each = sum(block_size * g.num_layers * g.bytes_per_token_per_layer_per_gpu for g in groups)
     waste_gpu = result.bytes_per_sequence_paged_per_gpu - result.bytes_per_sequence_per_gpu
-    assert 0 <= waste_gpu
+    assert waste_gpu >= 0
     assert waste_gpu < per_gpu_block_each or per_gpu_block_each == 0
     # the waste is exactly the padding to whole blocks of the tokens each group holds
     padded = sum(g.num_layers * g.bytes_per_token_per_layer * (-min(seq_len, g.token_limit or seq_len) % block_size)
@@ -199,3 +201,114 @@ def test_every_bundled_model_satisfies_pp_conservation(model_id: str) -> None:
     for pp in range(1, min(model.num_layers, 8) + 1):
         stages = kvplan.build_layout(model, pp=pp).stages
         assert sum(s.sequence_bytes(32768) for s in stages) == whole.bytes_per_sequence, pp
+
+
+@given(models, st.data(), seq_lens, st.sampled_from((0, *BLOCK_SIZES)))
+def test_per_gpu_bytes_are_those_of_the_most_loaded_stage(model: kvplan.ModelConfig, data: st.DataObject,
+                                                          seq_len: int, block_size: int) -> None:
+    """Exact and paged per-GPU bytes each come from their own most loaded stage: with a window shorter
+    than a block, the stage heaviest in exact bytes need not be the heaviest once pages are rounded."""
+    pp = data.draw(st.integers(1, min(model.num_layers, 8)))
+    result = kvplan.kv_cache(model, pp=pp, seq_len=seq_len, block_size=block_size)
+    stages = result.layout.stages
+    assert result.bytes_per_sequence_per_gpu == max(s.sequence_bytes(seq_len) for s in stages)
+    assert result.bytes_per_sequence_paged_per_gpu == max(s.sequence_bytes(seq_len, block_size) for s in stages)
+
+
+def test_paged_per_gpu_bytes_follow_the_stage_heaviest_when_paged() -> None:
+    """Regression: stage 0 = 1 full layer + 1 empty, stage 1 = 2 sliding layers of window 1 (pp 2).
+    Per layer per token: 2 × 1 KV head × 128 × 2 B = 512 B. At 16 tokens, block 16:
+    exact   stage 0 = 512 × 16 = 8,192;      stage 1 = 2 × 512 × 1 = 1,024   -> 8,192
+    paged   stage 0 = 512 × 16 = 8,192;      stage 1 = 2 × 512 × 16 = 16,384 -> 16,384 (was 8,192)."""
+    doc = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 128,
+           "sliding_window": 1, "torch_dtype": "bfloat16",
+           "layer_types": ["full_attention", "none", "sliding_attention", "sliding_attention"]}
+    result = kvplan.kv_cache(normalize(doc, model_id="t", source="t"), pp=2, seq_len=16, block_size=16)
+    assert result.bytes_per_sequence_per_gpu == 8_192
+    assert result.bytes_per_sequence_paged_per_gpu == 16_384
+    assert result.total_bytes_paged_per_gpu == 16_384
+
+
+# ------------------------------------------------------------------------------------ capacity
+
+GIB = 1024**3
+budgets = st.integers(0, 192 * GIB)
+
+
+def _plan_numbers(model: kvplan.ModelConfig, engine: str, tp: int, **budget: Any) -> tuple[float, ...] | None:
+    from kvplan.capacity import capacity
+
+    try:
+        plan = capacity(model, engine=engine, tp=tp, **budget).plan
+    except kvplan.KvplanError:
+        return None
+    return (plan.kv_tokens, plan.num_blocks or 0, plan.max_concurrency or 0.0, plan.requests_at_max_len)
+
+
+def assert_not_less(lo: tuple[float, ...] | None, hi: tuple[float, ...] | None) -> None:
+    """hi >= lo, element-wise. A refusal (None) counts as no capacity: below any answer, equal to an
+    empty one. (kvplan answers an empty plan when the budget is <= 0, and refuses, as vLLM does, when a
+    positive budget is too small for one max-length request.)"""
+    if hi is None:
+        assert lo is None or not any(lo), (lo, hi)
+        return
+    if lo is not None:
+        assert all(x <= y for x, y in zip(lo, hi, strict=True)), (lo, hi)
+
+
+@given(models, st.data(), budgets, budgets)
+def test_capacity_is_monotone_in_the_kv_budget(model: kvplan.ModelConfig, data: st.DataObject, a: int,
+                                               b: int) -> None:
+    from kvplan.engines import ENGINE_NAMES
+
+    engine = data.draw(st.sampled_from(ENGINE_NAMES))
+    tp = data.draw(st.sampled_from(valid_tps(model)))
+    small, big = sorted((a, b))
+    lo = _plan_numbers(model, engine, tp, kv_budget_bytes=(small,))
+    hi = _plan_numbers(model, engine, tp, kv_budget_bytes=(big,))
+    assert_not_less(lo, hi)
+
+
+@given(st.sampled_from(sorted(bundled_index())).map(bundled), st.data(), st.integers(1, 320), st.integers(1, 320))
+def test_capacity_is_monotone_in_gpu_memory(model: kvplan.ModelConfig, data: st.DataObject, a: int, b: int) -> None:
+    from kvplan.engines import ENGINE_NAMES
+
+    engine = data.draw(st.sampled_from(ENGINE_NAMES))
+    tp = data.draw(st.sampled_from(valid_tps(model)))
+    small, big = sorted((a, b))
+    lo = _plan_numbers(model, engine, tp, gpu_memory_bytes=small * GIB)
+    hi = _plan_numbers(model, engine, tp, gpu_memory_bytes=big * GIB)
+    assert_not_less(lo, hi)
+
+
+@given(models, st.data(), seq_lens, st.sampled_from(["auto", "fp8", "int4", "nvfp4", "fp8_per_token_head"]))
+def test_table_rows_add_up_to_the_totals(model: kvplan.ModelConfig, data: st.DataObject, seq_len: int,
+                                         kv_dtype: str) -> None:
+    """The size payload's per-group rows (what the table prints) sum to its totals, whole and per GPU."""
+    from kvplan.render import size_payload
+
+    tp = data.draw(st.sampled_from(valid_tps(model)))
+    pp = data.draw(st.integers(1, min(model.num_layers, 4)))
+    dcp = data.draw(st.sampled_from([d for d in (1, 2, 4) if layout_ok(model, tp=tp, dcp=d)]))
+    try:
+        result = kvplan.kv_cache(model, tp=tp, pp=pp, dcp=dcp, seq_len=seq_len, kv_dtype=kv_dtype)
+    except kvplan.KvplanError:  # a dtype the heads do not fit (int4 groups, MLA with per-head scales)
+        return
+    payload = size_payload(result)
+    rows = payload["layer_groups"]
+    assert sum(r["num_layers"] for r in rows) == model.num_layers
+    assert sum(r["bytes_per_token"] for r in rows) == payload["bytes_per_token"]
+    assert sum(r["bytes_per_token_per_gpu"] for r in rows) == payload["bytes_per_token_per_gpu"]
+
+
+@given(models, st.data(), seq_lens)
+def test_per_gpu_bytes_never_increase_with_dcp(model: kvplan.ModelConfig, data: st.DataObject, seq_len: int) -> None:
+    """Decode context parallelism stripes a sequence's tokens: more ranks, fewer tokens on each."""
+    tp = data.draw(st.sampled_from(valid_tps(model)))
+    dcps = [d for d in (1, 2, 4, 8, 16) if layout_ok(model, tp=tp, dcp=d)]
+    small = data.draw(st.sampled_from(dcps))
+    big = data.draw(st.sampled_from([d for d in dcps if d >= small]))
+    r1, r2 = (kvplan.kv_cache(model, tp=tp, dcp=d, seq_len=seq_len) for d in (small, big))
+    for name in ("bytes_per_sequence_per_gpu", "bytes_per_sequence_paged_per_gpu", "total_bytes_per_gpu"):
+        assert getattr(r2, name) <= getattr(r1, name), name
+    assert r2.total_bytes == r1.total_bytes  # the model's cache does not change, only where it lives

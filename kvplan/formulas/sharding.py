@@ -51,6 +51,8 @@ def shard_spec(spec: LayerSpec, tp: int) -> LayerSpec:
 
 def pp_layer_counts(num_layers: int, pp: int) -> tuple[int, ...]:
     """vLLM get_pp_indices: L // pp per stage, remainder one each to stages -2, -3, ..."""
+    if pp < 1:
+        raise ShardingError(f"pp must be at least 1, got {pp}")
     if pp > num_layers:
         raise ShardingError(f"pp {pp} is larger than the {num_layers} layers")
     counts = [num_layers // pp] * pp
