@@ -29,12 +29,12 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _parse(text: str, table: dict[str, int], what: str, example: str) -> int:
+def _parse(text: str, table: dict[str, int], what: str, example: str, round_down: bool = False) -> int:
     match = _NUMBER.match(str(text))
     if not match or match.group(2).lower() not in table:
         raise InputError(f"invalid {what} {text!r}: expected a positive number like {example}")
     value = Fraction(match.group(1)) * table[match.group(2).lower()]  # exact: no float rounding
-    if value.denominator != 1:
+    if value.denominator != 1 and not round_down:
         raise InputError(f"invalid {what} {text!r}: not a whole number")
     return int(value)
 
@@ -47,10 +47,11 @@ def parse_tokens(text: str | int) -> int:
 
 
 def parse_bytes(text: str | int) -> int:
-    """`1073741824`, `80GiB`, `80GB`, `12.13GiB` -> bytes (GiB = 2**30, GB = 10**9)."""
+    """`1073741824`, `80GiB`, `80GB`, `12.13GiB` -> bytes (GiB = 2**30, GB = 10**9), rounded down."""
     if isinstance(text, int):
         return text
-    return _parse(text, _BYTE_SUFFIX, "size in bytes", "80GiB, 80GB or 1073741824")
+    # Engines log rounded sizes ("12.13 GiB"): a fraction of a byte is dropped, not refused.
+    return _parse(text, _BYTE_SUFFIX, "size in bytes", "80GiB, 80GB or 1073741824", round_down=True)
 
 
 def parse_positive_tokens(text: str | int, name: str) -> int:
