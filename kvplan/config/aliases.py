@@ -49,9 +49,13 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "linear_num_value_heads": ("linear_num_value_heads",),
     "linear_key_head_dim": ("linear_key_head_dim",),
     "linear_value_head_dim": ("linear_value_head_dim",),
-    "mamba_d_state": ("mamba_d_state",),  # Jamba (Mamba-1 layers)
-    "mamba_d_conv": ("mamba_d_conv",),
-    "mamba_expand": ("mamba_expand",),
+    "mamba_d_state": ("mamba_d_state", "ssm_state_size"),  # Jamba (Mamba-1), Nemotron-H / Granite-4 (Mamba-2)
+    "mamba_d_conv": ("mamba_d_conv", "conv_kernel"),
+    "mamba_expand": ("mamba_expand", "expand"),
+    "mamba_num_heads": ("mamba_num_heads", "mamba_n_heads"),  # Mamba-2: state (heads, head_dim, d_state)
+    "mamba_head_dim": ("mamba_head_dim", "mamba_d_head"),
+    "mamba_n_groups": ("mamba_n_groups", "n_groups"),  # Mamba-2 B/C groups (conv over x, B and C)
+    "hybrid_override_pattern": ("hybrid_override_pattern",),  # Nemotron-H: M mamba, * attention, - / E MLP
     "multi_query": ("multi_query",),  # Falcon / BigCode: one KV head ...
     "new_decoder_architecture": ("new_decoder_architecture",),  # ... unless Falcon's new architecture
     "multi_query_attention": ("multi_query_attention",),  # ChatGLM: multi_query_group_num applies

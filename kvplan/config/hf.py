@@ -59,6 +59,10 @@ class HFConfig(BaseModel):
     mamba_d_state: OptDim = None
     mamba_d_conv: OptDim = None
     mamba_expand: OptDim = None
+    mamba_num_heads: OptDim = None
+    mamba_head_dim: OptDim = None
+    mamba_n_groups: OptDim = None
+    hybrid_override_pattern: str | None = None
     multi_query: bool | None = None
     new_decoder_architecture: bool | None = None
     multi_query_attention: bool | None = None

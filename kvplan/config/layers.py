@@ -1,8 +1,8 @@
 """Which kind of layer each decoder layer is, following transformers' config classes.
 
-Order of the rules (first that applies): an explicit `layer_types` list; Qwen3-Next's
-`full_attention_interval`; Jamba's `attn_layer_period`; Llama-4's `attention_chunk_size` with
-`no_rope_layers`; a sliding window (Gemma's `sliding_window_pattern`, Qwen's
+Order of the rules (first that applies): an explicit `layer_types` list; Nemotron-H's
+`hybrid_override_pattern`; Qwen3-Next's `full_attention_interval`; Jamba's `attn_layer_period`;
+Llama-4's `attention_chunk_size` with `no_rope_layers`; a sliding window (Gemma's `sliding_window_pattern`, Qwen's
 `use_sliding_window` + `max_window_layers`, else every layer, as Mistral-7B-v0.1); else full.
 """
 
@@ -35,6 +35,17 @@ def _from_layer_types(cfg: HFConfig, source: str) -> tuple[str, ...]:
     return tuple(LAYER_TYPE_NAMES[t] for t in cfg.layer_types)
 
 
+_PATTERN_KINDS = {"M": "linear", "*": "full", "-": "none", "E": "none"}  # Nemotron-H hybrid_override_pattern
+
+
+def _from_pattern(cfg: HFConfig, source: str) -> tuple[str, ...]:
+    pattern = cfg.hybrid_override_pattern or ""
+    if len(pattern) != cfg.num_layers or set(pattern) - set(_PATTERN_KINDS):
+        raise ConfigError(f"{source}: hybrid_override_pattern must have one of M * - E per layer "
+                          f"({cfg.num_layers} layers), got {pattern[:40]!r}")
+    return tuple(_PATTERN_KINDS[c] for c in pattern)
+
+
 def _sliding_kinds(cfg: HFConfig) -> tuple[str, ...]:
     n = cfg.num_layers
     if cfg.sliding_window_pattern:
@@ -49,6 +60,8 @@ def derive_layer_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
     n = cfg.num_layers
     if cfg.layer_types is not None:
         kinds = _from_layer_types(cfg, source)
+    elif cfg.hybrid_override_pattern:
+        kinds = _from_pattern(cfg, source)
     elif cfg.full_attention_interval:
         kinds = tuple("linear" if (i + 1) % cfg.full_attention_interval else "full" for i in range(n))
     elif cfg.attn_layer_period:
@@ -82,6 +95,11 @@ def linear_dims(cfg: HFConfig, source: str) -> LinearAttnDims:
         # conv over q, k (nk × dk each) and v (nv × dv); recurrent state (nv, dv, dk)
         return LinearAttnDims(conv_kernel=k, conv_channels=2 * nk * dk + nv * dv,
                               num_state_heads=nv, state_rows=dv, state_cols=dk)
+    heads, head_dim, d_state, d_conv = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.mamba_d_state, cfg.mamba_d_conv
+    if heads and head_dim and d_state and d_conv:
+        inner = heads * head_dim  # Mamba-2: conv over x, B, C: inner + 2 × groups × d_state; ssm (heads, head_dim, d_state)
+        return LinearAttnDims(conv_kernel=d_conv, conv_channels=inner + 2 * (cfg.mamba_n_groups or 1) * d_state,
+                              num_state_heads=heads, state_rows=head_dim, state_cols=d_state)
     if cfg.mamba_d_state and cfg.mamba_d_conv and cfg.mamba_expand and cfg.hidden_size:
         inner = cfg.mamba_expand * cfg.hidden_size  # Mamba-1: conv (d_conv-1, inner), ssm (inner, d_state)
         return LinearAttnDims(conv_kernel=cfg.mamba_d_conv, conv_channels=inner,
