@@ -162,7 +162,9 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
     heads = cfg.num_attention_heads
     head_dim = cfg.head_dim or (cfg.hidden_size or 0) // heads  # head_dim null or 0 -> hidden // heads
     if head_dim <= 0:
-        raise ConfigError(f"{source}: no head_dim and no hidden_size to derive it from")
+        why = (f"hidden_size {cfg.hidden_size} is smaller than num_attention_heads {heads}" if cfg.hidden_size
+               else "no hidden_size to derive it from")
+        raise ConfigError(f"{source}: no head_dim, and {why}")
     if cfg.num_kv_heads == 0:  # `or heads` below would silently read 0 as MHA
         raise ConfigError(f"{source}: config field '{origin['num_kv_heads']}' is 0; "
                           "expected at least 1 KV head (or null for one per attention head)")
