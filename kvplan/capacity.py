@@ -131,10 +131,9 @@ def capacity(model: ModelConfig | str, *, engine: str = "vllm", gpu: str | None 
              overhead_bytes: int | None = None, weights_dtype: str | None = None,
              settings: Settings | None = None, overrides: Overrides | None = None) -> CapacityResult:
     """KV capacity of `model` under `engine` on one GPU type (per GPU; PP stages take the min)."""
-    if isinstance(model, str):
-        from kvplan.config import load_model
+    from kvplan.config import as_model
 
-        model = load_model(model)
+    model = as_model(model)
     settings = settings or Settings()
     prof = get_engine(engine)
     if kv_budget_bytes is not None and len(kv_budget_bytes) not in (1, pp):
@@ -213,10 +212,9 @@ def capacity_all(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int
                  max_model_len: int | None = None, settings: Settings | None = None,
                  **kwargs: object) -> list[CapacityResult]:
     """Every engine side by side; an engine that refuses reports its error instead of failing all."""
-    if isinstance(model, str):
-        from kvplan.config import load_model
+    from kvplan.config import as_model
 
-        model = load_model(model)
+    model = as_model(model)
     settings = settings or Settings()
     out = []
     for name in ENGINE_NAMES:

@@ -79,10 +79,9 @@ def fit(model: ModelConfig | str, *, gpu: str, context: int, concurrency: int, e
         gpu_memory_bytes: int | None = None, overhead_bytes: int | None = None,
         settings: Settings | None = None) -> FitResult:
     """Smallest layout serving `concurrency` × `context` tokens, and the ranked alternatives."""
-    if isinstance(model, str):
-        from kvplan.config import load_model
+    from kvplan.config import as_model
 
-        model = load_model(model)
+    model = as_model(model)
     if context <= 0 or concurrency <= 0 or gpus_per_node <= 0:
         raise InputError("--context, --concurrency and --gpus-per-node must be positive")
     if model.max_model_len and context > model.max_model_len:

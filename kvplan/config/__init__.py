@@ -6,10 +6,16 @@ from kvplan.config.hf import load_file, normalize
 from kvplan.config.model import LinearAttnDims, ModelConfig
 from kvplan.config.resolve import bundled_index, resolve
 
-__all__ = ["LinearAttnDims", "ModelConfig", "bundled_index", "load_file", "load_model", "normalize", "resolve"]
+__all__ = ["LinearAttnDims", "ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize",
+           "resolve"]
 
 
 def load_model(name: str) -> ModelConfig:
     """A model id, alias or path -> its normalized ModelConfig (never downloads, never runs code)."""
     path, model_id = resolve(name)
     return load_file(path, model_id=model_id)
+
+
+def as_model(model: ModelConfig | str) -> ModelConfig:
+    """Library entry points take a ModelConfig or anything load_model accepts."""
+    return load_model(model) if isinstance(model, str) else model

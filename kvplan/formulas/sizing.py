@@ -234,7 +234,7 @@ def kv_cache(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1
     Hot path (capacity sweeps call it millions of times): one dict lookup for the cached layout,
     a few comparisons, one tuple.
     """
-    if isinstance(model, str):
+    if isinstance(model, str):  # checked here, not in as_model: this is the hot path
         from kvplan.config import load_model
 
         model = load_model(model)

@@ -17,6 +17,7 @@ def _load(name: str) -> ModelConfig:
 
 
 def as_model(model: ModelConfig | str) -> ModelConfig:
+    """kvplan.config.as_model, with names loaded once per process (a sweep names a model many times)."""
     return _load(model) if isinstance(model, str) else model
 
 
