@@ -48,9 +48,8 @@ def __getattr__(name: str) -> Any:
 
 def _app_for(argv: list[str]) -> typer.Typer:
     """Only the command being run, when the first argument names one; else the full app (help, errors)."""
-    first = next((a for a in argv if not a.startswith("-")), None)
-    if first in COMMANDS and argv and argv[0] == first:
-        return build_app((first,))
+    if argv and argv[0] in COMMANDS:
+        return build_app((argv[0],))
     return build_app()
 
 
