@@ -49,9 +49,9 @@ def cli_timing(runs: int, out: Path) -> dict[str, float]:
 
 
 def in_process() -> dict[str, float]:
+    from kvplan.render.workflows import write_csv
     from kvplan.workflows import sweep
     from kvplan.workflows.ranges import parse_int_axis
-    from kvplan.workflows.render import write_csv
 
     kwargs = dict(seq_lens=parse_int_axis("1..128k", "s"), batches=parse_int_axis("1..2048", "b"),
                   tps=(1, 2, 4, 8), kv_dtypes=("bf16", "fp8"))

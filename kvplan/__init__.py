@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from kvplan.config import ModelConfig, load_model
 from kvplan.errors import CapacityError, ConfigError, InputError, KvplanError, ShardingError
-from kvplan.formulas import KvCacheResult, build_layout, kv_cache
-from kvplan.specs import Overrides, layer_specs
+from kvplan.formulas import KvCacheResult, Layout, LayoutPolicy, Overrides, build_layout, kv_cache, layer_specs
 
 load_config = load_model
 
 __version__ = "0.1.0"
 __all__ = [
-    "CapacityError", "ConfigError", "InputError", "KvCacheResult", "KvplanError", "ModelConfig", "Overrides",
-    "ShardingError", "build_layout", "kv_cache", "layer_specs", "load_config", "load_model",
+    "CapacityError", "ConfigError", "InputError", "KvCacheResult", "KvplanError", "Layout", "LayoutPolicy",
+    "ModelConfig", "Overrides", "ShardingError", "build_layout", "kv_cache", "layer_specs", "load_config",
+    "load_model",
 ]

@@ -1,5 +1,9 @@
-"""kvplan's error types. Every user-facing failure is a KvplanError: the CLI prints its
-message on one line of stderr and exits 2. Anything else escaping is a bug."""
+"""kvplan's error types. Every user-facing failure is a KvplanError: the CLI prints its message on
+one line of stderr and exits with ``exit_code``. Anything else escaping is a bug.
+
+Messages name library arguments (``block_size``, ``kv_budget_bytes``); ``arg`` lists the ones a
+message mentions, so the CLI can say them as the flags the user typed (``--block-size``).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,17 @@ class KvplanError(Exception):
 
     exit_code = 2
 
+    def __init__(self, message: str, *, arg: str | tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.arg_names: tuple[str, ...] = (arg,) if isinstance(arg, str) else arg
+
 
 class ConfigError(KvplanError):
     """A model could not be found, read or understood."""
 
 
 class InputError(KvplanError):
-    """A command-line value or argument is invalid (size, dtype, range...)."""
+    """A value or argument is invalid (size, dtype, range...)."""
 
 
 class ShardingError(KvplanError):

@@ -63,3 +63,8 @@ def parse_positive_tokens(text: str | int, name: str) -> int:
     if value <= 0:
         raise InputError(f"{name} must be positive, got {text!r}")
     return value
+
+
+def format_gib(num_bytes: float, digits: int = 2, grouped: bool = False) -> str:
+    """Bytes as GiB (2**30) with `digits` decimals, without the unit: the one GiB formatter."""
+    return f"{num_bytes / GIB:,.{digits}f}" if grouped else f"{num_bytes / GIB:.{digits}f}"

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kvplan.config.aliases import FIELD_ALIASES, TEXT_CONFIG_KEYS
-from kvplan.formulas.dtypes import KV_DTYPE_NAMES
+from kvplan.dtypes import KV_DTYPE_NAMES
 
 # Every config key the loader looks at (nested MPT key as its leaf), to aim mutations at them.
 CONFIG_KEYS = sorted({k.split(".")[-1] for keys in FIELD_ALIASES.values() for k in keys}

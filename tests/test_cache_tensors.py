@@ -25,7 +25,7 @@ from transformers.cache_utils import DynamicSlidingWindowLayer, LinearAttentionL
 
 import kvplan
 from kvplan.config import bundled_index
-from kvplan.specs import Overrides
+from kvplan.formulas.layers import Overrides
 
 BATCH = 2
 VOCAB = 128

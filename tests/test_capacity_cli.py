@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from kvplan.capacity import capacity, parse_budget
 from kvplan.errors import InputError
+from kvplan.planning.budget import parse_budget
+from kvplan.planning.capacity import capacity
 
 GIB = 2**30
 CONTRACT = ("engine", "model", "gpu", "gpu_memory_bytes", "parallel", "kv_dtype", "weights_bytes_per_gpu",

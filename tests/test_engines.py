@@ -11,10 +11,10 @@ import pytest
 
 from kvplan.engines import Request, Settings, get_engine
 from kvplan.engines.sglang import default_mem_fraction_static
-from kvplan.engines.trtllm import estimator_bytes_per_token, trt_bytes_per_token
+from kvplan.engines.trtllm import estimator_bytes_per_token
 from kvplan.errors import CapacityError, ShardingError
-from kvplan.formulas.dtypes import resolve_kv_dtype
-from kvplan.specs import layer_specs
+from kvplan.formulas.layers import layer_specs
+from kvplan.planning.capacity import engine_layout, plan_request
 
 GIB = 2**30
 # engines.md §6 used vLLM before 0.33: sliding reserve W − 1 + max_num_batched_tokens (8192, no async
@@ -26,7 +26,7 @@ def plan(model: Any, name: str, engine: str, budget: int | tuple[int, ...], **kw
     settings = kw.pop("settings", Settings())
     m = model(name)
     req = Request(model=m, max_model_len=kw.pop("max_model_len", m.max_model_len or 2048), settings=settings, **kw)
-    return get_engine(engine).plan(req, budget if isinstance(budget, tuple) else (budget,))
+    return plan_request(req, budget if isinstance(budget, tuple) else (budget,), engine)
 
 
 # ----------------------------------------------------------------------------------------- vLLM
@@ -222,10 +222,9 @@ def test_sglang_budget_is_fraction_of_free_minus_weights() -> None:
 def test_trtllm_llama2_70b_tp16_ceil_vs_floor(model: Any) -> None:
     # manager: ceil(8 / 16) = 1 head: 2 × 1 × 128 × 2 B × 80 = 40,960; estimator floor(128·8/16) = 64: 20,480
     m = model("meta-llama/Llama-2-70b-hf")
-    dtype = resolve_kv_dtype("auto", m.dtype)
-    specs = layer_specs(m)
-    assert sum(trt_bytes_per_token(s, 16, dtype) for s in specs) == 40_960
-    assert sum(estimator_bytes_per_token(s, 16, dtype) for s in specs) == 20_480
+    layout = engine_layout(get_engine("trtllm"), Request(model=m, tp=16, max_model_len=4096))
+    assert layout.stages[0].bytes_per_token() == 40_960
+    assert sum(estimator_bytes_per_token(s, 16, layout.kv_dtype.element_bits) for s in layer_specs(m)) == 20_480
 
 
 def test_trtllm_deepseek_v3_blocks_round_up(model: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kvplan.errors import InputError
-from kvplan.fit import fit
+from kvplan.planning.fit import fit
 
 GIB = 2**30
 

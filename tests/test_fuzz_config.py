@@ -23,8 +23,8 @@ import kvplan
 from kvplan.cli import app
 from kvplan.config import normalize
 from kvplan.config.hf import MAX_CONFIG_BYTES
-from kvplan.explain import explain
-from kvplan.render import size_payload
+from kvplan.render.explain import explain
+from kvplan.render.size import size_payload
 from kvplan.units import parse_bytes, parse_tokens
 
 RESULT_FIELDS = ("bytes_per_token", "bytes_per_token_per_gpu", "bytes_per_sequence", "bytes_per_sequence_per_gpu",
@@ -111,7 +111,7 @@ def test_valid_documents_with_any_parallel_layout(case: Doc, args: dict[str, Any
 def test_capacity_on_fuzzed_models(doc: Doc | dict[str, Any], args: dict[str, Any], engine: str,
                                    memory: dict[str, Any]) -> None:
     """capacity() on any loadable config, engine and memory: an answer or a KvplanError."""
-    from kvplan.capacity import capacity
+    from kvplan.planning.capacity import capacity
 
     model = load_or_refuse(doc[0] if isinstance(doc, tuple) else doc)
     if model is None:

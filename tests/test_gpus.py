@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kvplan.errors import InputError, KvplanError
-from kvplan.gpus import GPUS, Gpu, lookup_gpu, parse_gpu_memory
+from kvplan.planning.gpus import GPUS, Gpu, lookup_gpu, parse_gpu_memory
 
 GIB = 2**30
 MIB = 2**20

@@ -6,7 +6,7 @@ import pytest
 
 import kvplan
 from kvplan.errors import InputError
-from kvplan.specs import Overrides, parse_layer_ranges
+from kvplan.formulas.layers import Overrides, parse_layer_ranges
 
 LLAMA8B_LAYER_TOKEN = 4096  # 8 heads × (128 + 128) × 2 B per layer per token
 

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from kvplan import kv_cache
-from kvplan.plot import DPI, HEIGHT_PX, WIDTH_PX, group_bytes, plot_capacity, plot_layer_groups
+from kvplan.render.plot import DPI, HEIGHT_PX, WIDTH_PX, group_bytes, plot_capacity, plot_layer_groups
 from kvplan.workflows.capacity_curve import capacity_curve
 
 pytest.importorskip("matplotlib")
@@ -95,11 +95,12 @@ def test_bad_plot_path(run_cli, tmp_path, name):
 
 def test_capacity_plot_for_the_capacity_command(tmp_path):
     # what `kvplan capacity ... --plot FILE` draws: 1k, 2k, … up to max_model_len
-    from kvplan.workflows.capacity_curve import capacity_plot, context_lengths
+    from kvplan.workflows.capacity_curve import capacity_curve, context_lengths
 
     assert context_lengths(40960) == (1024, 2048, 4096, 8192, 16384, 32768, 40960)
     out = tmp_path / "capacity.png"
-    curve = capacity_plot("meta-llama/Llama-3.1-8B", str(out), engines=("vllm", "trtllm"),
-                          kv_budget_bytes=(20 * 2**30,), max_model_len=16384)
+    curve = capacity_curve("meta-llama/Llama-3.1-8B", seq_lens=context_lengths(16384), engines=("vllm", "trtllm"),
+                           kv_budget_bytes=(20 * 2**30,))
+    plot_capacity(curve.series(labelled=False), out, title="Max concurrency vs context")
     assert len(curve.points) == 2 * 5
     assert png_size(out) == (WIDTH_PX, HEIGHT_PX)

@@ -14,12 +14,13 @@ torch = pytest.importorskip("torch")
 import kvplan  # noqa: E402
 from kvplan.errors import InputError  # noqa: E402
 from kvplan.formulas import resolve_kv_dtype  # noqa: E402
+from kvplan.formulas.layers import Overrides  # noqa: E402
 from kvplan.probe.allocate import CacheShape, allocate_group, kv_views  # noqa: E402
 from kvplan.probe.capacity import fill_blocks  # noqa: E402
 from kvplan.probe.compare import relative_error  # noqa: E402
 from kvplan.probe.measure import allocate_measured, storage_bytes  # noqa: E402
 from kvplan.probe.run import ProbeOptions, probe_model  # noqa: E402
-from kvplan.specs import FullAttn, LinearState, MLAAttn, Overrides  # noqa: E402
+from kvplan.specs import FullAttn, LinearState, MLAAttn  # noqa: E402
 
 CPU = torch.device("cpu")
 OPTS = ProbeOptions(num_blocks=8, num_seqs=3, check_kernels=False)

@@ -236,7 +236,7 @@ budgets = st.integers(0, 192 * GIB)
 
 
 def _plan_numbers(model: kvplan.ModelConfig, engine: str, tp: int, **budget: Any) -> tuple[float, ...] | None:
-    from kvplan.capacity import capacity
+    from kvplan.planning.capacity import capacity
 
     try:
         plan = capacity(model, engine=engine, tp=tp, **budget).plan
@@ -285,7 +285,7 @@ def test_capacity_is_monotone_in_gpu_memory(model: kvplan.ModelConfig, data: st.
 def test_table_rows_add_up_to_the_totals(model: kvplan.ModelConfig, data: st.DataObject, seq_len: int,
                                          kv_dtype: str) -> None:
     """The size payload's per-group rows (what the table prints) sum to its totals, whole and per GPU."""
-    from kvplan.render import size_payload
+    from kvplan.render.size import size_payload
 
     tp = data.draw(st.sampled_from(valid_tps(model)))
     pp = data.draw(st.integers(1, min(model.num_layers, 4)))

@@ -32,7 +32,8 @@ from transformers.models.falcon.modeling_falcon import FalconAttention
 
 import kvplan
 from kvplan.config import bundled_index
-from kvplan.specs import ChunkedAttn, SlidingAttn, layer_specs
+from kvplan.formulas.layers import layer_specs
+from kvplan.specs import ChunkedAttn, SlidingAttn
 
 # transformers' layer_types strings -> kvplan's layer kinds (written here, not taken from kvplan's
 # own alias table, so a wrong row there cannot agree with itself).

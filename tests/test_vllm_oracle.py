@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from kvplan.engines import Request, Settings, get_engine
+from kvplan.engines import Request, Settings
 from kvplan.errors import KvplanError
+from kvplan.planning.capacity import plan_request
 
 # A verbatim copy of shared/reference/vllm-oracle-sample.json (numbers computed by vLLM 0.33's own code).
 SAMPLE = Path(__file__).with_name("data") / "vllm-oracle-sample.json"
@@ -31,7 +32,7 @@ def _id(r: dict[str, Any]) -> str:
 def _plan(model: Any, r: dict[str, Any]) -> Any:
     request = Request(model=model(r["model"]), tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_cache_dtype"],
                       max_model_len=r["max_model_len"], settings=Settings(block_size=r["block_size"]))
-    return get_engine("vllm").plan(request, (r["available_bytes"] or DEFAULT_BUDGET_BYTES,))
+    return plan_request(request, (r["available_bytes"] or DEFAULT_BUDGET_BYTES,), "vllm")
 
 
 def test_sample_is_complete() -> None:

@@ -19,14 +19,14 @@ import pytest
 from kvplan.config.hf import normalize
 from kvplan.config.resolve import bundled_index
 from kvplan.errors import InputError, KvplanError
-from kvplan.weights import (
+from kvplan.planning.weights import (
     param_count,
     weight_bytes,
     weight_bytes_by_kind,
     weight_bytes_per_gpu,
     weight_bytes_per_stage,
 )
-from kvplan.weights_dtype import WeightFormat, tensor_bytes, weight_format
+from kvplan.planning.weights.formats import WeightFormat, tensor_bytes, weight_format
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here downloads; make sure of it
 GIB = 2**30

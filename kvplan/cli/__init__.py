@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         args = sys.argv[1:] if argv is None else argv
         code = _app_for(args)(args=args, standalone_mode=False, prog_name="kvplan")
     except KvplanError as exc:
-        print(f"kvplan: error: {exc}", file=sys.stderr)
+        from kvplan.cli.common import error_message
+
+        print(f"kvplan: error: {error_message(exc)}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:
         kind = type(exc).__name__

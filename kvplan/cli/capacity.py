@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Dcp, Explain, Json, KvDtypeOpt, Pp, Tp, emit, reports_errors, warn
-from kvplan.engines.base import Settings
+from kvplan.cli.common import Dcp, Explain, Json, KvDtypeOpt, Pp, QuantGroup, StateDtype, Tp, emit, reports_errors, warn
+from kvplan.engines import Settings
 from kvplan.errors import InputError
 from kvplan.units import parse_bytes, parse_positive_tokens
 
@@ -34,56 +34,75 @@ def _settings(block_size: int | None, batched: str | None, util: float | None, m
                     if batched else None)
 
 
+MaxModelLen = Annotated[str | None, typer.Option("--max-model-len", help="Tokens (32k); default: the model's.")]
+KvBudget = Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU as the engine logs it (20GiB; "
+                                              "or 12.13GiB,11GiB per PP stage); skips the estimate.")]
+WeightsDtype = Annotated[str | None, typer.Option("--weights-dtype", help="bf16, fp16, fp8, int4.")]
+GpuUtil = Annotated[float | None, typer.Option(help="vLLM fraction of total memory (0.92, vLLM 0.33).")]
+MemFraction = Annotated[float | None, typer.Option(help="SGLang fraction of free memory incl. weights "
+                                                   "(default by TP, SGLang 0.4).")]
+FreeFraction = Annotated[float | None, typer.Option(help="TRT-LLM fraction of memory free after load (0.9).")]
+Batched = Annotated[str | None, typer.Option(help="vLLM (8192 on an H100, 0.33).")]
+Dp = Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")]
+NoHybrid = Annotated[bool, typer.Option(help="vLLM: windows kept in full.")]
+NoAsync = Annotated[bool, typer.Option(help="vLLM: one batch fewer in flight.")]
+Plot = Annotated[str | None, typer.Option("--plot", help="Also draw max concurrency vs context to this PNG/SVG "
+                                          "file (needs the plot extra).")]
+
+
+def _run(model: str, engine: str, kwargs: dict[str, Any]) -> list[Any]:
+    from kvplan.planning.capacity import capacity as run
+    from kvplan.planning.capacity import capacity_all
+
+    return capacity_all(model, **kwargs) if engine.strip().lower() == "all" else [run(model, engine=engine, **kwargs)]
+
+
 @reports_errors
 def capacity(
     model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
-    gpu: Gpu = None, tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1,
-    max_model_len: Annotated[str | None, typer.Option("--max-model-len", help="Tokens (32k); default: the "
-                                                      "model's.")] = None,
-    engine: Engine = "vllm", kv_dtype: KvDtypeOpt = "auto", block_size: BlockSizeOpt = None,
-    kv_budget: Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU as the engine logs it "
-                                                  "(20GiB; or 12.13GiB,11GiB per PP stage); skips the estimate.")] = None,
-    gpu_mem: GpuMem = None, overhead: Overhead = None,
-    weights_dtype: Annotated[str | None, typer.Option("--weights-dtype", help="bf16, fp16, fp8, int4.")] = None,
-    gpu_memory_utilization: Annotated[float | None, typer.Option(help="vLLM fraction of total memory "
-                                                                 "(0.92, vLLM 0.33).")] = None,
-    mem_fraction_static: Annotated[float | None, typer.Option(help="SGLang fraction of free memory incl. "
-                                                              "weights (default by TP, SGLang 0.4).")] = None,
-    free_gpu_memory_fraction: Annotated[float | None, typer.Option(help="TRT-LLM fraction of memory free "
-                                                                   "after load (0.9).")] = None,
-    max_num_batched_tokens: Annotated[str | None, typer.Option(help="vLLM (8192 on an H100, 0.33).")] = None,
-    dp: Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")] = 1,
-    disable_hybrid_kv_cache_manager: Annotated[bool, typer.Option(help="vLLM: windows kept in full.")] = False,
-    no_async_scheduling: Annotated[bool, typer.Option(help="vLLM: one batch fewer in flight.")] = False,
-    json: Json = False, explain: Explain = False,
-    plot: Annotated[str | None, typer.Option("--plot", help="Also draw max concurrency vs context to this "
-                                             "PNG/SVG file (needs kvplan[plot]).")] = None,
+    gpu: Gpu = None, tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, max_model_len: MaxModelLen = None, engine: Engine = "vllm",
+    kv_dtype: KvDtypeOpt = "auto", block_size: BlockSizeOpt = None, kv_budget: KvBudget = None, gpu_mem: GpuMem = None,
+    overhead: Overhead = None, weights_dtype: WeightsDtype = None, gpu_memory_utilization: GpuUtil = None,
+    mem_fraction_static: MemFraction = None, free_gpu_memory_fraction: FreeFraction = None,
+    max_num_batched_tokens: Batched = None, dp: Dp = 1, disable_hybrid_kv_cache_manager: NoHybrid = False,
+    no_async_scheduling: NoAsync = False, quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto",
+    json: Json = False, explain: Explain = False, plot: Plot = None,
 ) -> None:
     """KV capacity an engine reaches on a GPU: blocks, tokens, concurrency (vLLM exact given the budget)."""
-    from kvplan.capacity import capacity as run
-    from kvplan.capacity import capacity_all, parse_budget
-    from kvplan.config import load_model
-    from kvplan.render_capacity import capacity_payload, capacity_tables, explain_lines
+    from kvplan.planning.budget import parse_budget
+    from kvplan.render.capacity import capacity_payload, capacity_tables, explain_lines
 
-    m = load_model(model)
     kwargs: dict[str, Any] = dict(
         gpu=gpu, gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None, tp=tp, pp=pp, dcp=dcp,
         kv_dtype=kv_dtype, max_model_len=parse_positive_tokens(max_model_len, "--max-model-len")
         if max_model_len else None, kv_budget_bytes=parse_budget(kv_budget) if kv_budget else None,
         overhead_bytes=parse_bytes(overhead) if overhead is not None else None, weights_dtype=weights_dtype,
-        settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
+        quant_group=quant_group, state_dtype=state_dtype, settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
                            free_gpu_memory_fraction, dp, disable_hybrid_kv_cache_manager, no_async_scheduling))
-    results = capacity_all(m, **kwargs) if engine.strip().lower() == "all" else [run(m, engine=engine, **kwargs)]
+    results = _run(model, engine, kwargs)
     payloads = [capacity_payload(r) for r in results]
     for p in payloads:
         warn([n for n in p["notes"] if n.startswith("warning:")])
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
     if plot:
-        from kvplan.workflows.capacity_curve import capacity_plot
+        _plot(model, plot, [r.engine for r in results], kwargs)
 
-        capacity_plot(m, plot, engines=tuple(r.engine for r in results), gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype,
-                      kv_budget_bytes=kwargs["kv_budget_bytes"], max_model_len=kwargs["max_model_len"])
+
+def _plot(model: str, path: str, engines: list[str], kwargs: dict[str, Any]) -> None:
+    """Max concurrency vs context, from 1k to max_model_len, for each engine asked."""
+    from kvplan.config import load_model
+    from kvplan.render.plot import check_plot_path, plot_capacity
+    from kvplan.workflows.capacity_curve import capacity_curve, context_lengths
+
+    check_plot_path(path)
+    m = load_model(model)
+    gpu, tp, pp, budget = kwargs["gpu"], kwargs["tp"], kwargs["pp"], kwargs["kv_budget_bytes"]
+    curve = capacity_curve(m, seq_lens=context_lengths(kwargs["max_model_len"] or m.max_model_len or 2048),
+                           engines=engines, gpu=gpu, tp=tp, pp=pp, kv_dtype=kwargs["kv_dtype"], kv_budget_bytes=budget)
+    where = f"on {gpu}" if gpu else "with the given KV budget" if budget else "on the default GPU"
+    plot_capacity(curve.series(labelled=False), path,
+                  title=f"Max concurrency vs context {where}: {m.model_id}, tp {tp} pp {pp}")
 
 
 @reports_errors
@@ -99,8 +118,8 @@ def fit(
     gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False,
 ) -> None:
     """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens."""
-    from kvplan.fit import fit as run
-    from kvplan.render_capacity import fit_payload, fit_tables
+    from kvplan.planning.fit import fit as run
+    from kvplan.render.capacity import fit_payload, fit_tables
 
     if engine.strip().lower() == "all":
         raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")

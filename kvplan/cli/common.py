@@ -3,18 +3,43 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from kvplan.errors import KvplanError
+from kvplan.errors import InputError, KvplanError
+from kvplan.formulas.layers import ATTENTION_OVERRIDES, Overrides, parse_layer_ranges
 from kvplan.render import to_json
-from kvplan.specs import ATTENTION_OVERRIDES, Overrides, parse_layer_ranges
 from kvplan.units import parse_positive_tokens
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+# Library argument -> the flag a user types: library errors name arguments, the CLI says flags.
+FLAGS: dict[str, str] = {
+    "tp": "--tp", "pp": "--pp", "dcp": "--dcp", "dp": "--dp", "seq_len": "--seq-len", "batch": "--batch",
+    "kv_dtype": "--kv-dtype", "block_size": "--block-size", "quant_group": "--quant-group",
+    "attention": "--attention", "kv_heads": "--kv-heads", "layer_types": "--layer-types", "window": "--window",
+    "state_dtype": "--state-dtype", "max_model_len": "--max-model-len", "kv_budget": "--kv-budget",
+    "gpu_memory_bytes": "--gpu-mem", "overhead_bytes": "--overhead", "weights_dtype": "--weights-dtype",
+    "gpu_memory_utilization": "--gpu-memory-utilization", "mem_fraction_static": "--mem-fraction-static",
+    "engine": "--engine", "hybrid_kv_cache_manager": "--disable-hybrid-kv-cache-manager", "context": "--context",
+    "concurrency": "--concurrency", "gpus_per_node": "--gpus-per-node", "allocator": "--allocator",
+    "prompt_len": "--prompt-len", "shared_prefix": "--shared-prefix", "beam_width": "--beam-width",
+    "max_seq_len": "--max-seq-len", "lengths": "--lengths",
+}
+
+
+def error_message(exc: KvplanError) -> str:
+    """A library error as the CLI prints it: the arguments it names spelled as flags."""
+    message = str(exc)
+    for name in exc.arg_names:
+        if name in FLAGS:
+            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", FLAGS[name], message)
+    return message
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -32,7 +57,7 @@ def reports_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except KvplanError as exc:
-            raise fail(str(exc), exc.exit_code) from None
+            raise fail(error_message(exc), exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -64,9 +89,9 @@ def overrides(attention: str | None, kv_heads: int | None, layer_types: str | No
               num_layers: int) -> Overrides | None:
     """CLI override flags -> Overrides (None when nothing is overridden)."""
     if attention is not None and attention.lower() not in ATTENTION_OVERRIDES:
-        raise KvplanError(f"unknown --attention {attention!r}; choose one of: {', '.join(ATTENTION_OVERRIDES)}")
+        raise InputError(f"unknown --attention {attention!r}; choose one of: {', '.join(ATTENTION_OVERRIDES)}")
     if kv_heads is not None and kv_heads <= 0:
-        raise KvplanError(f"--kv-heads must be positive, got {kv_heads}")
+        raise InputError(f"--kv-heads must be positive, got {kv_heads}")
     if not any((attention, kv_heads, layer_types, window)):
         return None
     return Overrides(attention=attention.lower() if attention else None, kv_heads=kv_heads,
@@ -89,3 +114,5 @@ LayerTypes = Annotated[str | None, typer.Option("--layer-types",
 Window = Annotated[str | None, typer.Option("--window", help="Window (sliding) or chunk size (chunked), tokens.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]
+StateDtype = Annotated[str, typer.Option("--state-dtype", help="Linear-attention/Mamba state dtype (vLLM's "
+                                         "mamba_ssm_cache_dtype): auto (the model's), fp32, bf16, fp16.")]

@@ -27,13 +27,13 @@ def compare(
                                                   "(20GiB), instead of the GPU's estimate.")] = None,
 ) -> None:
     """Bytes per token, per sequence and per GPU of several models, side by side."""
-    from kvplan.capacity import parse_budget
+    from kvplan.planning.budget import parse_budget
+    from kvplan.render.workflows import compare_payload, compare_tables
     from kvplan.workflows.compare import compare as run_compare
     from kvplan.workflows.ranges import parse_str_axis
-    from kvplan.workflows.render import compare_payload, compare_tables
 
     if plot:
-        from kvplan.plot import check_plot_path
+        from kvplan.render.plot import check_plot_path
 
         check_plot_path(plot)
     engines = parse_str_axis(engine, "--engine") if engine else ()
@@ -45,7 +45,7 @@ def compare(
     warn(result.notes)
     emit(compare_payload(result), json, compare_tables)
     if plot:
-        from kvplan.plot import plot_layer_groups
+        from kvplan.render.plot import plot_layer_groups
 
         lengths = sorted({r.seq_len for r in result.results})
         context = f"{lengths[0]:,} tokens" if len(lengths) == 1 else "each model's max length"

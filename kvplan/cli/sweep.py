@@ -33,12 +33,12 @@ def sweep(
                                                "(vllm,sglang,trtllm,hf); --plot then draws concurrency.")] = None,
 ) -> None:
     """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch."""
+    from kvplan.render.workflows import sweep_tables, write_csv, write_json_lines
     from kvplan.workflows.ranges import parse_int_axis, parse_str_axis
-    from kvplan.workflows.render import sweep_tables, write_csv, write_json_lines
     from kvplan.workflows.sweep import sweep as run_sweep
 
     if plot:
-        from kvplan.plot import check_plot_path
+        from kvplan.render.plot import check_plot_path
 
         check_plot_path(plot)
     result = run_sweep(models, seq_lens=parse_int_axis(seq_len, "--seq-len"), batches=parse_int_axis(batch, "--batch"),
@@ -63,7 +63,7 @@ def sweep(
 def _engines(engine: str | None, gpu: str | None, kv_budget: str | None) -> EngineAxis | None:
     if not engine:
         return None
-    from kvplan.capacity import parse_budget
+    from kvplan.planning.budget import parse_budget
     from kvplan.workflows.ranges import parse_str_axis
     from kvplan.workflows.sweep import EngineAxis
 
@@ -72,7 +72,7 @@ def _engines(engine: str | None, gpu: str | None, kv_budget: str | None) -> Engi
 
 
 def _plot(result: Sweep, path: str, gpu: str | None, kv_budget: str | None) -> None:
-    from kvplan.plot import capacity_series, memory_series, plot_capacity, plot_memory
+    from kvplan.render.plot import capacity_series, memory_series, plot_capacity, plot_memory
     from kvplan.units import parse_bytes
 
     names = list(dict.fromkeys(row[0] for row in result.rows))
@@ -88,7 +88,7 @@ def _plot(result: Sweep, path: str, gpu: str | None, kv_budget: str | None) -> N
               file=sys.stderr)
     device = None
     if gpu:
-        from kvplan.gpus import lookup_gpu
+        from kvplan.planning.gpus import lookup_gpu
 
         device = lookup_gpu(gpu)
     plot_memory(memory_series(result), path, title=f"KV cache per GPU vs context: {models}",

@@ -20,8 +20,8 @@ def waste(
     tp: Tp = 1, pp: Pp = 1, kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, json: Json = False,
 ) -> None:
     """Memory each allocator needs for the given sequence lengths, and the share that is waste."""
+    from kvplan.render.workflows import waste_payload, waste_tables
     from kvplan.workflows.lengths import lengths_from
-    from kvplan.workflows.render import waste_payload, waste_tables
     from kvplan.workflows.waste import waste as run_waste
 
     max_len = parse_positive_tokens(max_seq_len, "--max-seq-len")

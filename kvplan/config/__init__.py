@@ -1,13 +1,17 @@
-"""Reading model configs: resolution (path, bundled id, HF cache) and normalization."""
+"""Reading model configs: resolution (path, bundled id, HF cache) and normalization.
+
+The only package that reads files. A name is resolved and its file read on every call; a small
+file's parse is cached on its bytes (``hf.load_file``), so sweeps and comparisons that name a model
+many times parse it once, and an edited file is never served stale.
+"""
 
 from __future__ import annotations
 
 from kvplan.config.hf import load_file, normalize
-from kvplan.config.model import LinearAttnDims, ModelConfig
+from kvplan.config.model import ModelConfig
 from kvplan.config.resolve import bundled_index, resolve
 
-__all__ = ["LinearAttnDims", "ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize",
-           "resolve"]
+__all__ = ["ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize", "resolve"]
 
 
 def load_model(name: str) -> ModelConfig:

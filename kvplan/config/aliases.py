@@ -68,6 +68,35 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Fields the weights model reads (kvplan.planning.weights), beyond the KV fields above: first present wins.
+WEIGHT_FIELDS: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size", "padded_vocab_size"),  # padded_vocab_size: ChatGLM
+    "intermediate_size": ("intermediate_size", "ffn_hidden_size", "n_inner"),  # ffn_hidden_size: ChatGLM
+    "tie_word_embeddings": ("tie_word_embeddings",),
+    "num_experts": ("n_routed_experts", "num_local_experts", "num_experts"),  # DeepSeek/GLM, Mixtral/gpt-oss, Qwen
+    "moe_intermediate_size": ("moe_intermediate_size",),  # absent: experts are intermediate_size wide (Mixtral)
+    "num_shared_experts": ("n_shared_experts",),  # DeepSeek/GLM: n × moe_intermediate_size, ungated
+    "shared_expert_intermediate_size": ("shared_expert_intermediate_size",),  # Qwen: with a sigmoid gate
+    "first_k_dense_replace": ("first_k_dense_replace",),  # DeepSeek/GLM: the first k layers are dense
+    "moe_layer_freq": ("moe_layer_freq",),  # DeepSeek: MoE when layer % freq == 0
+    "decoder_sparse_step": ("decoder_sparse_step",),  # Qwen MoE: MoE when (layer + 1) % step == 0
+    "mlp_only_layers": ("mlp_only_layers",),  # Qwen MoE: dense layers by index
+    "q_lora_rank": ("q_lora_rank",),  # MLA: low-rank query (absent/null: one q_proj)
+    "linear_num_key_heads": ("linear_num_key_heads",),  # gated DeltaNet (Qwen3-Next)
+    "linear_num_value_heads": ("linear_num_value_heads",),
+    "linear_key_head_dim": ("linear_key_head_dim",),
+    "linear_value_head_dim": ("linear_value_head_dim",),
+    "linear_conv_kernel_dim": ("linear_conv_kernel_dim",),
+}
+
+# Values of transformers' (or the remote code's) config classes that a config.json may leave out,
+# for the fields above.
+WEIGHT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {"vocab_size": 262208},  # Gemma3TextConfig
+    "gemma3": {"vocab_size": 262208},
+    "chatglm": {"tie_word_embeddings": False},  # separate output_layer
+}
+
 # Nested configs that hold the language model's fields (multimodal wrappers).
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 

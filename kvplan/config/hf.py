@@ -9,6 +9,7 @@ implicit (head_dim, KV heads of MQA families, per-layer kinds). Reading never ex
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,9 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kvplan.config.aliases import FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
 from kvplan.config.layers import derive_layer_kinds, linear_dims
 from kvplan.config.model import ModelConfig
+from kvplan.dtypes import canonical_dtype
 from kvplan.errors import ConfigError
 
 MAX_CONFIG_BYTES = 64 * 1024**2
+MAX_CACHED_BYTES = 256 * 1024  # a parsed config is kept per (bytes, path, id) below this size
 Layers = Annotated[int, Field(strict=True, gt=0, le=100_000)]
 Dim = Annotated[int, Field(strict=True, gt=0, le=10_000_000)]
 OptDim = Annotated[int, Field(strict=True, ge=0, le=10_000_000)] | None
@@ -71,19 +74,32 @@ class HFConfig(BaseModel):
     max_model_len: OptTokens = None
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """Read a JSON object from `path`, turning every failure into one ConfigError line."""
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a config file, turning every failure into one ConfigError line."""
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024**2} MiB; not a model config")
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        return path.read_bytes()
+    except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+
+
+def parse_json(data: bytes, source: str) -> dict[str, Any]:
+    """A JSON object from a file's bytes, or one ConfigError line."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read {source}: {exc}") from None
     except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{path} is not valid JSON: {str(exc)[:120]}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
+        raise ConfigError(f"{source} is not valid JSON: {str(exc)[:120]}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """Read a JSON object from `path`, turning every failure into one ConfigError line."""
+    return parse_json(read_bytes(path), str(path))
 
 
 def language_model_fields(raw: dict[str, Any]) -> dict[str, Any]:
@@ -132,14 +148,12 @@ def validate(values: dict[str, Any], origin: dict[str, str], source: str) -> HFC
         raise ConfigError(f"{source}: config field '{key}': {err['msg'].lower()}{got}") from None
 
 
-_DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "fp16": "fp16"}
-
-
 def model_dtype(cfg: HFConfig) -> tuple[str, tuple[str, ...]]:
     """vLLM's dtype=auto: the checkpoint dtype, with fp32 (and unknown/absent) served in bf16."""
     name = (cfg.dtype or "").removeprefix("torch.")
-    if name in _DTYPE_NAMES:
-        return _DTYPE_NAMES[name], ()
+    canonical = canonical_dtype(name) if name else None
+    if canonical in ("bf16", "fp16"):
+        return canonical, ()
     if not name:
         return "bf16", ("config has no torch_dtype; assuming bf16",)
     return "bf16", (f"checkpoint dtype {name} is served as bf16 (dtype=auto)",)
@@ -194,9 +208,18 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
 
 
 def load_file(path: Path, model_id: str | None = None) -> ModelConfig:
-    """Read and normalize one config file."""
-    raw = read_json(path)
+    """Read and normalize one config file (small files are parsed once per content)."""
+    data = read_bytes(path)
+    parse = _parse_cached if len(data) <= MAX_CACHED_BYTES else _parse
+    return parse(data, path, model_id)
+
+
+def _parse(data: bytes, path: Path, model_id: str | None) -> ModelConfig:
+    raw = parse_json(data, str(path))
     return normalize(raw, model_id=model_id or _id_from_path(path, raw), source=str(path))
+
+
+_parse_cached = lru_cache(maxsize=256)(_parse)
 
 
 def _id_from_path(path: Path, raw: dict[str, Any]) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.config.aliases import LAYER_TYPE_NAMES
-from kvplan.config.model import LinearAttnDims
 from kvplan.errors import ConfigError
+from kvplan.specs import LinearState
 
 if TYPE_CHECKING:
     from kvplan.config.hf import HFConfig
@@ -87,21 +87,21 @@ def _check_windows(cfg: HFConfig, kinds: tuple[str, ...], source: str) -> None:
         raise ConfigError(f"{source}: chunked layers but no positive attention_chunk_size")
 
 
-def linear_dims(cfg: HFConfig, source: str) -> LinearAttnDims:
+def linear_dims(cfg: HFConfig, source: str) -> LinearState:
     """State shape of linear layers: gated DeltaNet (Qwen3-Next) or Mamba-1 (Jamba)."""
     nk, nv = cfg.linear_num_key_heads, cfg.linear_num_value_heads
     dk, dv, k = cfg.linear_key_head_dim, cfg.linear_value_head_dim, cfg.linear_conv_kernel_dim
     if nk and nv and dk and dv and k:
         # conv over q, k (nk × dk each) and v (nv × dv); recurrent state (nv, dv, dk)
-        return LinearAttnDims(conv_kernel=k, conv_channels=2 * nk * dk + nv * dv,
+        return LinearState(conv_kernel=k, conv_channels=2 * nk * dk + nv * dv,
                               num_state_heads=nv, state_rows=dv, state_cols=dk)
     heads, head_dim, d_state, d_conv = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.mamba_d_state, cfg.mamba_d_conv
     if heads and head_dim and d_state and d_conv:
         inner = heads * head_dim  # Mamba-2: conv over x, B, C: inner + 2 × groups × d_state; ssm (heads, head_dim, d_state)
-        return LinearAttnDims(conv_kernel=d_conv, conv_channels=inner + 2 * (cfg.mamba_n_groups or 1) * d_state,
+        return LinearState(conv_kernel=d_conv, conv_channels=inner + 2 * (cfg.mamba_n_groups or 1) * d_state,
                               num_state_heads=heads, state_rows=head_dim, state_cols=d_state)
     if cfg.mamba_d_state and cfg.mamba_d_conv and cfg.mamba_expand and cfg.hidden_size:
         inner = cfg.mamba_expand * cfg.hidden_size  # Mamba-1: conv (d_conv-1, inner), ssm (inner, d_state)
-        return LinearAttnDims(conv_kernel=cfg.mamba_d_conv, conv_channels=inner,
+        return LinearState(conv_kernel=cfg.mamba_d_conv, conv_channels=inner,
                               num_state_heads=inner, state_rows=cfg.mamba_d_state, state_cols=1)
     raise ConfigError(f"{source}: linear/Mamba layers but no state dimensions (linear_* or mamba_* fields)")

@@ -9,16 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LinearAttnDims:
-    """State dimensions of a linear-attention (gated DeltaNet) or Mamba layer, unsharded."""
-
-    conv_kernel: int
-    conv_channels: int
-    num_state_heads: int
-    state_rows: int
-    state_cols: int
+from kvplan.config.aliases import WEIGHT_DEFAULTS, WEIGHT_FIELDS
+from kvplan.specs import LinearState
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +31,7 @@ class ModelConfig:
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
     mla_v_head_dim: int | None = None  # V width of the decompressed (HF) view of MLA
-    linear: LinearAttnDims | None = None
+    linear: LinearState | None = None  # the state of linear-attention / Mamba layers, unsharded
     dtype: str = "bf16"  # resolved like vLLM's dtype=auto: fp32 checkpoints run in bf16
     max_model_len: int | None = None
     num_nextn_predict_layers: int = 0
@@ -54,6 +46,14 @@ class ModelConfig:
             value = hash(tuple(getattr(self, f) for f in self.__dataclass_fields__ if f != "raw"))
             object.__setattr__(self, "_hash", value)
             return value
+
+    def field(self, name: str, default: Any = None) -> Any:
+        """A config field the KV model does not normalize (vocab_size, intermediate_size, ...), through
+        the alias table: the first key present, else the family's class default, else `default`."""
+        for key in WEIGHT_FIELDS[name]:
+            if self.raw.get(key) is not None:
+                return self.raw[key]
+        return WEIGHT_DEFAULTS.get(str(self.model_type), {}).get(name, default)
 
     @property
     def is_mla(self) -> bool:

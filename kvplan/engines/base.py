@@ -1,8 +1,12 @@
 """What every engine profile shares: the question asked, the knobs, and the answer's shape.
 
-An engine profile is two pure functions: ``kv_budget`` (how the engine turns GPU memory, weights
-and overhead into KV memory per GPU) and ``plan`` (how it cuts that memory into blocks and
-tokens). ``kvplan.capacity`` chains them; the CLI only renders the frozen ``EnginePlan``.
+An engine profile declares only how it differs from the others:
+- ``policy(request)``: how it lays the cache out (``LayoutPolicy``: head split, attention TP,
+  MLA latent or decompressed, tokens a window layer keeps), and ``supports_dcp``;
+- ``kv_budget``: how it turns GPU memory, weights and overhead into KV memory per GPU;
+- ``plan``: how it cuts that memory into blocks and tokens, on the layout it is handed.
+``kvplan.planning.capacity`` builds the layout once (``build_layout`` with the engine's policy)
+and chains them; the CLI only renders the frozen ``EnginePlan``.
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kvplan.config.model import ModelConfig
+from kvplan.dtypes import DEFAULT_QUANT_GROUP
 from kvplan.errors import InputError
-from kvplan.specs import Overrides
+from kvplan.formulas.layers import Overrides
+from kvplan.formulas.layout import Layout, LayoutPolicy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +52,8 @@ class Request:
     gpu_name: str | None = None  # picks vLLM's attention backend (H100 when None)
     settings: Settings = field(default_factory=Settings)
     overrides: Overrides | None = None
+    quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
+    state_dtype: str = "auto"  # linear-attention/Mamba state (vLLM mamba_ssm_cache_dtype)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,9 +107,12 @@ def kv_stages(budgets: tuple[int, ...], stage_bytes: list[int], what: str) -> li
 
 class Engine(Protocol):
     name: str
-    version: str
+    version: str  # the release whose rules and defaults the profile follows
+    supports_dcp: bool
+
+    def policy(self, request: Request) -> LayoutPolicy: ...
 
     def kv_budget(self, gpu_memory_bytes: int, weights_bytes: int, overhead_bytes: int,
                   settings: Settings, tp: int) -> BudgetSteps: ...
 
-    def plan(self, request: Request, budgets_per_stage: tuple[int, ...]) -> EnginePlan: ...
+    def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan: ...

@@ -1,23 +1,23 @@
-"""SGLang profile (engines.md §2): a token pool sized by a cell size per token.
+"""SGLang profile: a token pool sized by a cell size per token.
 
 Budget: ``free_at_init × mem_fraction_static − weights`` (SGLang's ``rest`` memory; the fraction
 covers weights and KV, activations live in the remainder). Pool: ``N = budget // cell`` tokens
-(min over PP ranks, rounded down to the page size), allocated with one extra pad page. Hybrid-SWA
-architectures split ``N × L`` layer-tokens into a full and a sliding pool; every other model keeps
-all tokens on every attention layer. SGLang logs no concurrency.
+(min over PP ranks, rounded down to the page size), allocated with one extra pad page
+(``python/sglang/srt/mem_cache/memory_pool.py``). Hybrid-SWA architectures
+(``is_hybrid_swa_model``) split ``N × L`` layer-tokens into a full and a sliding pool; every other
+model keeps all tokens on every attention layer. Heads split over the attention TP size
+(tp // dp with DP attention). SGLang logs no concurrency.
 """
 
 from __future__ import annotations
 
 from kvplan.engines.base import BudgetSteps, EnginePlan, GroupRow, Request, Settings, kv_stages
 from kvplan.errors import CapacityError, InputError
-from kvplan.formulas.dtypes import KvDtype, resolve_kv_dtype
-from kvplan.formulas.per_token import kv_bytes_per_token, state_bytes_per_sequence
-from kvplan.formulas.sharding import check_parallel, pp_stages, shard_spec
-from kvplan.specs import ChunkedAttn, FullAttn, LayerSpec, LinearState, MLAAttn, SlidingAttn, layer_specs
-from kvplan.units import cdiv
+from kvplan.formulas.layout import Layout, LayoutPolicy, Load
+from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.units import cdiv, format_gib
 
-VERSION = "SGLang 0.4"  # defaults from server_args.py 8b5e1bbf72cc (engines.md S-ARGS)
+VERSION = "SGLang 0.4"  # defaults from python/sglang/srt/server_args.py (commit 8b5e1bbf72cc)
 PAGE_SIZE = 1  # server_args page_size None -> 1
 HYBRID_SWA_MODEL_TYPES = ("llama4", "gpt_oss", "mimo_v2", "step3p5", "gemma4")  # is_hybrid_swa_model
 MAMBA_FULL_MEMORY_RATIO = 0.9  # mamba state memory : full KV memory (handle_max_mamba_cache), assumed
@@ -28,9 +28,24 @@ def default_mem_fraction_static(tp: int) -> float:
     return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
 
 
+def has_windows(request: Request) -> bool:
+    return any(kind in ("sliding", "chunked") for kind in request.model.layer_kinds)
+
+
+def is_hybrid_swa(request: Request) -> bool:
+    return request.model.model_type in HYBRID_SWA_MODEL_TYPES and has_windows(request)
+
+
 class SglangEngine:
     name = "sglang"
     version = VERSION
+    supports_dcp = False
+
+    def policy(self, request: Request) -> LayoutPolicy:
+        dp = request.settings.dp
+        if dp < 1 or request.tp % dp:
+            raise InputError(f"dp {dp} must divide tp {request.tp} (SGLang attention TP = tp / dp)", arg=("dp", "tp"))
+        return LayoutPolicy(attention_tp=request.tp // dp, windows="window" if is_hybrid_swa(request) else "full")
 
     def kv_budget(self, gpu_memory_bytes: int, weights_bytes: int, overhead_bytes: int,
                   settings: Settings, tp: int) -> BudgetSteps:
@@ -41,116 +56,114 @@ class SglangEngine:
             f"free at init = {gpu_memory_bytes:,} − CUDA context/NCCL {overhead_bytes:,} = {free_at_init:,} B",
             f"KV pool = free at init × mem_fraction_static {fraction} − weights {weights_bytes:,} = {budget:,} B"))
 
-    def plan(self, request: Request, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
-        req, s, m = request, request.settings, request.model
-        if req.dcp > 1:
-            raise InputError("--dcp is a vLLM option; SGLang splits MLA over DP attention (--dp)")
-        if s.dp < 1 or req.tp % s.dp:
-            raise InputError(f"--dp {s.dp} must divide tp {req.tp} (SGLang attention TP = tp / dp)")
-        attn_tp = req.tp // s.dp
-        specs = layer_specs(m, req.overrides)
-        check_parallel(specs, m.num_attention_heads, req.tp, req.pp, 1)
-        dtype = resolve_kv_dtype(req.kv_dtype, m.dtype)
-        page = s.block_size or PAGE_SIZE
-        budgets = budgets_per_stage if len(budgets_per_stage) == req.pp else budgets_per_stage * req.pp
-        swa = m.model_type in HYBRID_SWA_MODEL_TYPES and any(isinstance(x, (SlidingAttn, ChunkedAttn)) for x in specs)
-        stages = pp_stages(specs, req.pp)
-        cells = [sum(kv_bytes_per_token(shard_spec(x, attn_tp), dtype) for x in st) for st in stages]
-        lines = [f"cell size per token per GPU (attention TP {attn_tp}): stages {[f'{c:,}' for c in cells]} B"]
-        budgets, lines = _carve_mamba(stages, budgets, attn_tp, m.dtype, lines)
-        tokens = min(b // c for b, c in kv_stages(budgets, cells, "the cell size")) // page * page
-        if tokens <= 0:
-            raise CapacityError("SGLang refuses: not enough memory for the KV pool; raise --mem-fraction-static")
-        lines.append(f"#tokens N = min over stages budget // cell, rounded down to page {page} = {tokens:,}")
-        heavy = max(range(req.pp), key=lambda k: cells[k])
-        full_tokens, swa_tokens = tokens, tokens
-        if swa:
-            full_tokens, swa_tokens = _split_swa(stages[heavy], tokens, s.swa_full_tokens_ratio, page)
-            lines.append(f"hybrid SWA pool: full_layer_tokens = int(N·L / (r·n_swa + n_full)) = {full_tokens:,}, "
-                         f"swa_layer_tokens = int(full · r {s.swa_full_tokens_ratio}) = {swa_tokens:,}")
-        full_cell, window_cells = _cells(stages[heavy], attn_tp, dtype, swa)
-        # SGLang admits by free tokens: a request takes max_model_len full-pool slots and, in the SWA pool,
-        # only its window (older tokens are evicted): reserve and steady state coincide.
-        steady = full_cell * req.max_model_len + sum(b * min(w, req.max_model_len) for w, b in window_cells)
-        notes = [f"page size {page}; the pool holds N + {page} slots (one pad page): "
-                 + _pool_log(stages[heavy], attn_tp, dtype, tokens + page)]
-        if swa:
-            notes.append(f"sliding window memory pool: full_layer_tokens={full_tokens}, swa_layer_tokens={swa_tokens}")
-        if s.dp > 1:
-            notes.append(f"DP attention {s.dp}: each DP rank has its own pool of {tokens:,} tokens "
-                         f"({s.dp * tokens:,} in the system)")
-        if any(isinstance(x, (SlidingAttn, ChunkedAttn)) for x in specs) and not swa:
-            notes.append(f"SGLang has no sliding-window pool for {m.model_type}: every layer keeps all tokens")
-        if any(isinstance(x, MLAAttn) for x in specs):
-            notes.append("MLA: one latent per token per layer, the same on every TP rank")
-        window = max((w for w, _ in window_cells), default=0)
-        requests = full_tokens // req.max_model_len
-        if swa and window:
-            requests = min(requests, swa_tokens // min(window, req.max_model_len))
-        return EnginePlan(
-            engine="sglang", version=VERSION, kv_dtype=dtype.name, block_size=page, page_bytes=page * cells[heavy],
-            num_blocks=tokens // page, kv_tokens=full_tokens, max_concurrency=None,
-            requests_at_max_len=float(requests * s.dp), reserve_bytes_per_request=steady,
-            steady_bytes_per_request=steady, groups=_rows(specs, stages[heavy], attn_tp, dtype, page, req.max_model_len),
-            notes=tuple(notes), explain=tuple(lines))
+    def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
+        return _plan(request, layout, budgets_per_stage)
 
 
-def _pool_log(stage: tuple[LayerSpec, ...], attn_tp: int, dtype: KvDtype, slots: int) -> str:
-    """SGLang's allocation log: K and V sizes (MLA: one KV size) of N + page slots, in GiB."""
-    bits = dtype.element_bits
-    mla = sum(slots * x.latent_dim * bits // 8 for x in stage if isinstance(x, MLAAttn))
-    k = v = 0
-    for x in stage:
-        if isinstance(x, (FullAttn, SlidingAttn, ChunkedAttn)):
-            heads = shard_spec(x, attn_tp).num_kv_heads  # type: ignore[union-attr]
-            k += slots * heads * x.head_dim * bits // 8
-            v += slots * heads * x.v_head_dim * bits // 8
+def _pool_tokens(layout: Layout, budgets: tuple[int, ...], page: int, lines: list[str]) -> int:
+    cells = [stage.bytes_per_token() for stage in layout.stages]
+    lines.append(f"cell size per token per GPU (attention TP {layout.policy.attention_tp}): "
+                 f"stages {[f'{c:,}' for c in cells]} B")
+    budgets = _carve_mamba(layout, budgets, lines)
+    tokens = min(b // c for b, c in kv_stages(budgets, cells, "the cell size")) // page * page
+    if tokens <= 0:
+        raise CapacityError("SGLang refuses: not enough memory for the KV pool; raise mem_fraction_static",
+                            arg="mem_fraction_static")
+    lines.append(f"#tokens N = min over stages budget // cell, rounded down to page {page} = {tokens:,}")
+    return tokens
+
+
+def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
+    s, page = req.settings, req.settings.block_size or PAGE_SIZE
+    lines: list[str] = []
+    tokens = _pool_tokens(layout, budgets, page, lines)
+    heavy = max(range(req.pp), key=lambda k: layout.stages[k].bytes_per_token())
+    stage = layout.stages[heavy]
+    full_tokens, swa_tokens = tokens, tokens
+    if is_hybrid_swa(req):
+        full_tokens, swa_tokens = _split_swa(layout, heavy, tokens, s.swa_full_tokens_ratio, page)
+        lines.append(f"hybrid SWA pool: full_layer_tokens = int(N·L / (r·n_swa + n_full)) = {full_tokens:,}, "
+                     f"swa_layer_tokens = int(full · r {s.swa_full_tokens_ratio}) = {swa_tokens:,}")
+    # SGLang admits by free tokens: a request takes max_model_len full-pool slots and, in the SWA pool,
+    # only its window (older tokens are evicted): reserve and steady state coincide.
+    steady = stage.sequence_bytes(req.max_model_len) - stage.state_bytes
+    return EnginePlan(
+        engine="sglang", version=VERSION, kv_dtype=layout.kv_dtype.name, block_size=page,
+        page_bytes=page * stage.bytes_per_token(), num_blocks=tokens // page, kv_tokens=full_tokens,
+        max_concurrency=None, requests_at_max_len=float(_requests(req, stage, full_tokens, swa_tokens) * s.dp),
+        reserve_bytes_per_request=steady, steady_bytes_per_request=steady, groups=_rows(req, layout, heavy, page),
+        notes=_notes(req, layout, heavy, tokens, page, (full_tokens, swa_tokens)), explain=tuple(lines))
+
+
+def _requests(req: Request, stage: Load, full_tokens: int, swa_tokens: int) -> int:
+    requests = full_tokens // req.max_model_len
+    window = max((w for w, _ in stage.windowed), default=0)
+    if is_hybrid_swa(req) and window:
+        requests = min(requests, swa_tokens // min(window, req.max_model_len))
+    return requests
+
+
+def _notes(req: Request, layout: Layout, heavy: int, tokens: int, page: int,
+           pools: tuple[int, int]) -> tuple[str, ...]:
+    out = [f"page size {page}; the pool holds N + {page} slots (one pad page): "
+           + pool_log(layout, heavy, tokens + page)]
+    if is_hybrid_swa(req):
+        out.append(f"sliding window memory pool: full_layer_tokens={pools[0]}, swa_layer_tokens={pools[1]}")
+    if req.settings.dp > 1:
+        out.append(f"DP attention {req.settings.dp}: each DP rank has its own pool of {tokens:,} tokens "
+                   f"({req.settings.dp * tokens:,} in the system)")
+    if has_windows(req) and not is_hybrid_swa(req):
+        out.append(f"SGLang has no sliding-window pool for {req.model.model_type}: every layer keeps all tokens")
+    if any(isinstance(x, MLAAttn) for x in layout.specs):
+        out.append("MLA: one latent per token per layer, the same on every TP rank")
+    return tuple(out)
+
+
+def pool_log(layout: Layout, stage: int, slots: int) -> str:
+    """SGLang's allocation log line: K and V sizes (MLA: one KV size) of N + page slots, in GiB
+    (SGLang labels them "GB")."""
+    bits = layout.kv_dtype.element_bits
+    k = v = mla = 0
+    for g in layout.groups:
+        layers, spec = g.stage_layers[stage], g.spec_per_gpu
+        if isinstance(spec, MLAAttn):
+            mla += layers * (slots * spec.latent_dim * bits // 8)
+        elif isinstance(spec, AttnSpec):
+            k += layers * (slots * spec.num_kv_heads * spec.head_dim * bits // 8)
+            v += layers * (slots * spec.num_kv_heads * spec.v_head_dim * bits // 8)
     if mla:
-        return f"KV size: {mla / 2**30:.2f} GB"
-    return f"K size: {k / 2**30:.2f} GB, V size: {v / 2**30:.2f} GB"
+        return f"KV size: {format_gib(mla)} GB"
+    return f"K size: {format_gib(k)} GB, V size: {format_gib(v)} GB"
 
 
-def _cells(stage: tuple[LayerSpec, ...], attn_tp: int, dtype: KvDtype, swa: bool) -> tuple[int, list[tuple[int, int]]]:
-    """(bytes per token of layers keeping every token, [(window, bytes per token)] of SWA layers)."""
-    full, windows = 0, []
-    for x in stage:
-        b = kv_bytes_per_token(shard_spec(x, attn_tp), dtype)
-        if swa and isinstance(x, (SlidingAttn, ChunkedAttn)):
-            windows.append((x.window if isinstance(x, SlidingAttn) else x.chunk_size, b))
-        else:
-            full += b
-    return full, windows
-
-
-def _split_swa(stage: tuple[LayerSpec, ...], tokens: int, ratio: float, page: int) -> tuple[int, int]:
+def _split_swa(layout: Layout, stage: int, tokens: int, ratio: float, page: int) -> tuple[int, int]:
     """set_num_tokens_hybrid_swa: T = N·L; full = int(T / (r·n_swa + n_full)); swa = int(full·r)."""
-    n_swa = sum(1 for x in stage if isinstance(x, (SlidingAttn, ChunkedAttn)))
-    n_full = sum(1 for x in stage if x.kind in ("full", "mla"))
+    n_swa = sum(g.stage_layers[stage] for g in layout.groups if g.token_limit)
+    n_full = sum(g.stage_layers[stage] for g in layout.groups
+                 if g.token_limit is None and g.bytes_per_token_per_layer)
     full = int(tokens * (n_swa + n_full) / (ratio * n_swa + n_full))
     return full // page * page, int(full * ratio) // page * page
 
 
-def _carve_mamba(stages: list[tuple[LayerSpec, ...]] | tuple[tuple[LayerSpec, ...], ...], budgets: tuple[int, ...],
-                 attn_tp: int, model_dtype: str, lines: list[str]) -> tuple[tuple[int, ...], list[str]]:
+def _carve_mamba(layout: Layout, budgets: tuple[int, ...], lines: list[str]) -> tuple[int, ...]:
     """Mamba hybrids: the state pool takes ratio / (1 + ratio) of the memory first (assumed default)."""
-    if not any(isinstance(x, LinearState) for st in stages for x in st):
-        return budgets, lines
+    state = max(stage.state_bytes for stage in layout.stages)
+    if not state:
+        return budgets
     r = MAMBA_FULL_MEMORY_RATIO
     out = tuple(int(b / (1 + r)) for b in budgets)
-    state = max(sum(state_bytes_per_sequence(shard_spec(x, attn_tp), resolve_kv_dtype("auto", model_dtype))
-                    for x in st) for st in stages)
-    lines.append(f"Mamba state pool: budget × {r}/(1+{r}) set aside ({cdiv(budgets[0] - out[0], max(state, 1)):,} "
+    lines.append(f"Mamba state pool: budget × {r}/(1+{r}) set aside ({cdiv(budgets[0] - out[0], state):,} "
                  f"requests of {state:,} B state); KV gets {out[0]:,} B")
-    return out, lines
+    return out
 
 
-def _rows(specs: tuple[LayerSpec, ...], stage: tuple[LayerSpec, ...], attn_tp: int, dtype: KvDtype, page: int,
-          max_model_len: int) -> tuple[GroupRow, ...]:
+def _rows(req: Request, layout: Layout, heavy: int, page: int) -> tuple[GroupRow, ...]:
     rows: dict[str, GroupRow] = {}
-    for x in dict.fromkeys(specs):
-        per_tok = kv_bytes_per_token(shard_spec(x, attn_tp), dtype)
-        rows[x.kind] = GroupRow(kind=x.kind, num_layers=specs.count(x), num_layers_per_gpu=stage.count(x),
-                                engine_groups=1, block_size=page, page_bytes_per_layer=page * per_tok,
-                                blocks_per_request=cdiv(max_model_len, page) if per_tok else 0,
-                                tokens_reserved_per_request=max_model_len if per_tok else 0)
+    for g in layout.groups:
+        per_tok = g.bytes_per_token_per_layer_per_gpu
+        rows[g.spec.kind] = GroupRow(
+            kind=g.spec.kind, num_layers=g.num_layers, num_layers_per_gpu=g.stage_layers[heavy], engine_groups=1,
+            block_size=page, page_bytes_per_layer=page * per_tok,
+            blocks_per_request=cdiv(req.max_model_len, page) if per_tok else 0,
+            tokens_reserved_per_request=req.max_model_len if per_tok else 0)
     return tuple(rows.values())

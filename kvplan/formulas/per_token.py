@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from kvplan.formulas.dtypes import KvDtype, attention_bytes_per_token, mla_bytes_per_token
-from kvplan.specs import ChunkedAttn, FullAttn, LayerSpec, LinearState, MLAAttn, NoKV, SlidingAttn
+from kvplan.dtypes import KvDtype, attention_bytes_per_token, mla_bytes_per_token
+from kvplan.specs import AttnSpec, LayerSpec, LinearState, MLAAttn, NoKV
 
 
 def kv_bytes_per_token(spec: LayerSpec, dtype: KvDtype) -> int:
     """Bytes one token adds to one layer: K + V heads, or the MLA latent; 0 for state layers."""
     match spec:
-        case FullAttn() | SlidingAttn() | ChunkedAttn():
+        case AttnSpec():
             return attention_bytes_per_token(spec.num_kv_heads, spec.head_dim, spec.v_head_dim, dtype)
         case MLAAttn():
             return mla_bytes_per_token(spec.kv_lora_rank, spec.qk_rope_head_dim, dtype)

@@ -1,28 +1,37 @@
 """Tensor, pipeline and decode-context parallelism: which part of the cache each GPU holds.
 
-- TP splits KV heads: max(1, heads // tp) per rank, so heads are replicated once tp > heads
-  (vLLM LlamaAttention, engines.md §1.2). MLA's single latent is replicated on every rank.
-- PP splits layers as vLLM's get_pp_indices: L // pp each, the remainder one each to the
-  stages before the last (engines.md §1.8).
+- TP splits KV heads. ``"floor"`` (vLLM ``LlamaAttention``, SGLang): max(1, heads // tp) per rank,
+  so heads are replicated once tp > heads, and tp must divide the heads or be a multiple of them.
+  ``"ceil"`` (TensorRT-LLM ``KVCacheManager``): ceil(heads / tp). MLA's single latent is
+  replicated on every rank. Linear/Mamba state splits by heads and conv channels.
+- PP splits layers as vLLM's ``get_pp_indices`` (vllm/distributed/utils.py): L // pp each, the
+  remainder one each to the stages before the last.
 - DCP stripes a sequence's tokens over dcp ranks that would otherwise hold the same heads.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from kvplan.errors import ShardingError
-from kvplan.specs import ChunkedAttn, FullAttn, LayerSpec, LinearState, MLAAttn, SlidingAttn
+from kvplan.specs import AttnSpec, LayerSpec, LinearState, MLAAttn, NoKV
+from kvplan.units import cdiv
+
+HeadSplit = Literal["floor", "ceil"]
 
 
-def kv_heads_per_rank(num_kv_heads: int, tp: int) -> int:
-    """max(1, num_kv_heads // tp); tp must divide the heads or be a multiple of them."""
+def kv_heads_per_rank(num_kv_heads: int, tp: int, split: HeadSplit = "floor") -> int:
+    """floor: max(1, num_kv_heads // tp), tp dividing the heads or a multiple of them; ceil: cdiv."""
+    if split == "ceil":
+        return cdiv(num_kv_heads, tp)
     if num_kv_heads >= tp:
         if num_kv_heads % tp:
             raise ShardingError(f"tp {tp} does not divide the {num_kv_heads} KV heads; use a divisor of {num_kv_heads}")
         return num_kv_heads // tp
     if tp % num_kv_heads:
-        raise ShardingError(f"tp {tp} is not a multiple of the {num_kv_heads} KV heads, so they cannot be replicated evenly")
+        raise ShardingError(f"tp {tp} is not a multiple of the {num_kv_heads} KV heads, so they cannot be replicated "
+                            "evenly")
     return 1
 
 
@@ -30,23 +39,21 @@ def replication(spec: LayerSpec, tp: int) -> int:
     """How many TP ranks hold the same KV data of this layer (1 = no duplication)."""
     if isinstance(spec, MLAAttn):
         return tp
-    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
+    if isinstance(spec, AttnSpec):
         return max(1, tp // spec.num_kv_heads)
     return 1
 
 
-def shard_spec(spec: LayerSpec, tp: int) -> LayerSpec:
+def shard_spec(spec: LayerSpec, tp: int, split: HeadSplit = "floor") -> LayerSpec:
     """The per-rank spec of a layer under tensor parallelism."""
-    if tp == 1 or isinstance(spec, MLAAttn):
+    if tp == 1 or isinstance(spec, (MLAAttn, NoKV)):
         return spec
-    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
-        return replace(spec, num_kv_heads=kv_heads_per_rank(spec.num_kv_heads, tp))
-    if isinstance(spec, LinearState):
-        if spec.num_state_heads % tp or spec.conv_channels % tp:
-            raise ShardingError(f"tp {tp} does not divide the linear-attention state "
-                                f"({spec.num_state_heads} heads, {spec.conv_channels} conv channels)")
-        return replace(spec, num_state_heads=spec.num_state_heads // tp, conv_channels=spec.conv_channels // tp)
-    return spec
+    if isinstance(spec, AttnSpec):
+        return replace(spec, num_kv_heads=kv_heads_per_rank(spec.num_kv_heads, tp, split))
+    if spec.num_state_heads % tp or spec.conv_channels % tp:
+        raise ShardingError(f"tp {tp} does not divide the linear-attention state "
+                            f"({spec.num_state_heads} heads, {spec.conv_channels} conv channels)")
+    return replace(spec, num_state_heads=spec.num_state_heads // tp, conv_channels=spec.conv_channels // tp)
 
 
 def pp_layer_counts(num_layers: int, pp: int) -> tuple[int, ...]:
@@ -61,11 +68,11 @@ def pp_layer_counts(num_layers: int, pp: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def pp_stages(specs: tuple[LayerSpec, ...], pp: int) -> tuple[tuple[LayerSpec, ...], ...]:
-    """The layers of each pipeline stage, in order."""
+def pp_ranges(num_layers: int, pp: int) -> tuple[range, ...]:
+    """The layer indices of each pipeline stage."""
     stages, start = [], 0
-    for count in pp_layer_counts(len(specs), pp):
-        stages.append(specs[start : start + count])
+    for count in pp_layer_counts(num_layers, pp):
+        stages.append(range(start, start + count))
         start += count
     return tuple(stages)
 
@@ -74,7 +81,7 @@ def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: i
     """Refuse layouts the engines refuse, with the reason and what would work."""
     for name, value in (("tp", tp), ("pp", pp), ("dcp", dcp)):
         if value < 1:
-            raise ShardingError(f"{name} must be at least 1, got {value}")
+            raise ShardingError(f"{name} must be at least 1, got {value}", arg=name)
     if num_attention_heads % tp:
         divisors = [d for d in range(1, num_attention_heads + 1) if num_attention_heads % d == 0 and d <= 64]
         raise ShardingError(f"tp {tp} does not divide the {num_attention_heads} attention heads; "
@@ -86,10 +93,9 @@ def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: i
 def _check_dcp(specs: tuple[LayerSpec, ...], tp: int, dcp: int) -> None:
     if tp % dcp:
         raise ShardingError(f"dcp {dcp} must divide tp {tp} (decode context parallel reuses the TP ranks)")
-    kinds = {s.kind for s in specs}
-    if kinds & {"sliding", "chunked", "linear"}:
+    if any(isinstance(s, LinearState) or (isinstance(s, AttnSpec) and s.kind != "full") for s in specs):
         raise ShardingError("dcp > 1 is not supported with sliding-window, chunked or linear-attention layers")
     for spec in specs:
-        if spec.kind in ("full", "mla") and replication(spec, tp) % dcp:
+        if isinstance(spec, (AttnSpec, MLAAttn)) and replication(spec, tp) % dcp:
             raise ShardingError(f"dcp {dcp} needs KV heads replicated at least {dcp}× across tp {tp}; "
                                 f"here they are replicated {replication(spec, tp)}×")

@@ -67,11 +67,11 @@ def decode_gbps(ops: ModuleType, k: torch.Tensor, v: torch.Tensor, num_heads: in
 
 
 def peak_gbps(device: torch.device) -> float | None:
-    """The catalog's peak memory bandwidth of this GPU (kvplan.gpus), None when unknown."""
+    """The catalog's peak memory bandwidth of this GPU (kvplan.planning.gpus), None when unknown."""
     if device.type != "cuda":
         return None
     try:
-        from kvplan import gpus  # type: ignore[attr-defined, unused-ignore]
+        from kvplan.planning import gpus
 
         gpu = gpus.lookup_gpu(torch.cuda.get_device_name(device))
         return float(gpu.bandwidth_bytes_per_s) / GB

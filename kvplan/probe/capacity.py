@@ -2,7 +2,7 @@
 
 Blocks are allocated in chunks (every paged layer's tensor for `chunk` blocks), halving the chunk
 on each refusal down to one block, with plain ``torch.empty`` device allocations (never managed
-memory). Everything is freed before returning. The prediction is ``kvplan.capacity.capacity``
+memory). Everything is freed before returning. The prediction is ``kvplan.planning.capacity.capacity``
 (engine vllm) with ``--kv-budget`` = the memory that was free before the first chunk; the plain
 ``free // block_bytes`` division is reported next to it.
 """
@@ -27,7 +27,7 @@ class CapacityCheck:
     block_bytes: int  # one block of every paged layer on this GPU, from kvplan.formulas
     allocated_blocks: int
     formula_blocks: int  # free_bytes // block_bytes
-    capacity_blocks: int | None  # kvplan.capacity (vLLM profile) for the same budget
+    capacity_blocks: int | None  # kvplan.planning.capacity (vLLM profile) for the same budget
     capacity_page_bytes: int | None
     note: str
 
@@ -63,12 +63,12 @@ def fill_blocks(shapes: list[CacheShape], device: torch.device, chunk_blocks: in
 
 def kvplan_capacity_blocks(model: str, tp: int, kv_dtype: str, block_size: int,
                            free_bytes: int) -> tuple[int | None, int | None, str]:
-    """(num_blocks, page_bytes, note) from kvplan.capacity's vLLM profile; Nones when it is unavailable."""
+    """(num_blocks, page_bytes, note) from the vLLM profile; Nones when it is unavailable."""
     try:
-        from kvplan.capacity import capacity
         from kvplan.engines import Settings
+        from kvplan.planning.capacity import capacity
     except ImportError:
-        return None, None, "kvplan.capacity is not available: compared with free // block_bytes only"
+        return None, None, "kvplan.planning.capacity is not available: compared with free // block_bytes only"
     result = capacity(model, engine="vllm", tp=tp, kv_dtype=kv_dtype, kv_budget_bytes=(free_bytes,),
                       settings=Settings(block_size=block_size))
     plan = result.plan

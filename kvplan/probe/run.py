@@ -14,12 +14,13 @@ import torch
 
 from kvplan.config import ModelConfig, load_model
 from kvplan.formulas import build_layout
-from kvplan.formulas.sizing import Layout
+from kvplan.formulas.layers import Overrides
+from kvplan.formulas.layout import Layout
 from kvplan.probe import bench, check
 from kvplan.probe.allocate import FP8_VIEWS, CacheShape, Tensors, kv_views
 from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
 from kvplan.probe.measure import allocate_measured, release
-from kvplan.specs import MLAAttn, Overrides
+from kvplan.specs import MLAAttn
 
 # (model, kv dtype): GQA, MQA, MLA, sliding/full hybrid, linear hybrid, fp8, int4 with fp16 group scales.
 DEFAULT_TARGETS: tuple[tuple[str, str], ...] = (

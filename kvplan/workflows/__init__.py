@@ -1,6 +1,6 @@
 """Planning workflows on top of the core: compare, sweep, prefix sharing, beam search, allocators, waste.
 
-Each is a function returning a frozen result; the CLI renders it (``kvplan.workflows.render``).
+Each is a function returning a frozen result; the CLI renders it (``kvplan.render.workflows``).
 The CLI imports this package only inside the commands that use it, so `kvplan size` stays fast.
 """
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.errors import InputError
-from kvplan.formulas.sizing import Layout, Load
+from kvplan.formulas.layout import Layout, Load
 from kvplan.units import cdiv
 
 ALLOCATORS = ("contiguous", "paged", "exact")
@@ -94,19 +94,12 @@ def full_tokens(w: Workload, allocator: str, block_size: int) -> int:
     return shared + w.batch * (beams_share + tail)
 
 
-def _windowed_bytes(load: Load, tokens: int, block_size: int) -> int:
-    """Per sequence: window/chunk layers (min(tokens, W), rounded to blocks) + state layers."""
-    def held(t: int) -> int:
-        return cdiv(t, block_size) * block_size if block_size else t
-    return sum(b * held(min(tokens, window)) for window, b in load.windowed) + load.state_bytes
-
-
 def _bytes(load: Load, w: Workload, allocator: str, block_size: int) -> int:
     bs = block_size if allocator == "paged" else 0
     if allocator == "contiguous":
-        other = w.num_sequences * _windowed_bytes(load, w.preallocated_tokens, 0)
+        other = w.num_sequences * load.bounded_bytes(w.preallocated_tokens)
     else:
-        other = w.diverged_copies * _windowed_bytes(load, w.seq_len, bs)
+        other = w.diverged_copies * load.bounded_bytes(w.seq_len, bs)
     return load.full_bytes_per_token * full_tokens(w, allocator, block_size) + other
 
 

@@ -1,6 +1,7 @@
-"""Capacity (max concurrency) vs context length, through ``kvplan.capacity.capacity`` per point.
+"""Capacity (max concurrency) vs context length, through ``kvplan.planning.capacity.capacity`` per point.
 
-Used by ``kvplan sweep --engine`` (engine columns) and by ``plot_capacity``. A capacity point costs
+Used by ``kvplan sweep --engine`` (engine columns), ``kvplan compare --engine`` and the capacity
+plots (``kvplan.render.plot.plot_capacity``). A capacity point costs
 milliseconds (weights, budget, the engine's block arithmetic), far more than a size point, so
 engine sweeps are meant for tens to hundreds of points, not the 10,000 a plain sweep handles.
 """
@@ -11,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
 from kvplan.errors import KvplanError
-from kvplan.workflows.models import as_model
+from kvplan.planning.capacity import capacity
 
 ENGINE_COLUMNS = ("engine", "gpu", "kv_budget_bytes_per_gpu", "kv_tokens", "max_concurrency",
                   "requests_at_max_len", "fits")
@@ -40,8 +42,6 @@ class CapacityPoint:
 def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | None, tp: int = 1, pp: int = 1,
                    kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None) -> CapacityPoint:
     """One engine's capacity for max_model_len = seq_len; an engine's refusal becomes a note, not an error."""
-    from kvplan.capacity import capacity
-
     try:
         r = capacity(model, engine=engine, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, max_model_len=seq_len,
                      kv_budget_bytes=kv_budget_bytes)
@@ -85,18 +85,3 @@ def context_lengths(max_len: int, first: int = 1024) -> tuple[int, ...]:
     from kvplan.workflows.ranges import doubling
 
     return doubling(min(first, max_len), max_len, "context")
-
-
-def capacity_plot(model: ModelConfig | str, path: str, *, engines: Sequence[str] = ("vllm",), gpu: str | None = None,
-                  tp: int = 1, pp: int = 1, kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None,
-                  max_model_len: int | None = None) -> CapacityCurve:
-    """`kvplan capacity ... --plot FILE`: concurrency vs context from 1k to max_model_len, drawn to FILE."""
-    from kvplan.plot import check_plot_path, plot_capacity
-
-    check_plot_path(path)
-    m = as_model(model)
-    curve = capacity_curve(m, seq_lens=context_lengths(max_model_len or m.max_model_len or 2048), engines=engines,
-                           gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, kv_budget_bytes=kv_budget_bytes)
-    where = f"on {gpu}" if gpu else "with the given KV budget" if kv_budget_bytes else "on the default GPU"
-    plot_capacity(curve.series(labelled=False), path, title=f"Max concurrency vs context {where}: {m.model_id}, tp {tp} pp {pp}")
-    return curve

@@ -1,5 +1,5 @@
 """`kvplan compare`: several models under one layout (seq_len, batch, tp, pp, kv dtype), side by side,
-and optionally several engines' capacity for each (``engines=``, through ``kvplan.capacity``).
+and optionally several engines' capacity for each (``engines=``, through ``kvplan.planning.capacity``).
 
 Each model's own max length is used when no seq_len is given. A model that cannot take the layout
 (e.g. a TP size that does not divide its heads) fails the comparison with that model named: unlike
@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sizing import KvCacheResult, kv_cache
 from kvplan.workflows.capacity_curve import CapacityPoint, capacity_point
-from kvplan.workflows.models import as_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ def compare(models: Sequence[ModelConfig | str], *, seq_len: int | None = None, 
             engines: Sequence[str] = (), gpu: str | None = None, kv_budget_bytes: tuple[int, ...] | None = None,
             **layout_options: Any) -> Comparison:
     """kv_cache() of every model with the same options (tp, pp, dcp, kv_dtype, block_size, ...), and with
-    `engines`, each engine's capacity (kvplan.capacity) for max_model_len = the compared seq_len."""
+    `engines`, each engine's capacity (kvplan.planning.capacity) for max_model_len = the compared seq_len."""
     if not models:
         raise InputError("compare needs at least one model")
     results = []

@@ -1,24 +1,12 @@
-"""Models and layouts for the workflows: a name is loaded once, a layout built once (both cached)."""
+"""Layouts for the workflows: build_layout with the same keywords, on a model or a name."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
+from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
-from kvplan.formulas.sizing import Layout, build_layout
-
-
-@lru_cache(maxsize=256)
-def _load(name: str) -> ModelConfig:
-    from kvplan.config import load_model
-
-    return load_model(name)
-
-
-def as_model(model: ModelConfig | str) -> ModelConfig:
-    """kvplan.config.as_model, with names loaded once per process (a sweep names a model many times)."""
-    return _load(model) if isinstance(model, str) else model
+from kvplan.formulas.layout import Layout, build_layout
 
 
 def layout_of(model: ModelConfig | str, **layout_options: Any) -> Layout:

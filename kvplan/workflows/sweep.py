@@ -16,10 +16,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError, KvplanError
-from kvplan.formulas.sizing import DEFAULT_BLOCK_SIZE, KvCacheResult, Layout, build_layout
-from kvplan.workflows.models import as_model
+from kvplan.formulas.layout import DEFAULT_BLOCK_SIZE, Layout, build_layout
+from kvplan.formulas.sizing import KvCacheResult
 
 SWEEP_COLUMNS = (
     "model", "tp", "pp", "kv_dtype", "block_size", "num_gpus", "seq_len", "batch",
@@ -77,7 +78,7 @@ def _engine_points(layout: Layout, seq_lens: Sequence[int], batches: Sequence[in
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineAxis:
-    """`--engine` for a sweep: capacity columns from kvplan.capacity for each engine."""
+    """`--engine` for a sweep: capacity columns from kvplan.planning.capacity for each engine."""
 
     engines: tuple[str, ...]
     gpu: str | None = None

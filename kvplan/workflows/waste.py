@@ -14,7 +14,7 @@ from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
-from kvplan.formulas.sizing import Layout
+from kvplan.formulas.layout import Layout
 from kvplan.workflows.allocators import ALLOCATORS, AllocatorMemory, Workload, allocate
 from kvplan.workflows.models import layout_of
 

@@ -6,10 +6,10 @@ returned, so an explanation can never drift from the answer it explains.
 
 from __future__ import annotations
 
-from kvplan.formulas.dtypes import KvDtype
-from kvplan.formulas.sharding import pp_layer_counts
-from kvplan.formulas.sizing import Group, KvCacheResult
-from kvplan.specs import LayerSpec, LinearState, MLAAttn, NoKV
+from kvplan.dtypes import KvDtype
+from kvplan.formulas.layout import Group
+from kvplan.formulas.sizing import KvCacheResult
+from kvplan.specs import AttnSpec, LayerSpec, LinearState, MLAAttn, NoKV
 
 
 def _elem(dtype: KvDtype) -> str:
@@ -42,8 +42,8 @@ def _group_lines(group: Group, result: KvCacheResult) -> list[str]:
              f"{per_layer_formula(spec, layout.kv_dtype)} = {group.bytes_per_token_per_layer:,} B"]
     if isinstance(spec, MLAAttn) and layout.tp > 1:
         lines.append(f"  TP {layout.tp}: the MLA latent is replicated on every rank")
-    elif hasattr(spec, "num_kv_heads") and layout.tp > 1:
-        heads = getattr(group.spec_per_gpu, "num_kv_heads", 0)
+    elif isinstance(spec, AttnSpec) and isinstance(group.spec_per_gpu, AttnSpec) and layout.tp > 1:
+        heads = group.spec_per_gpu.num_kv_heads
         lines.append(f"  TP {layout.tp}: KV heads per GPU = max(1, {spec.num_kv_heads} // {layout.tp}) = {heads}"
                      f" -> {group.bytes_per_token_per_layer_per_gpu:,} B per layer per token per GPU")
     if isinstance(spec, LinearState):
@@ -63,7 +63,7 @@ def explain(result: KvCacheResult) -> list[str]:
         lines += _group_lines(group, result)
     lines.append(f"bytes per token = Σ groups layers × per-layer bytes = {result.bytes_per_token:,} B")
     if layout.pp > 1:
-        lines.append(f"PP {layout.pp}: layers per stage {list(pp_layer_counts(len(layout.specs), layout.pp))} "
+        lines.append(f"PP {layout.pp}: layers per stage {[len(r) for r in layout.stage_ranges]} "
                      f"(vLLM get_pp_indices); most loaded stage: {result.heaviest_stage}")
     if layout.dcp > 1:
         lines.append(f"DCP {layout.dcp}: each GPU holds cdiv({result.seq_len:,}, {layout.dcp}) = "

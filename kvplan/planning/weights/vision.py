@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.config.model import ModelConfig
-from kvplan.weights_parts import Part
+from kvplan.planning.weights.parts import Part
 
 # SiglipVisionConfig's defaults (transformers), for keys a vision_config may omit.
 VISION_DEFAULTS: dict[str, dict[str, Any]] = {

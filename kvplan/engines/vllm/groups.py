@@ -1,8 +1,10 @@
-"""vLLM 0.33's KV-cache grouping: per-layer specs on a worker, Mamba block alignment, page-size
-unification, hybrid groups with padding, and blocks per request (engines.md §1.5, §1.6, §1.9).
+"""vLLM 0.33's KV-cache grouping on one worker: Mamba block alignment, page-size unification,
+hybrid groups with padding, and blocks per request.
 
-Pure arithmetic on frozen values. Which backend/block size applies is decided in ``vllm.py``;
-this module takes the block size as given.
+Follows ``vllm/v1/kv_cache_interface.py`` (page sizes, ``max_memory_usage_bytes``) and
+``vllm/v1/core/kv_cache_utils.py`` (``get_kv_cache_groups``, ``unify_kv_cache_spec_page_size``,
+``get_num_blocks``). Pure arithmetic on frozen values; which backend and block size apply is
+decided in ``backends.py``.
 """
 
 from __future__ import annotations
@@ -10,50 +12,53 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from kvplan.dtypes import KvDtype
 from kvplan.errors import InputError
-from kvplan.formulas.dtypes import KvDtype
 from kvplan.formulas.per_token import kv_bytes_per_token, state_bytes_per_sequence
-from kvplan.specs import ChunkedAttn, LayerSpec, LinearState, MLAAttn, NoKV, SlidingAttn
+from kvplan.specs import ChunkedAttn, LayerSpec, LinearState, NoKV, SlidingAttn, window_tokens
 from kvplan.units import cdiv
 
-MAMBA_KERNEL_ALIGN_TOKENS = 16  # FLASH_ATTN kernel block alignment on Hopper (engines.md §1.9)
+MAMBA_KERNEL_ALIGN_TOKENS = 16  # FLASH_ATTN kernel block alignment on Hopper (HybridAttentionMambaModelConfig)
 DEFAULT_MAMBA_CHUNK_TOKENS = 64  # FLA gated-DeltaNet / Mamba2 chunk when the config names none
 
 
 @dataclass(frozen=True, slots=True)
-class VSpec:
-    """One layer's KV spec on one worker: vLLM's FullAttentionSpec, SlidingWindowSpec, ..."""
+class PagedSpec:
+    """One layer's KV spec on one worker as vLLM pages it: the per-GPU layer spec, the block size it
+    ends with and the bytes of one block (FullAttentionSpec, SlidingWindowSpec, MambaSpec, ...)."""
 
-    kind: str  # full | mla | sliding | chunked | mamba
+    spec: LayerSpec
     block_size: int
     page_bytes: int  # one block of this layer (Mamba: the whole state, padded)
-    window: int = 0  # sliding window or chunk size, tokens
+
+    @property
+    def kind(self) -> str:
+        return "mamba" if isinstance(self.spec, LinearState) else self.spec.kind
+
+    @property
+    def window(self) -> int:
+        return window_tokens(self.spec) or 0
 
 
 @dataclass(frozen=True, slots=True)
-class VGroup:
-    spec: VSpec
+class Group:
+    spec: PagedSpec
     layers: tuple[int, ...]  # global layer indices (padding is implicit: width - len)
 
 
-def layer_vspec(spec: LayerSpec, dtype: KvDtype, state_dtype: KvDtype, block_size: int,
-                hybrid_manager: bool) -> VSpec | None:
-    """A per-rank core spec -> vLLM's spec (None: the layer caches nothing)."""
+Specs = tuple[PagedSpec | None, ...]
+
+
+def paged_spec(spec: LayerSpec, dtype: KvDtype, state_dtype: KvDtype, block_size: int) -> PagedSpec | None:
+    """A per-rank layer spec -> vLLM's paged spec (None: the layer caches nothing)."""
     if isinstance(spec, NoKV):
         return None
     if isinstance(spec, LinearState):
-        return VSpec("mamba", 1, state_bytes_per_sequence(spec, state_dtype))
-    page = block_size * kv_bytes_per_token(spec, dtype)
-    if isinstance(spec, MLAAttn):
-        return VSpec("mla", block_size, page)
-    if hybrid_manager and isinstance(spec, SlidingAttn):
-        return VSpec("sliding", block_size, page, spec.window)
-    if hybrid_manager and isinstance(spec, ChunkedAttn):
-        return VSpec("chunked", block_size, page, spec.chunk_size)
-    return VSpec("full", block_size, page)  # --disable-hybrid-kv-cache-manager: windows become full
+        return PagedSpec(spec, 1, state_bytes_per_sequence(spec, state_dtype))
+    return PagedSpec(spec, block_size, block_size * kv_bytes_per_token(spec, dtype))
 
 
-def mamba_block_size(specs: tuple[VSpec | None, ...], chunk_tokens: int, prefix_caching: bool) -> int | None:
+def mamba_block_size(specs: Specs, chunk_tokens: int, prefix_caching: bool) -> int | None:
     """Attention block size that makes one attention page hold one Mamba state (None: no Mamba).
 
     a = lcm(chunk, 16) with prefix caching (16 without); block = a · cdiv(mamba_page, a · attn_page_1tok).
@@ -67,19 +72,19 @@ def mamba_block_size(specs: tuple[VSpec | None, ...], chunk_tokens: int, prefix_
     return align * cdiv(max(mamba), align * per_token)
 
 
-def align_mamba(specs: tuple[VSpec | None, ...], block_size: int) -> tuple[VSpec | None, ...]:
+def align_mamba(specs: Specs, block_size: int) -> Specs:
     """Attention layers take the raised block size; Mamba pages are padded to the attention page."""
-    def one(s: VSpec | None) -> VSpec | None:
+    def attn(s: PagedSpec | None) -> PagedSpec | None:
         if s is None or s.kind == "mamba":
             return s
         return replace(s, block_size=block_size, page_bytes=s.page_bytes // s.block_size * block_size)
-    attn = [one(s) for s in specs]
-    page = max(s.page_bytes for s in attn if s and s.kind != "mamba")
+    raised = [attn(s) for s in specs]
+    page = max(s.page_bytes for s in raised if s and s.kind != "mamba")
     # vLLM's MambaSpec takes the attention block size too (the tokens one state page stands for)
-    return tuple(replace(s, page_bytes=page, block_size=block_size) if s and s.kind == "mamba" else s for s in attn)
+    return tuple(replace(s, page_bytes=page, block_size=block_size) if s and s.kind == "mamba" else s for s in raised)
 
 
-def unify_page_size(specs: tuple[VSpec | None, ...]) -> tuple[VSpec | None, ...]:
+def unify_page_size(specs: Specs) -> Specs:
     """Hybrids: smaller pages grow their block size by max_page / page (must divide)."""
     top = max(s.page_bytes for s in specs if s)
     out = []
@@ -89,28 +94,26 @@ def unify_page_size(specs: tuple[VSpec | None, ...]) -> tuple[VSpec | None, ...]
             continue
         if top % s.page_bytes or s.kind == "mamba":
             raise InputError(f"vLLM cannot unify KV page sizes {s.page_bytes} and {top} bytes "
-                             "(NotImplementedError in vLLM); try --disable-hybrid-kv-cache-manager")
-        ratio = top // s.page_bytes
-        out.append(replace(s, block_size=s.block_size * ratio, page_bytes=top))
+                             "(NotImplementedError in vLLM); try disabling the hybrid KV cache manager",
+                             arg="hybrid_kv_cache_manager")
+        out.append(replace(s, block_size=s.block_size * (top // s.page_bytes), page_bytes=top))
     return tuple(out)
 
 
-def kv_cache_groups(specs: tuple[VSpec | None, ...]) -> tuple[tuple[VGroup, ...], bool]:
+def kv_cache_groups(specs: Specs) -> tuple[tuple[Group, ...], bool]:
     """vLLM get_kv_cache_groups -> (groups, uniform_type). uniform_type: one group whose layers
     differ only in page size (a block costs the sum of their pages)."""
     layers = [(i, s) for i, s in enumerate(specs) if s is not None]
-    kinds = {s for _, s in layers}
-    if len(kinds) == 1:
-        return (VGroup(layers[0][1], tuple(i for i, _ in layers)),), False
-    shape = {(s.kind, s.block_size, s.window) for _, s in layers}
-    if len(shape) == 1:
-        return (VGroup(layers[0][1], tuple(i for i, _ in layers)),), True
+    if len({s for _, s in layers}) == 1:
+        return (Group(layers[0][1], tuple(i for i, _ in layers)),), False
+    if len({(s.kind, s.block_size, s.window) for _, s in layers}) == 1:
+        return (Group(layers[0][1], tuple(i for i, _ in layers)),), True
     return _hybrid_groups(unify_page_size(specs)), False
 
 
-def _hybrid_groups(specs: tuple[VSpec | None, ...]) -> tuple[VGroup, ...]:
+def _hybrid_groups(specs: Specs) -> tuple[Group, ...]:
     """Bucket by spec; group size = min type count (max if max < 1.5 × min); strided split."""
-    buckets: dict[VSpec, list[int]] = {}
+    buckets: dict[PagedSpec, list[int]] = {}
     for i, s in enumerate(specs):
         if s is not None:
             buckets.setdefault(s, []).append(i)
@@ -119,30 +122,29 @@ def _hybrid_groups(specs: tuple[VSpec | None, ...]) -> tuple[VGroup, ...]:
     groups = []
     for spec, idx in buckets.items():
         n = cdiv(len(idx), size)
-        groups += [VGroup(spec, tuple(idx[g::n])) for g in range(n)]
+        groups += [Group(spec, tuple(idx[g::n])) for g in range(n)]
     return tuple(groups)
 
 
-def group_width(groups: tuple[VGroup, ...], stage: range) -> int:
+def group_width(groups: tuple[Group, ...], stage: range) -> int:
     """Layers one block id spans on a worker: the largest group's layer count there."""
     return max(sum(1 for i in g.layers if i in stage) for g in groups)
 
 
-def stage_block_bytes(groups: tuple[VGroup, ...], specs: tuple[VSpec | None, ...], stage: range,
-                      uniform_type: bool) -> int:
+def stage_block_bytes(groups: tuple[Group, ...], specs: Specs, stage: range, uniform_type: bool) -> int:
     """Bytes one block id takes on a worker of this stage."""
     if uniform_type:
         return sum(s.page_bytes for i, s in enumerate(specs) if s and i in stage)
     return group_width(groups, stage) * groups[0].spec.page_bytes
 
 
-def blocks_needed(spec: VSpec, max_model_len: int, in_flight_tokens: int, dcp: int, prefix_caching: bool) -> int:
+def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dcp: int, prefix_caching: bool) -> int:
     """Blocks one max_model_len request reserves in one group (vLLM max_memory_usage_bytes / page)."""
     bs, m = spec.block_size, max_model_len
-    if spec.kind == "sliding":  # the window may straddle a block boundary: +1
+    if isinstance(spec.spec, SlidingAttn):  # the window may straddle a block boundary: +1
         return cdiv(min(spec.window - 1 + in_flight_tokens, m), bs) + 1
-    if spec.kind == "chunked":
+    if isinstance(spec.spec, ChunkedAttn):
         return cdiv(min(spec.window + in_flight_tokens, m), bs)
-    if spec.kind == "mamba":  # mamba_cache_mode align (prefix caching): state + one checkpoint
+    if isinstance(spec.spec, LinearState):  # mamba_cache_mode align (prefix caching): state + one checkpoint
         return 2 if prefix_caching else 1
     return cdiv(cdiv(m, dcp) if dcp > 1 else m, bs)

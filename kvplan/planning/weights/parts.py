@@ -1,13 +1,14 @@
 """The tensors of a checkpoint, derived from its config: one ``Part`` per weight (or stack of expert weights).
 
-Every count, byte size and TP/PP split in kvplan.weights is a view over this inventory. Shapes are
+Every count, byte size and TP/PP split in kvplan.planning.weights is a view over this inventory. Shapes are
 (out, in) for matrices whatever the checkpoint's storage order, so quantization scales (grouped
 along the input dimension) and tensor-parallel splits read the same way for every family.
 
-Families differ only through data: WEIGHT_FIELDS (config keys, first present wins),
-FAMILY_DEFAULTS (values a config may omit) and TRAITS (layout facts of a model_type). A trait is
+Families differ only through data: the config's field aliases and defaults
+(``kvplan.config.aliases.WEIGHT_FIELDS`` / ``WEIGHT_DEFAULTS``, read through ``ModelConfig.field``)
+and TRAITS here (layout facts of a model_type). A trait is
 a literal, or ``Key(name)``: the boolean config key that decides it. Not here: MLA/KV dims, which come
-from ModelConfig, and bytes (kvplan.weights_dtype).
+from ModelConfig, and bytes (``formats``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from kvplan.config.aliases import WEIGHT_FIELDS
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
 
@@ -51,33 +53,6 @@ class Part:
             n *= dim
         return n
 
-
-WEIGHT_FIELDS: dict[str, tuple[str, ...]] = {
-    "vocab_size": ("vocab_size", "padded_vocab_size"),  # padded_vocab_size: ChatGLM
-    "intermediate_size": ("intermediate_size", "ffn_hidden_size", "n_inner"),  # ffn_hidden_size: ChatGLM
-    "tie_word_embeddings": ("tie_word_embeddings",),
-    "num_experts": ("n_routed_experts", "num_local_experts", "num_experts"),  # DeepSeek/GLM, Mixtral/gpt-oss, Qwen
-    "moe_intermediate_size": ("moe_intermediate_size",),  # absent: experts are intermediate_size wide (Mixtral)
-    "num_shared_experts": ("n_shared_experts",),  # DeepSeek/GLM: n × moe_intermediate_size, ungated
-    "shared_expert_intermediate_size": ("shared_expert_intermediate_size",),  # Qwen: with a sigmoid gate
-    "first_k_dense_replace": ("first_k_dense_replace",),  # DeepSeek/GLM: the first k layers are dense
-    "moe_layer_freq": ("moe_layer_freq",),  # DeepSeek: MoE when layer % freq == 0
-    "decoder_sparse_step": ("decoder_sparse_step",),  # Qwen MoE: MoE when (layer + 1) % step == 0
-    "mlp_only_layers": ("mlp_only_layers",),  # Qwen MoE: dense layers by index
-    "q_lora_rank": ("q_lora_rank",),  # MLA: low-rank query (absent/null: one q_proj)
-    "linear_num_key_heads": ("linear_num_key_heads",),  # gated DeltaNet (Qwen3-Next)
-    "linear_num_value_heads": ("linear_num_value_heads",),
-    "linear_key_head_dim": ("linear_key_head_dim",),
-    "linear_value_head_dim": ("linear_value_head_dim",),
-    "linear_conv_kernel_dim": ("linear_conv_kernel_dim",),
-}
-
-# Values of transformers' (or the remote code's) config classes that a config.json may leave out.
-FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"vocab_size": 262208},  # Gemma3TextConfig
-    "gemma3": {"vocab_size": 262208},
-    "chatglm": {"tie_word_embeddings": False},  # separate output_layer
-}
 
 _BASE_TRAITS: dict[str, Any] = {
     "mlp": "gated",  # gate/up/down; "plain": up/down (Falcon)
@@ -121,18 +96,14 @@ class ModelParts:
 
 
 class _Fields:
-    """Config lookups through WEIGHT_FIELDS, FAMILY_DEFAULTS and TRAITS."""
+    """Config lookups through ModelConfig.field (aliases, class defaults) and TRAITS."""
 
     def __init__(self, model: ModelConfig) -> None:
         self.model, self.raw = model, model.raw
-        self.defaults = FAMILY_DEFAULTS.get(str(model.model_type), {})
         self.traits = {**_BASE_TRAITS, **TRAITS.get(str(model.model_type), {})}
 
     def get(self, name: str, default: Any = None) -> Any:
-        for key in WEIGHT_FIELDS[name]:
-            if self.raw.get(key) is not None:
-                return self.raw[key]
-        return self.defaults.get(name, default)
+        return self.model.field(name, default)
 
     def trait(self, name: str) -> Any:
         value = self.traits[name]

@@ -1,6 +1,8 @@
-"""KV-cache element types and the bytes their scales add.
+"""Element types: the one table of dtype names, KV-cache dtypes and the bytes their scales add.
 
-Sizes are kept in bits so that int4 (half a byte) stays an integer. The scale schemes are the
+Every dtype name kvplan reads (a config's ``torch_dtype``, ``--kv-dtype``, ``--state-dtype``,
+``--weights-dtype``) goes through ``_DTYPES`` and ``_CANONICAL`` here. Sizes are kept in bits so
+that int4 (half a byte) stays an integer. The scale schemes are the
 ones engines actually allocate:
 
 - ``group``: one fp16 scale per ``quant_group`` elements (int8/int4 in the ppl.nn cache operator):
@@ -50,6 +52,20 @@ _CANONICAL = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp
 KV_DTYPE_NAMES = ("auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4",
                   "fp8_per_token_head", "int8_per_token_head", "nvfp4", "fp8_ds_mla")
 DEFAULT_QUANT_GROUP = 8  # ppl.nn MultiHeadCacheAttention's quant_group default
+
+
+def canonical_dtype(name: str) -> str | None:
+    """`bfloat16`, `torch.float16`, `half`, `FP8` -> `bf16`, `fp16`, `fp16`, `fp8` (None: not a dtype name)."""
+    key = name.strip().lower().removeprefix("torch.")
+    return _CANONICAL.get(key, key) if key in _DTYPES else None
+
+
+def element_bits(name: str) -> int:
+    """Bits of one element of a named dtype (scales not included)."""
+    key = canonical_dtype(name)
+    if key is None:
+        raise InputError(f"unknown dtype {name!r}")
+    return _DTYPES[key][0]
 
 
 def resolve_kv_dtype(name: str, model_dtype: str, quant_group: int = DEFAULT_QUANT_GROUP) -> KvDtype:

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kvplan.config.model import ModelConfig
+from kvplan.dtypes import canonical_dtype, element_bits
 from kvplan.errors import InputError
 from kvplan.units import cdiv
 
 ScaleScheme = Literal["none", "block", "group", "channel", "tensor"]
-_DTYPE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32}
+_FLOAT_WEIGHTS = ("bf16", "fp16", "fp32")  # stored whole: every tensor in that dtype
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,18 +75,20 @@ _SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore")
 
 def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> WeightFormat:
     """`weights_dtype` if given, else the config's quantization_config, else the model dtype."""
-    base_bits = _DTYPE_BITS.get(model.dtype, 16)
+    base_bits = element_bits(model.dtype) if model.dtype in _FLOAT_WEIGHTS else 16
     key = (weights_dtype or "auto").strip().lower()
-    key = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}.get(key, key)
-    if key in _DTYPE_BITS:
-        return WeightFormat(name=key, base_bits=_DTYPE_BITS[key], linear_bits=_DTYPE_BITS[key], source="--weights-dtype")
+    key = canonical_dtype(key) or key
+    if key in _FLOAT_WEIGHTS:
+        bits = element_bits(key)
+        return WeightFormat(name=key, base_bits=bits, linear_bits=bits, source="weights_dtype")
     if key in OVERRIDES:
         bits, scheme, block, scale_bits = OVERRIDES[key]
         group = f" (g{block[1]})" if scheme == "group" else ""
         return WeightFormat(name=key + group, base_bits=base_bits, linear_bits=bits, scheme=scheme, block=block,
-                            scale_bits=scale_bits, source="--weights-dtype")
+                            scale_bits=scale_bits, source="weights_dtype")
     if key != "auto":
-        raise InputError(f"unknown weights dtype {weights_dtype!r}; choose one of: {', '.join(WEIGHT_DTYPE_NAMES)}")
+        raise InputError(f"unknown weights dtype {weights_dtype!r}; choose one of: {', '.join(WEIGHT_DTYPE_NAMES)}",
+                         arg="weights_dtype")
     quant = model.raw.get("quantization_config")
     if isinstance(quant, dict):
         return _from_quantization_config(quant, base_bits, model.source)

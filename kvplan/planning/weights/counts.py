@@ -1,4 +1,4 @@
-"""Model weights: parameter counts from the config, bytes by weight dtype, and the share of one GPU.
+"""Parameter counts from the config, bytes by weight format, and the share of one GPU.
 
 - ``param_count(model)``: counts by kind (embedding, lm_head, attention, dense MLP, experts, shared
   experts, router, norms), per decoder layer, and the MTP/nextn modules apart from ``total``.
@@ -13,7 +13,7 @@
   final norm and lm_head (with tied embeddings and pp > 1 the last stage holds its own copy, as
   vLLM does), and the MTP modules when included. A vision tower (Gemma-3) sits on the first stage.
 
-The inventory of tensors is kvplan.weights_parts; byte formats are kvplan.weights_dtype.
+The inventory of tensors is ``parts``; byte formats are ``formats``; vision towers ``vision``.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from dataclasses import dataclass, fields
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
 from kvplan.formulas.sharding import kv_heads_per_rank, pp_layer_counts
+from kvplan.planning.weights.formats import WeightFormat, tensor_bytes, weight_format
+from kvplan.planning.weights.parts import ModelParts, Part, model_parts
+from kvplan.planning.weights.vision import vision_note, vision_parts
 from kvplan.units import cdiv
-from kvplan.weights_dtype import WeightFormat, tensor_bytes, weight_format
-from kvplan.weights_parts import ModelParts, Part, model_parts
-from kvplan.weights_vision import vision_note, vision_parts
 
 VOCAB_PADDING = 64  # vLLM vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
 
@@ -75,7 +75,7 @@ def _layer_params(parts: tuple[Part, ...]) -> LayerParams:
 
 
 def param_count(model: ModelConfig) -> ParamCount:
-    """Parameters by kind and by layer, read from the config (see kvplan.weights_parts)."""
+    """Parameters by kind and by layer, read from the config (see ``parts``)."""
     parts = model_parts(model)
     layers = tuple(_layer_params(p) for p in parts.layers)
     totals = {name: sum(getattr(layer, name) for layer in layers)

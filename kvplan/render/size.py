@@ -1,32 +1,17 @@
-"""Results -> JSON-ready dicts and rich tables. The only module that turns bytes into GiB.
-
-Every command builds one payload dict; ``--json`` prints it and the table is drawn from the same
-dict, so the two never disagree.
-"""
+"""`kvplan size` and `kvplan models`: the size payload (its keys are a contract) and its tables."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
-from kvplan.formulas.sizing import Group, KvCacheResult
-from kvplan.specs import ChunkedAttn, FullAttn, MLAAttn, SlidingAttn
-from kvplan.units import GIB, cdiv
+from kvplan.formulas.layout import Group
+from kvplan.formulas.sizing import KvCacheResult
+from kvplan.render import human_bytes
+from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.units import cdiv
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-
-
-def gib(num_bytes: int | float) -> str:
-    return f"{num_bytes / GIB:,.2f} GiB"
-
-
-def human_bytes(num_bytes: int | float) -> str:
-    """Binary units: KiB below 1 MiB, MiB below 1 GiB, else GiB."""
-    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
-        if num_bytes >= size:
-            return f"{num_bytes / size:,.2f} {unit}"
-    return f"{num_bytes:,} B"
 
 
 def _heads_and_dims(group: Group) -> dict[str, int]:
@@ -34,8 +19,8 @@ def _heads_and_dims(group: Group) -> dict[str, int]:
     if isinstance(spec, MLAAttn):
         return {"num_kv_heads": 1, "num_kv_heads_per_gpu": 1, "head_dim": spec.latent_dim, "v_head_dim": 0,
                 "kv_lora_rank": spec.kv_lora_rank, "qk_rope_head_dim": spec.qk_rope_head_dim}
-    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
-        assert isinstance(per_gpu, (FullAttn, SlidingAttn, ChunkedAttn))
+    if isinstance(spec, AttnSpec):
+        assert isinstance(per_gpu, AttnSpec)
         return {"num_kv_heads": spec.num_kv_heads, "num_kv_heads_per_gpu": per_gpu.num_kv_heads,
                 "head_dim": spec.head_dim, "v_head_dim": spec.v_head_dim}
     return {"num_kv_heads": 0, "num_kv_heads_per_gpu": 0, "head_dim": 0, "v_head_dim": 0}
@@ -48,7 +33,7 @@ def group_payload(group: Group, result: KvCacheResult) -> dict[str, Any]:
         "num_layers": group.num_layers,
         "num_layers_per_gpu": layers_on_gpu,
         **_heads_and_dims(group),
-        "window": group.token_limit or None,
+        "window": group.window,
         "bytes_per_token_per_layer": group.bytes_per_token_per_layer,
         "bytes_per_token": group.num_layers * group.bytes_per_token_per_layer,
         "bytes_per_token_per_gpu": cdiv(layers_on_gpu * group.bytes_per_token_per_layer_per_gpu, result.layout.dcp),
@@ -88,10 +73,6 @@ def size_payload(result: KvCacheResult) -> dict[str, Any]:
     }
 
 
-def to_json(payload: Any) -> str:
-    return json.dumps(payload, indent=2)
-
-
 def size_tables(payload: dict[str, Any]) -> list[RenderableType]:
     """The `kvplan size` table: one row per layer group, then the totals."""
     from rich.table import Table
@@ -122,3 +103,28 @@ def size_tables(payload: dict[str, Any]) -> list[RenderableType]:
     totals.add_row(f"total, all {payload['num_gpus']} GPUs", f"{payload['total_bytes_all_gpus']:,}",
                    human_bytes(payload["total_bytes_all_gpus"]), "", "")
     return [groups, totals]
+
+
+def models_tables(rows: list[dict[str, Any]]) -> list[RenderableType]:
+    """`kvplan models`: one row per bundled model."""
+    from rich.table import Table
+
+    table = Table(title="bundled models (KV dtype auto)", title_justify="left")
+    for name in ("id", "attention", "layers", "kv heads", "head dim", "bytes/token", "max len"):
+        table.add_column(name, justify="left" if name in ("id", "attention") else "right")
+    for r in rows:
+        table.add_row(r["id"], r["attention"], str(r["num_layers"]), str(r["num_kv_heads"]), str(r["head_dim"]),
+                      f"{r['bytes_per_token']:,}", f"{r['max_model_len'] or '-':,}" if r["max_model_len"] else "-")
+    return [table]
+
+
+def model_row(result: KvCacheResult) -> dict[str, Any]:
+    """`kvplan models --json`: one object per model, from a size result."""
+    payload = size_payload(result)
+    first = next((g for g in payload["layer_groups"] if g["kind"] not in ("linear", "none")), None) or {}
+    return {"id": payload["model"], "attention": payload["attention"],
+            "num_layers": sum(g["num_layers"] for g in payload["layer_groups"]),
+            "num_kv_heads": first.get("num_kv_heads", 0), "head_dim": first.get("head_dim", 0),
+            "bytes_per_token": payload["bytes_per_token"], "kv_dtype": payload["kv_dtype"],
+            "max_model_len": payload["max_model_len"],
+            "layer_kinds": {g["kind"]: g["num_layers"] for g in payload["layer_groups"]}}

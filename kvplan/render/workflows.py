@@ -1,7 +1,7 @@
 """Payloads and tables of the workflow commands (compare, sweep, waste, size's workload section).
 
-As in ``kvplan.render``: one payload dict per result, printed as JSON or drawn as rich tables from
-the same dict; bytes stay ints in payloads and become GiB only in tables.
+As everywhere in ``kvplan.render``: one payload dict per result, printed as JSON or drawn as rich
+tables from the same dict; bytes stay ints in payloads and become GiB only in tables.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import csv
 import json
 from typing import IO, TYPE_CHECKING, Any
 
-from kvplan.render import size_payload
-from kvplan.units import GIB
+from kvplan.render import gib_number as _gib
+from kvplan.render.size import size_payload, size_tables
 from kvplan.workflows.allocators import AllocatorMemory, WorkloadMemory
 from kvplan.workflows.capacity_curve import CapacityPoint
 from kvplan.workflows.compare import Comparison
@@ -31,11 +31,6 @@ def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Table:
     for i, name in enumerate(columns):
         table.add_column(name, justify="left" if i < left else "right", no_wrap=i == 0)
     return table
-
-
-def _gib(num_bytes: int) -> str:
-    """GiB without the unit (the column header carries it)."""
-    return f"{num_bytes / GIB:,.2f}"
 
 
 # --------------------------------------------------------------------------- compare
@@ -129,6 +124,11 @@ def workload_payload(result: WorkloadMemory, allocator: str) -> dict[str, Any]:
         "allocators": [allocator_payload(m) for m in result.allocators],
         "allocators_unshared": [allocator_payload(m) for m in result.unshared],
     }
+
+
+def size_and_workload_tables(payload: dict[str, Any]) -> list[Any]:
+    """`kvplan size` with a workload: the size tables, then the allocators."""
+    return [*size_tables(payload), *workload_tables(payload)]
 
 
 def workload_tables(payload: dict[str, Any]) -> list[Table]:

@@ -1,37 +1,35 @@
 """CapacityResult / FitResult -> the JSON payload and the rich tables drawn from it.
 
-The payload keys listed in issue 3 are a contract; others may be added. Bytes stay ints here;
-GiB appears only in table cells (via ``render.gib``).
+The payload keys of `kvplan capacity --json` are a contract (README, "JSON contract"); others may
+be added. Bytes stay ints in payloads; GiB appears only in table cells. The layer groups are read
+from the layout the engine planned on (``CapacityResult.layout``), never recomputed.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kvplan.capacity import CapacityResult
-from kvplan.errors import KvplanError
-from kvplan.formulas.sizing import kv_cache
-from kvplan.render import gib, group_payload
-from kvplan.specs import Overrides
+from kvplan.formulas.layout import with_block_size
+from kvplan.formulas.sizing import KvCacheResult
+from kvplan.planning.capacity import CapacityResult
+from kvplan.render import gib
+from kvplan.render.size import group_payload
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from kvplan.fit import FitResult
+    from kvplan.planning.fit import FitResult
 
 
 def _layer_groups(result: CapacityResult) -> list[dict[str, Any]]:
-    """size's layer groups (most loaded GPU) plus the engine's blocks per group."""
-    plan, model = result.plan, result.model
-    overrides = Overrides(attention="mha") if result.engine == "hf" and model.is_mla else None
+    """size's layer groups (most loaded GPU) on the engine's layout, plus the engine's blocks per group."""
+    plan, layout = result.plan, result.layout
     rows = {g.kind: g for g in plan.groups}
-    try:
-        size = kv_cache(model, tp=result.tp, pp=result.pp, dcp=result.dcp, seq_len=result.max_model_len,
-                        kv_dtype=plan.kv_dtype if plan.kv_dtype != "-" else "auto", block_size=plan.block_size,
-                        overrides=overrides)
-        base = [group_payload(g, size) for g in size.layout.groups]
-    except KvplanError:  # e.g. TRT-LLM's ceil(heads / tp) where kvplan size refuses the split
-        base = [{"kind": kind} for kind in rows]
+    if layout is None:  # the engine refused before planning
+        base: list[dict[str, Any]] = [{"kind": kind} for kind in rows]
+    else:
+        size = KvCacheResult(with_block_size(layout, plan.block_size), result.max_model_len, 1)
+        base = [group_payload(g, size) for g in layout.groups]
     out = []
     for g in base:
         kind = "mamba" if g["kind"] == "linear" and "mamba" in rows else g["kind"]

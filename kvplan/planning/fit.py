@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvplan.capacity import capacity
+from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
 from kvplan.engines import Settings
 from kvplan.errors import InputError, KvplanError
+from kvplan.planning.capacity import capacity
 
 ANY_KV_DTYPES = ("auto", "fp8")
 MAX_SHOWN = 12
@@ -79,13 +80,13 @@ def fit(model: ModelConfig | str, *, gpu: str, context: int, concurrency: int, e
         gpu_memory_bytes: int | None = None, overhead_bytes: int | None = None,
         settings: Settings | None = None) -> FitResult:
     """Smallest layout serving `concurrency` × `context` tokens, and the ranked alternatives."""
-    from kvplan.config import as_model
-
     model = as_model(model)
     if context <= 0 or concurrency <= 0 or gpus_per_node <= 0:
-        raise InputError("--context, --concurrency and --gpus-per-node must be positive")
+        raise InputError("context, concurrency and gpus_per_node must be positive",
+                         arg=("context", "concurrency", "gpus_per_node"))
     if model.max_model_len and context > model.max_model_len:
-        raise InputError(f"--context {context:,} exceeds {model.model_id}'s maximum length {model.max_model_len:,}")
+        raise InputError(f"context {context:,} exceeds {model.model_id}'s maximum length {model.max_model_len:,}",
+                         arg="context")
     dtypes: tuple[str, ...] = ANY_KV_DTYPES if kv_dtype.strip().lower() == "any" else (kv_dtype,)
     limit = max_gpus or 8 * gpus_per_node
     kwargs: dict[str, Any] = dict(engine=engine, gpu=gpu, gpu_memory_bytes=gpu_memory_bytes, max_model_len=context,

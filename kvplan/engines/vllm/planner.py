@@ -1,0 +1,218 @@
+"""vLLM 0.33's KV planning on a layout: paged specs -> groups -> blocks per worker -> the logs.
+
+``num_blocks = budget // (group width × page)`` per worker, min over PP stages (the null block is
+one of them); ``max_concurrency = num_blocks / Σ_groups blocks per request``; "GPU KV cache size"
+= ``int(max_concurrency × max_model_len)`` tokens (``vllm/v1/core/kv_cache_utils.py``
+``get_max_concurrency_for_kv_cache_config`` and ``_report_kv_cache_config``). A request that does
+not fit beside the null block is refused with vLLM's estimate of the longest length that would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.base import EnginePlan, GroupRow, Request
+from kvplan.engines.vllm.backends import attention_backend, is_hopper
+from kvplan.engines.vllm.groups import (
+    DEFAULT_MAMBA_CHUNK_TOKENS,
+    Group,
+    Specs,
+    align_mamba,
+    blocks_needed,
+    kv_cache_groups,
+    mamba_block_size,
+    paged_spec,
+    stage_block_bytes,
+)
+from kvplan.errors import CapacityError, InputError, ShardingError
+from kvplan.formulas.layout import Layout
+from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.units import cdiv, format_gib
+
+VERSION = "vLLM 0.33"
+MAX_NUM_BATCHED_TOKENS = 8192  # vLLM 0.33 `vllm serve` default on an H100
+# vLLM model files that split KV heads by tp without replicating them (tp > KV heads -> 0 heads).
+KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
+
+
+@dataclass(frozen=True, slots=True)
+class Paging:
+    """The paged specs of one worker's layers, and how their block size was chosen."""
+
+    specs: Specs
+    backend: str
+    block_size: int  # of attention layers, after any Mamba alignment
+    mamba_chunk: int | None  # set when Mamba alignment raised the block size
+
+
+@dataclass(frozen=True, slots=True)
+class Blocks:
+    groups: tuple[Group, ...]
+    block_bytes: tuple[int, ...]  # one block id on a worker of each stage
+    need: tuple[int, ...]  # blocks one max-length request reserves per group
+    num_blocks: int
+    in_flight: int
+
+
+def check_request(req: Request, layout: Layout) -> None:
+    """What vLLM refuses before planning: a length past the model's, heads it cannot split."""
+    m = req.model
+    if m.max_model_len and req.max_model_len > m.max_model_len:
+        raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
+                         f"{m.max_model_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)", arg="max_model_len")
+    source = KV_HEADS_NOT_REPLICATED.get(m.model_type or "")
+    heads = next((s.num_kv_heads for s in layout.specs if isinstance(s, AttnSpec)), 0)
+    if source and heads and req.tp > heads:
+        raise ShardingError(f"vLLM's {m.model_type} model ({source}) splits its {heads} KV heads over tp without "
+                            f"replicating them: tp {req.tp} leaves 0 heads per rank (vLLM crashes); use tp <= {heads}",
+                            arg="tp")
+
+
+def paging(req: Request, layout: Layout) -> Paging:
+    """Backend and block size, then every layer's paged spec (Mamba hybrids raise the block size)."""
+    has_mla = any(isinstance(s, MLAAttn) for s in layout.specs)
+    backend, bs = attention_backend(has_mla, layout.kv_dtype, req.settings.block_size, req.gpu_name)
+    specs = tuple(paged_spec(s, layout.kv_dtype, layout.state_dtype, bs) for s in layout.specs_per_gpu)
+    raw = layout.model.raw
+    chunk = int(raw.get("mamba_chunk_size") or raw.get("chunk_size") or DEFAULT_MAMBA_CHUNK_TOKENS)
+    mamba = mamba_block_size(specs, chunk, req.settings.prefix_caching)
+    if mamba is None:
+        return Paging(specs, backend, bs, None)
+    return Paging(align_mamba(specs, mamba), backend, mamba, chunk)
+
+
+def in_flight_tokens(req: Request) -> int:
+    """Tokens a running request may add before it is scheduled again: one batch per PP stage (+1 async)."""
+    batched = req.settings.max_num_batched_tokens or MAX_NUM_BATCHED_TOKENS
+    return batched * (req.pp + (1 if req.settings.async_scheduling else 0))
+
+
+def blocks(req: Request, layout: Layout, specs: Specs, budgets: tuple[int, ...]) -> Blocks:
+    """Groups, bytes per block id on each stage, blocks per request, and num_blocks (min over stages)."""
+    groups, uniform_type = kv_cache_groups(specs)
+    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in layout.stage_ranges)
+    if 0 in block_bytes:
+        raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
+    in_flight = in_flight_tokens(req)
+    need = tuple(blocks_needed(g.spec, req.max_model_len, in_flight, req.dcp, req.settings.prefix_caching)
+                 for g in groups)
+    for k, stage in enumerate(layout.stage_ranges):
+        check_fits(req, specs, stage, k, budgets[k], block_bytes[k], in_flight)
+    num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
+    return Blocks(groups, block_bytes, need, num_blocks, in_flight)
+
+
+def request_bytes(req: Request, specs: Specs, stage: range, length: int, in_flight: int) -> int:
+    """Bytes one request of `length` tokens reserves on a worker of this stage."""
+    return sum(blocks_needed(v, length, in_flight, req.dcp, req.settings.prefix_caching) * v.page_bytes
+               for i, v in enumerate(specs) if v is not None and i in stage)
+
+
+def longest_fitting(req: Request, specs: Specs, stage: range, available: int, in_flight: int) -> int:
+    """The largest length whose reservation fits (vLLM binary-searches the same)."""
+    lo, hi = 0, req.max_model_len
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if request_bytes(req, specs, stage, mid, in_flight) <= available else (lo, mid - 1)
+    return lo
+
+
+def check_fits(req: Request, specs: Specs, stage: range, k: int, budget: int, block_bytes: int, in_flight: int) -> None:
+    """vLLM refuses when one max_model_len request does not fit beside the null block."""
+    if budget < block_bytes:
+        raise CapacityError(f"vLLM refuses: no memory for KV cache blocks on PP stage {k} "
+                            f"({format_gib(budget, 2)} GiB < one block); raise gpu_memory_utilization",
+                            arg="gpu_memory_utilization")
+    available = budget - block_bytes
+    need = request_bytes(req, specs, stage, req.max_model_len, in_flight)
+    if need <= available:
+        return
+    longest = longest_fitting(req, specs, stage, available, in_flight)
+    where = f" on PP stage {k}" if req.pp > 1 else ""
+    raise CapacityError(f"vLLM refuses: one {req.max_model_len:,}-token request needs {format_gib(need, 1)} GiB "
+                        f"({need:,} B) of KV cache, more than the {format_gib(budget, 1)} GiB available{where} "
+                        f"({available:,} B after the null block); estimated maximum model length is {longest} "
+                        f"(use max_model_len {longest} or more memory)", arg="max_model_len")
+
+
+def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
+    """GPU KV cache size: int(concurrency × max_model_len); before 0.33: num_blocks // groups × block × dcp."""
+    if not req.settings.legacy_token_log:
+        return int(concurrency * req.max_model_len)
+    block = min(g.spec.block_size for g in paged.groups if g.spec.kind != "mamba")
+    return paged.num_blocks // len(paged.groups) * block * req.dcp
+
+
+def plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
+    check_request(req, layout)
+    pages = paging(req, layout)
+    paged = blocks(req, layout, pages.specs, budgets)
+    concurrency = paged.num_blocks / sum(paged.need)
+    tokens = logged_tokens(req, paged, concurrency)
+    steady = layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
+    return EnginePlan(
+        engine="vllm", version=VERSION, kv_dtype=layout.kv_dtype.name, block_size=pages.block_size,
+        page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
+        requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
+        steady_bytes_per_request=steady, groups=rows(paged, layout), notes=notes(req, pages, paged),
+        explain=explain(req, pages, paged, budgets, concurrency, tokens))
+
+
+def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
+    out = []
+    if req.gpu_name and not is_hopper(req.gpu_name) and pages.backend.endswith("MLA"):
+        out.append(f"MLA backend table is vLLM's Hopper one; on {req.gpu_name} assumed TRITON_MLA")
+    if pages.mamba_chunk is not None:
+        out.append(f"attention block size set to {pages.block_size} tokens so one page holds a Mamba/linear state "
+                   f"(chunk {pages.mamba_chunk}, any block_size is overridden)")
+    padding = _padding(paged.groups)
+    if padding:
+        width = max(len(g.layers) for g in paged.groups)
+        out.append(f"hybrid groups padded with {padding} layers: up to "
+                   f"{100 * padding / (len(paged.groups) * width):.2f}% of the KV memory is never used")
+    if req.dcp > 1:
+        out.append(f"DCP {req.dcp}: each rank stores cdiv(len, {req.dcp}) tokens of a request; the token log is "
+                   "int(concurrency × max_model_len), i.e. multiplied by dcp (not in the sample)")
+    return tuple(out)
+
+
+def _padding(groups: tuple[Group, ...]) -> int:
+    if len(groups) < 2:
+        return 0
+    width = max(len(g.layers) for g in groups)
+    return len(groups) * width - sum(len(g.layers) for g in groups)
+
+
+def explain(req: Request, pages: Paging, paged: Blocks, budgets: tuple[int, ...], concurrency: float,
+            tokens: int) -> tuple[str, ...]:
+    widths = sorted({len(g.layers) for g in paged.groups})
+    lines = [f"attention backend {pages.backend} ({VERSION} on {req.gpu_name or 'H100'}), block size {pages.block_size}"]
+    if pages.mamba_chunk is not None:
+        lines.append(f"Mamba alignment: block = lcm({pages.mamba_chunk}, 16) · cdiv(state page, lcm · page per "
+                     f"token) = {pages.block_size}")
+    lines.append(f"{len(paged.groups)} KV cache group(s) of {widths} layers sharing one pool of block ids")
+    for k, (budget, bb) in enumerate(zip(budgets, paged.block_bytes, strict=True)):
+        lines.append(f"stage {k}: one block = {bb:,} B; {budget:,} // {bb:,} = {budget // bb:,} blocks")
+    lines += [f"num_blocks = min over stages = {paged.num_blocks:,} (includes the null block)",
+              f"in-flight tokens = max_num_batched_tokens × (pp + async) = {paged.in_flight:,}",
+              f"blocks per max-length request = {' + '.join(map(str, paged.need))} = {sum(paged.need):,}",
+              f"max concurrency = {paged.num_blocks:,} / {sum(paged.need):,} = {concurrency:.2f}x"]
+    lines.append(f"GPU KV cache size = int({concurrency:.6f} × {req.max_model_len:,}) = {tokens:,} tokens"
+                 if not req.settings.legacy_token_log else
+                 f"GPU KV cache size (legacy) = num_blocks // groups × block × dcp = {tokens:,} tokens")
+    return tuple(lines)
+
+
+def rows(paged: Blocks, layout: Layout) -> tuple[GroupRow, ...]:
+    """One row per kind of layer: its layers, the engine groups holding it, its blocks per request."""
+    heavy = layout.stage_ranges[paged.block_bytes.index(max(paged.block_bytes))]
+    out: dict[str, GroupRow] = {}
+    for g, n in zip(paged.groups, paged.need, strict=True):
+        spec, prev = g.spec, out.get(g.spec.kind)
+        out[spec.kind] = GroupRow(
+            kind=spec.kind, num_layers=len(g.layers) + (prev.num_layers if prev else 0),
+            num_layers_per_gpu=sum(1 for i in g.layers if i in heavy) + (prev.num_layers_per_gpu if prev else 0),
+            engine_groups=(prev.engine_groups if prev else 0) + 1, block_size=spec.block_size,
+            page_bytes_per_layer=spec.page_bytes, blocks_per_request=n,
+            tokens_reserved_per_request=0 if spec.kind == "mamba" else n * spec.block_size)
+    return tuple(out.values())

@@ -1,0 +1,210 @@
+"""The layout of a model's cache: everything about it that does not depend on seq_len or batch.
+
+``build_layout`` chains the pure steps once: config -> one spec per layer (``layers``) -> the
+per-GPU spec of each layer under TP (``sharding``) -> groups of identical layers with their bytes
+per token and per sequence -> the load one GPU of each PP stage carries. ``kvplan size``, every
+engine profile, the workflows and the probe read the same frozen ``Layout``.
+
+Engines lay a cache out differently in a few ways only; ``LayoutPolicy`` names them as data (the
+defaults are vLLM's, which ``kvplan size`` follows):
+- ``head_split``: KV heads per TP rank, floor with replication (vLLM, SGLang) or ceil (TRT-LLM);
+- ``attention_tp``: the TP size heads are split over (SGLang DP attention: tp // dp);
+- ``mla``: the latent (engines) or the decompressed per-head K/V (transformers);
+- ``windows``: tokens a sliding/chunked layer keeps: its window (vLLM; SGLang's hybrid-SWA pool),
+  window − 1 (transformers' DynamicSlidingWindowLayer), or every token (TRT-LLM without
+  max_attention_window; vLLM with the hybrid KV cache manager disabled; SGLang's other models).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Literal
+
+from kvplan.config.model import ModelConfig
+from kvplan.dtypes import DEFAULT_QUANT_GROUP, KvDtype, resolve_kv_dtype
+from kvplan.errors import InputError
+from kvplan.formulas.layers import Overrides, attention_kind, layer_specs
+from kvplan.formulas.per_token import kv_bytes_per_token, state_bytes_per_sequence
+from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
+from kvplan.specs import AttnSpec, FullAttn, LayerSpec, WindowAttn, token_limit, window_tokens
+from kvplan.units import cdiv
+
+DEFAULT_BLOCK_SIZE = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE
+WindowRule = Literal["window", "window-1", "full"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutPolicy:
+    """How an engine lays out the cache where engines differ (see the module docstring)."""
+
+    head_split: HeadSplit = "floor"
+    attention_tp: int | None = None
+    mla: Literal["latent", "decompressed"] = "latent"
+    windows: WindowRule = "window"
+
+
+DEFAULT_POLICY = LayoutPolicy()
+
+
+def held_tokens(limit: int | None, tokens: int) -> int:
+    """Tokens of a `tokens`-long sequence a layer holds: all (None), or at most its limit."""
+    return tokens if limit is None else min(tokens, limit)
+
+
+def paged(tokens: int, block_size: int) -> int:
+    """Token slots of whole blocks: cdiv(tokens, block) × block (block 0: no paging)."""
+    return cdiv(tokens, block_size) * block_size if block_size else tokens
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Group:
+    """Identical layers of one model: how much one layer holds, whole and per GPU."""
+
+    spec: LayerSpec
+    spec_per_gpu: LayerSpec
+    num_layers: int
+    token_limit: int | None  # tokens of a sequence a layer keeps (None: all; 0: a fixed state)
+    bytes_per_token_per_layer: int
+    bytes_per_token_per_layer_per_gpu: int
+    state_bytes_per_layer: int  # per sequence, linear/Mamba layers
+    state_bytes_per_layer_per_gpu: int
+    stage_layers: tuple[int, ...]  # layers of this group on each PP stage
+
+    @property
+    def window(self) -> int | None:
+        """The config's window or chunk (what a table shows), whatever the engine keeps."""
+        return window_tokens(self.spec)
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state."""
+
+    full_bytes_per_token: int
+    windowed: tuple[tuple[int, int], ...]  # (tokens kept, bytes per token)
+    state_bytes: int
+
+    def bytes_per_token(self) -> int:
+        return self.full_bytes_per_token + sum(b for _, b in self.windowed)
+
+    def sequence_bytes(self, tokens: int, block_size: int = 0) -> int:
+        """full × t + Σ window bytes × min(t, W) + state, each rounded up to blocks if paged."""
+        return self.full_bytes_per_token * paged(tokens, block_size) + self.bounded_bytes(tokens, block_size)
+
+    def bounded_bytes(self, tokens: int, block_size: int = 0) -> int:
+        """What does not grow past a window: Σ window bytes × min(t, W) (paged if asked) + state."""
+        return sum(b * paged(min(tokens, w), block_size) for w, b in self.windowed) + self.state_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """Everything about a cache that does not depend on seq_len or batch."""
+
+    model: ModelConfig
+    specs: tuple[LayerSpec, ...]  # one per layer, as the engine stores it (whole model)
+    specs_per_gpu: tuple[LayerSpec, ...]  # one per layer, on one TP rank
+    attention: str
+    kv_dtype: KvDtype
+    state_dtype: KvDtype
+    tp: int
+    pp: int
+    dcp: int
+    block_size: int
+    policy: LayoutPolicy
+    groups: tuple[Group, ...]
+    whole: Load  # the unsharded model
+    stages: tuple[Load, ...]  # one GPU of each PP stage
+    stage_ranges: tuple[range, ...]  # the layers of each PP stage
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp
+
+    def heaviest_stage(self, tokens: int, block_size: int = 0) -> int:
+        """The PP stage whose GPU holds the most bytes for one sequence (the first of equals)."""
+        if len(self.stages) == 1:
+            return 0
+        return max(range(len(self.stages)), key=lambda s: (self.stages[s].sequence_bytes(tokens, block_size), -s))
+
+    def sequence_bytes_per_gpu(self, tokens: int, block_size: int = 0) -> int:
+        """Bytes one sequence of `tokens` takes on the most loaded GPU (paged when block_size > 0)."""
+        return max(stage.sequence_bytes(tokens, block_size) for stage in self.stages)
+
+
+def _load(groups: tuple[Group, ...], counts: list[int], per_gpu: bool) -> Load:
+    full, windowed, state = 0, [], 0
+    for group, count in zip(groups, counts, strict=True):
+        per_token = group.bytes_per_token_per_layer_per_gpu if per_gpu else group.bytes_per_token_per_layer
+        state += count * (group.state_bytes_per_layer_per_gpu if per_gpu else group.state_bytes_per_layer)
+        if group.token_limit is None:
+            full += count * per_token
+        elif per_token:
+            windowed.append((group.token_limit, count * per_token))
+    return Load(full, tuple(windowed), state)
+
+
+def _engine_specs(model: ModelConfig, overrides: Overrides | None, policy: LayoutPolicy) -> tuple[LayerSpec, ...]:
+    """layer_specs, with the MLA and window rules of the engine's policy applied."""
+    if policy.mla == "decompressed" and model.is_mla and overrides is None:
+        overrides = Overrides(attention="mha")
+    specs = layer_specs(model, overrides)
+    if policy.windows != "full":
+        return specs
+    return tuple(FullAttn(num_kv_heads=s.num_kv_heads, head_dim=s.head_dim, v_head_dim=s.v_head_dim)
+                 if isinstance(s, WindowAttn) else s for s in specs)
+
+
+def _token_limit(spec: LayerSpec, policy: LayoutPolicy) -> int | None:
+    limit = token_limit(spec)
+    if policy.windows == "window-1" and isinstance(spec, AttnSpec) and limit:
+        return limit - 1
+    return limit
+
+
+@lru_cache(maxsize=4096)
+def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, kv_dtype: str = "auto",
+                 block_size: int = DEFAULT_BLOCK_SIZE, quant_group: int = DEFAULT_QUANT_GROUP,
+                 overrides: Overrides | None = None, state_dtype: str = "auto",
+                 policy: LayoutPolicy = DEFAULT_POLICY) -> Layout:
+    """Specs -> per-GPU specs -> groups of identical layers -> per-GPU loads of every PP stage.
+
+    `state_dtype`: linear-attention/Mamba state (vLLM's mamba_ssm_cache_dtype; auto = the model dtype).
+    """
+    if block_size < 0:
+        raise InputError(f"block_size must be 0 (no paging) or positive, got {block_size}", arg="block_size")
+    specs = _engine_specs(model, overrides, policy)
+    check_parallel(specs, model.num_attention_heads, tp, pp, dcp)
+    dtype = resolve_kv_dtype(kv_dtype, model.dtype, quant_group)
+    state = resolve_kv_dtype(state_dtype, model.dtype)
+    shard_tp = policy.attention_tp or tp
+    per_gpu = {s: shard_spec(s, shard_tp, policy.head_split) for s in set(specs)}
+    ranges = pp_ranges(len(specs), pp)
+    counts = [Counter(specs[r.start : r.stop]) for r in ranges]
+    groups = tuple(_group(spec, n, per_gpu[spec], dtype, state, [c[spec] for c in counts], policy)
+                   for spec, n in Counter(specs).items())
+    return Layout(
+        model=model, specs=specs, specs_per_gpu=tuple(per_gpu[s] for s in specs),
+        attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=state, tp=tp,
+        pp=pp, dcp=dcp, block_size=block_size, policy=policy, groups=groups, stage_ranges=ranges,
+        whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
+        stages=tuple(_load(groups, [g.stage_layers[s] for g in groups], per_gpu=True) for s in range(pp)),
+    )
+
+
+def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, state_dtype: KvDtype,
+           stage_layers: list[int], policy: LayoutPolicy) -> Group:
+    return Group(
+        spec=spec, spec_per_gpu=per_gpu, num_layers=count, token_limit=_token_limit(spec, policy),
+        bytes_per_token_per_layer=kv_bytes_per_token(spec, dtype),
+        bytes_per_token_per_layer_per_gpu=kv_bytes_per_token(per_gpu, dtype),
+        state_bytes_per_layer=state_bytes_per_sequence(spec, state_dtype),
+        state_bytes_per_layer_per_gpu=state_bytes_per_sequence(per_gpu, state_dtype),
+        stage_layers=tuple(stage_layers),
+    )
+
+
+def with_block_size(layout: Layout, block_size: int) -> Layout:
+    """The same layout paged in blocks of another size (an engine's final block size)."""
+    return layout if block_size == layout.block_size else replace(layout, block_size=block_size)

@@ -1,0 +1,36 @@
+"""Results -> JSON payloads, rich tables, explanations and plots. The only place bytes become GiB.
+
+Every command builds one payload dict from a frozen result; ``--json`` prints it and the tables
+are drawn from the same dict, so the two never disagree. Nothing here builds a layout or plans
+capacity: it reads what the library returned. Plots (``plot``) need matplotlib and are imported by
+the CLI only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kvplan.units import GIB, format_gib
+
+
+def gib(num_bytes: int | float) -> str:
+    """`12.13 GiB`, with thousands separators."""
+    return f"{format_gib(num_bytes, grouped=True)} GiB"
+
+
+def gib_number(num_bytes: int | float) -> str:
+    """GiB without the unit, for columns whose header carries it."""
+    return format_gib(num_bytes, grouped=True)
+
+
+def human_bytes(num_bytes: int | float) -> str:
+    """Binary units: KiB below 1 MiB, MiB below 1 GiB, else GiB."""
+    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
+        if num_bytes >= size:
+            return f"{num_bytes / size:,.2f} {unit}"
+    return f"{num_bytes:,} B"
+
+
+def to_json(payload: Any) -> str:
+    return json.dumps(payload, indent=2)
