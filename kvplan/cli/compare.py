@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kvplan.cli.common import BlockSize, Dcp, Json, KvDtypeOpt, Pp, QuantGroup, Tp, emit, reports_errors, warn
 from kvplan.units import parse_positive_tokens
+
+if TYPE_CHECKING:
+    from kvplan.workflows.compare import Comparison
 
 
 @reports_errors
@@ -45,10 +48,14 @@ def compare(
     warn(result.notes)
     emit(compare_payload(result), json, compare_tables)
     if plot:
-        from kvplan.render.plot import plot_layer_groups
+        _plot(result, plot, tp, pp)
 
-        lengths = sorted({r.seq_len for r in result.results})
-        context = f"{lengths[0]:,} tokens" if len(lengths) == 1 else "each model's max length"
-        plot_layer_groups(result.results, plot, title=f"KV cache per sequence per GPU by layer group ({context}, "
-                          f"tp {tp} pp {pp})")
-        print(f"kvplan: wrote {plot}", file=sys.stderr)
+
+def _plot(result: Comparison, path: str, tp: int, pp: int) -> None:
+    from kvplan.render.plot import plot_layer_groups
+
+    lengths = sorted({r.seq_len for r in result.results})
+    context = f"{lengths[0]:,} tokens" if len(lengths) == 1 else "each model's max length"
+    plot_layer_groups(result.results, path, title=f"KV cache per sequence per GPU by layer group ({context}, "
+                      f"tp {tp} pp {pp})")
+    print(f"kvplan: wrote {path}", file=sys.stderr)

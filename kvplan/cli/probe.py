@@ -146,43 +146,39 @@ def _run(targets: list[tuple[str, str]], opts: ProbeOptions, device: torch.devic
     return 0, results
 
 
+Models = Annotated[list[str] | None, typer.Option("--model", "-m", help="Model to probe (repeatable); default: a "
+                                                  "GQA, MQA, MLA, sliding, linear, fp8, int4 set.")]
+Device = Annotated[str, typer.Option("--device", help="cpu, cuda or auto (cuda:0 when visible).")]
+GpuIndex = Annotated[int | None, typer.Option("--gpu", help="CUDA device index.")]
+ProbeKvDtype = Annotated[str | None, typer.Option("--kv-dtype", help="KV dtype for every model (default: auto, or "
+                                                  "the default set's own).")]
+Blocks = Annotated[int | None, typer.Option("--blocks", help=f"Blocks per layer ({CPU_BLOCKS} on CPU, {GPU_BLOCKS} on "
+                                            "GPU).")]
+Seqs = Annotated[int | None, typer.Option("--seqs", help="Sequences of linear/Mamba state.")]
+Layout = Annotated[str, typer.Option("--layout", help="vllm, or ppl0..ppl3 (ppl.nn cache_layout).")]
+Tolerance = Annotated[float, typer.Option("--tolerance", help="Largest relative error that passes.")]
+Capacity = Annotated[bool, typer.Option("--capacity", help="Fill the GPU with blocks; compare with kvplan capacity.")]
+KernelCheck = Annotated[bool, typer.Option("--kernel-check/--no-kernel-check",
+                                           help="Run the Triton write/decode check on the pages.")]
+
+
 @reports_errors
 def probe(
-    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model to probe (repeatable); "
-                                                    "default: a GQA, MQA, MLA, sliding, linear, fp8, int4 set.")] = None,
-    device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto (cuda:0 when visible).")] = "auto",
-    gpu: Annotated[int | None, typer.Option("--gpu", help="CUDA device index.")] = None,
-    tp: Tp = 1, kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV dtype for every model "
-                                                               "(default: auto, or the default set's own).")] = None,
-    block_size: BlockSize = 16,
-    blocks: Annotated[int | None, typer.Option("--blocks", help=f"Blocks per layer ({CPU_BLOCKS} on CPU, "
-                                               f"{GPU_BLOCKS} on GPU).")] = None,
-    seqs: Annotated[int | None, typer.Option("--seqs", help="Sequences of linear/Mamba state.")] = None,
-    layout: Annotated[str, typer.Option("--layout", help="vllm, or ppl0..ppl3 (ppl.nn cache_layout).")] = "vllm",
-    quant_group: QuantGroup = 8,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="Largest relative error that passes.")] = 0.0,
-    capacity: Annotated[bool, typer.Option("--capacity", help="Fill the GPU with blocks; compare with "
-                                           "kvplan capacity.")] = False,
-    kernel_check: Annotated[bool, typer.Option("--kernel-check/--no-kernel-check",
-                                               help="Run the Triton write/decode check on the pages.")] = True,
-    json: Json = False,
+    model: Models = None, device: Device = "auto", gpu: GpuIndex = None, tp: Tp = 1, kv_dtype: ProbeKvDtype = None,
+    block_size: BlockSize = 16, blocks: Blocks = None, seqs: Seqs = None, layout: Layout = "vllm",
+    quant_group: QuantGroup = 8, tolerance: Tolerance = 0.0, capacity: Capacity = False,
+    kernel_check: KernelCheck = True, json: Json = False,
 ) -> None:
     """Allocate real caches from kvplan's specs; report predicted vs measured bytes and kernel checks."""
-    from kvplan.probe.allocate import LAYOUTS
     from kvplan.probe.bench import peak_gbps
     from kvplan.probe.compare import probe_payload
-    from kvplan.probe.run import ProbeOptions
 
     dev = resolve_device(device, gpu)
     tp = _world_tp(tp)
-    if layout not in LAYOUTS:
-        raise KvplanError(f"unknown --layout {layout!r}; choose one of: {', '.join(LAYOUTS)}")
-    if tolerance < 0 or (blocks is not None and blocks <= 0) or (seqs is not None and seqs <= 0) or block_size <= 0:
-        raise KvplanError("--tolerance must be >= 0, and --blocks, --seqs and --block-size positive")
+    if tolerance < 0:
+        raise KvplanError("--tolerance must be >= 0")
     on_gpu = dev.type == "cuda"
-    opts = ProbeOptions(num_blocks=blocks or (GPU_BLOCKS if on_gpu else CPU_BLOCKS), block_size=block_size,
-                        num_seqs=seqs or (GPU_SEQS if on_gpu else CPU_SEQS), layout=layout, quant_group=quant_group,
-                        check_kernels=kernel_check, time_kernels=on_gpu)
+    opts = _options(on_gpu, block_size, blocks, seqs, layout, quant_group, kernel_check)
     targets, skipped = plan_targets(model, kv_dtype, opts, tp)
     if capacity and (not on_gpu or tp != 1 or len(targets) != 1):
         raise KvplanError("--capacity needs a CUDA device (--gpu N), --tp 1 and one --model")
@@ -199,6 +195,21 @@ def probe(
         emit(payload, json, probe_tables)
     if not payload["ok"]:
         raise typer.Exit(1)
+
+
+def _options(on_gpu: bool, block_size: int, blocks: int | None, seqs: int | None, layout: str, quant_group: int,
+             kernel_check: bool) -> ProbeOptions:
+    """ProbeOptions with the device's defaults (more blocks and sequences on a GPU)."""
+    from kvplan.probe.allocate import LAYOUTS
+    from kvplan.probe.run import ProbeOptions
+
+    if layout not in LAYOUTS:
+        raise KvplanError(f"unknown --layout {layout!r}; choose one of: {', '.join(LAYOUTS)}")
+    if (blocks is not None and blocks <= 0) or (seqs is not None and seqs <= 0) or block_size <= 0:
+        raise KvplanError("--blocks, --seqs and --block-size must be positive")
+    return ProbeOptions(num_blocks=blocks or (GPU_BLOCKS if on_gpu else CPU_BLOCKS), block_size=block_size,
+                        num_seqs=seqs or (GPU_SEQS if on_gpu else CPU_SEQS), layout=layout, quant_group=quant_group,
+                        check_kernels=kernel_check, time_kernels=on_gpu)
 
 
 def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> list[dict[str, Any]]:

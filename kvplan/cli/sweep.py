@@ -33,7 +33,7 @@ def sweep(
                                                "(vllm,sglang,trtllm,hf); --plot then draws concurrency.")] = None,
 ) -> None:
     """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch."""
-    from kvplan.render.workflows import sweep_tables, write_csv, write_json_lines
+    from kvplan.render.workflows import sweep_tables
     from kvplan.workflows.ranges import parse_int_axis, parse_str_axis
     from kvplan.workflows.sweep import sweep as run_sweep
 
@@ -47,6 +47,17 @@ def sweep(
                        engines=_engines(engine, gpu, kv_budget))
     for note in result.notes:
         print(f"kvplan: {note}", file=sys.stderr)
+    _write(result, csv, json)
+    if plot:
+        _plot(result, plot, gpu, kv_budget)
+    if not (csv or json or plot):
+        emit(result, False, sweep_tables)
+
+
+def _write(result: Sweep, csv: str | None, json: bool) -> None:
+    """CSV to a file or stdout ('-'), and JSON lines to stdout."""
+    from kvplan.render.workflows import write_csv, write_json_lines
+
     if csv == "-":
         write_csv(result, sys.stdout)
     elif csv:
@@ -54,10 +65,6 @@ def sweep(
             write_csv(result, out)
     if json:
         write_json_lines(result, sys.stdout)
-    if plot:
-        _plot(result, plot, gpu, kv_budget)
-    if not (csv or json or plot):
-        emit(result, False, sweep_tables)
 
 
 def _engines(engine: str | None, gpu: str | None, kv_budget: str | None) -> EngineAxis | None:

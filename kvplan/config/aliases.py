@@ -1,8 +1,8 @@
 """Model quirks as data: field aliases across config families, family defaults, model-id aliases.
 
 A new model family is a new row here (plus a configs/ fixture), never a new branch in the
-formulas. Sources: ../shared/reference/engines.md §1.2, §4, §5 (vLLM's
-`get_total_num_kv_heads` order, transformers' config classes).
+formulas. Sources: vLLM's ``get_total_num_kv_heads`` order and ``derive_max_model_len_and_key``
+(``vllm/transformers_utils/model_arch_config_convertor.py``), transformers' config classes.
 """
 
 from __future__ import annotations

@@ -11,67 +11,19 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from kvplan.config.aliases import FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
 from kvplan.config.layers import derive_layer_kinds, linear_dims
 from kvplan.config.model import ModelConfig
+from kvplan.config.schema import HFConfig
 from kvplan.dtypes import canonical_dtype
 from kvplan.errors import ConfigError
 
 MAX_CONFIG_BYTES = 64 * 1024**2
 MAX_CACHED_BYTES = 256 * 1024  # a parsed config is kept per (bytes, path, id) below this size
-Layers = Annotated[int, Field(strict=True, gt=0, le=100_000)]
-Dim = Annotated[int, Field(strict=True, gt=0, le=10_000_000)]
-OptDim = Annotated[int, Field(strict=True, ge=0, le=10_000_000)] | None
-OptTokens = Annotated[int, Field(strict=True, ge=0, le=2**40)] | None  # context lengths pass 10M (Llama-4-Scout)
-
-
-class HFConfig(BaseModel):
-    """Canonical fields of a config, after aliases are resolved. Unknown keys are ignored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    model_type: str | None = None
-    num_layers: Layers
-    num_attention_heads: Dim
-    hidden_size: Dim | None = None
-    num_kv_heads: OptDim = None
-    head_dim: OptDim = None
-    v_head_dim: OptDim = None
-    kv_lora_rank: OptDim = None
-    qk_rope_head_dim: OptDim = None
-    qk_nope_head_dim: OptDim = None
-    sliding_window: OptDim = None
-    sliding_window_pattern: OptDim = None
-    use_sliding_window: bool | None = None
-    max_window_layers: OptDim = None
-    attention_chunk_size: OptDim = None
-    no_rope_layers: list[Annotated[int, Field(strict=True)]] | None = None
-    full_attention_interval: OptDim = None
-    attn_layer_period: OptDim = None
-    attn_layer_offset: OptDim = None
-    layer_types: list[str] | None = None
-    linear_conv_kernel_dim: OptDim = None
-    linear_num_key_heads: OptDim = None
-    linear_num_value_heads: OptDim = None
-    linear_key_head_dim: OptDim = None
-    linear_value_head_dim: OptDim = None
-    mamba_d_state: OptDim = None
-    mamba_d_conv: OptDim = None
-    mamba_expand: OptDim = None
-    mamba_num_heads: OptDim = None
-    mamba_head_dim: OptDim = None
-    mamba_n_groups: OptDim = None
-    hybrid_override_pattern: str | None = None
-    multi_query: bool | None = None
-    new_decoder_architecture: bool | None = None
-    multi_query_attention: bool | None = None
-    dtype: str | None = None
-    num_nextn_predict_layers: OptDim = None
-    max_model_len: OptTokens = None
 
 
 def read_bytes(path: Path) -> bytes:
@@ -160,7 +112,7 @@ def model_dtype(cfg: HFConfig) -> tuple[str, tuple[str, ...]]:
 
 
 def total_kv_heads(cfg: HFConfig, origin: dict[str, str]) -> int:
-    """engines.md §1.2: MQA flags first, then the alias list, else MHA."""
+    """vLLM get_total_num_kv_heads: MQA flags first, then the alias list, else MHA."""
     if cfg.multi_query and not cfg.new_decoder_architecture:
         return 1  # Falcon/BigCode MQA: a defaulted num_kv_heads would be the query-head count
     if origin.get("num_kv_heads") == "multi_query_group_num" and not cfg.multi_query_attention:

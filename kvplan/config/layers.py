@@ -8,14 +8,10 @@ Llama-4's `attention_chunk_size` with `no_rope_layers`; a sliding window (Gemma'
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kvplan.config.aliases import LAYER_TYPE_NAMES
+from kvplan.config.schema import HFConfig
 from kvplan.errors import ConfigError
 from kvplan.specs import LinearState
-
-if TYPE_CHECKING:
-    from kvplan.config.hf import HFConfig
 
 
 def effective_sliding_window(cfg: HFConfig) -> int | None:

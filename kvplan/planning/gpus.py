@@ -6,7 +6,7 @@ multiply by their memory fraction. It is smaller than the marketing size and tha
 "Total" (the driver keeps a reserve), and it moves by a few MiB with the driver, ECC and MIG
 settings: ``--gpu-mem`` overrides it.
 
-How a figure became bytes: the readings in ../shared/reference/gpus.md are GiB with 2–3 decimals
+How a figure became bytes: the public readings (issue logs, notebooks; cited per row) are GiB with 2–3 decimals
 (2**30 bytes). Drivers hand out memory in whole MiB, so ``_mib(gib)`` rounds ``gib × 1024`` to the
 nearest MiB and multiplies by 2**20; a 2-decimal reading is then exact to about ±5 MiB. Where a GPU
 has several readings, the value two sources agree on wins (else the torch one); ``source`` names the
@@ -34,7 +34,7 @@ class Gpu:
     name: str
     memory_bytes: int  # torch total_memory / vLLM total_gpu_memory, whole MiB
     bandwidth_bytes_per_s: int  # vendor peak, decimal units
-    source: str  # where memory_bytes comes from (a gpus.md row), and how it was read
+    source: str  # where memory_bytes comes from (a public reading), and how it was read
 
     def with_memory(self, memory_bytes: int, source: str = "--gpu-mem") -> Gpu:
         """The same GPU with a user-given memory size (``--gpu-mem``)."""
@@ -55,12 +55,12 @@ def _mib(gib: float) -> int:
 GPUS: dict[str, Gpu] = {g.name: g for g in (
     Gpu("H100-SXM", _mib(79.18), 3350 * GB_PER_S,
         "vLLM total_gpu_memory 79.18 GiB (vllm-project/vllm#23192; same in llm-d-planner empirical results)"),
-    # nvidia-smi reads 81559 MiB on both the SXM and the PCIe card (gpus.md), so the SXM torch figure stands in.
+    # nvidia-smi reads 81559 MiB on both the SXM and the PCIe card, so the SXM torch figure stands in.
     Gpu("H100-PCIe", _mib(79.18), 2000 * GB_PER_S,
         "H100 SXM's 79.18 GiB (vllm-project/vllm#23192): nvidia-smi reads 81559 MiB on both cards"),
     Gpu("H100-NVL", _mib(93.02), 3900 * GB_PER_S, "torch 93.02 GiB (vllm-project/vllm#16712)"),
     # 139.80 GiB: two readings (torch and vLLM) agree; vllm-project/vllm#34553 has 139.81.
-    Gpu("H200", _mib(139.80), 4800 * GB_PER_S, "torch/vLLM 139.8 GiB (gpus.md H200 rows)"),
+    Gpu("H200", _mib(139.80), 4800 * GB_PER_S, "torch/vLLM 139.8 GiB (two public readings agree; vllm-project/vllm#34553 has 139.81)"),
     Gpu("A100-40G", _mib(39.557), 1555 * GB_PER_S,
         "torch 39.557 GiB (unslothai/notebooks Gemma3_(27B)_A100 @ bdda2efc; vllm#8731 has 39.56)"),
     Gpu("A100-80G", _mib(79.15), 2039 * GB_PER_S, "torch 79.15 GiB (vllm-project/vllm#4408 and #8903)"),
@@ -75,17 +75,17 @@ GPUS: dict[str, Gpu] = {g.name: g for g in (
     Gpu("RTX-5090", _mib(31.84), 1792 * GB_PER_S, "torch 31.84 GiB (vllm-project/vllm#23050)"),
     # GH200 comes with 96 GB HBM3 or 144 GB HBM3e. The 96 GB part has only an nvidia-smi reading
     # (97871 MiB, which on other GPUs sits 250-900 MiB above torch's figure); the 144 GB one a vLLM log.
-    Gpu("GH200", 97871 * MIB, 4000 * GB_PER_S, "nvidia-smi 97871 MiB (gpus.md GH200 row; no torch reading)"),
+    Gpu("GH200", 97871 * MIB, 4000 * GB_PER_S, "nvidia-smi 97871 MiB (a public reading, repository not identified; no torch reading)"),
     Gpu("GH200-144G", _mib(142.5), 4900 * GB_PER_S, "vLLM total_gpu_memory 142.5 GiB (vllm-project/vllm#35313)"),
-    Gpu("B200", _mib(178.36), 8000 * GB_PER_S, "torch 178.36 GiB (gpus.md B200 row, repository not identified)"),
-    Gpu("MI300X", _mib(191.98), 5300 * GB_PER_S, "torch 191.98 GiB (gpus.md MI300X row, repository not identified)"),
+    Gpu("B200", _mib(178.36), 8000 * GB_PER_S, "torch 178.36 GiB (a public reading, repository not identified)"),
+    Gpu("MI300X", _mib(191.98), 5300 * GB_PER_S, "torch 191.98 GiB (a public reading, repository not identified)"),
     Gpu("MI325X", _mib(255.98), 6000 * GB_PER_S, "torch 255.98 GiB (vllm-project/vllm#41962)"),
     Gpu("T4", _mib(14.748), 320 * GB_PER_S,
         "torch 14.748 GiB (unslothai/notebooks CodeGemma_(7B) @ bdda2efc; vLLM log 14.74 in Qwen3_(4B)-GRPO)"),
-    # No torch reading in gpus.md for V100: nvidia-smi's non-round total (16160 / 32510 MiB) is used,
+    # No public torch reading for V100: nvidia-smi's non-round total (16160 / 32510 MiB) is used,
     # which on other GPUs sits 250-900 MiB above torch's figure. Pass --gpu-mem when it matters.
-    Gpu("V100-16G", 16160 * MIB, 900 * GB_PER_S, "nvidia-smi 16160 MiB (gpus.md V100 16GB rows; no torch reading)"),
-    Gpu("V100-32G", 32510 * MIB, 900 * GB_PER_S, "nvidia-smi 32510 MiB (gpus.md V100 32GB row; no torch reading)"),
+    Gpu("V100-16G", 16160 * MIB, 900 * GB_PER_S, "nvidia-smi 16160 MiB (public readings, repository not identified; no torch reading)"),
+    Gpu("V100-32G", 32510 * MIB, 900 * GB_PER_S, "nvidia-smi 32510 MiB (a public reading, repository not identified; no torch reading)"),
 )}
 
 # Normalized alias -> catalog name. Keys are what _normalize() leaves: lower case, letters and

@@ -34,6 +34,7 @@ def _by_model(payload: dict) -> dict[str, list[dict]]:
     return out
 
 
+@pytest.mark.slow
 def test_tp2_spawned_ranks_with_kernel_check():
     payload = _probe("--tp", "2", "--blocks", "8", "-m", "meta-llama/Llama-3.1-8B", "-m", "deepseek-ai/DeepSeek-V2-Lite")
     rows = _by_model(payload)
@@ -47,6 +48,7 @@ def test_tp2_spawned_ranks_with_kernel_check():
     assert replication == {"meta-llama/Llama-3.1-8B": 1.0, "deepseek-ai/DeepSeek-V2-Lite": 2.0}
 
 
+@pytest.mark.slow
 def test_tp4_spawned_ranks_replicate_kv_heads():
     payload = _probe("--tp", "4", "--blocks", "8", "--seqs", "2", "--no-kernel-check",
                      "-m", "Qwen/Qwen3-Next-80B-A3B-Thinking", "-m", "Qwen/Qwen3-8B")
@@ -65,6 +67,7 @@ def test_tp4_spawned_ranks_replicate_kv_heads():
     assert replication["Qwen/Qwen3-Next-80B-A3B-Thinking"] == pytest.approx(4 * 21_331_968 / 82_182_144)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(
     os.path.join(os.path.dirname(sys.executable), "torchrun")), reason="torchrun is not installed")
 def test_under_torchrun():

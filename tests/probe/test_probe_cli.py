@@ -24,6 +24,7 @@ def default_run():
     return proc
 
 
+@pytest.mark.slow
 def test_default_set_passes_with_kernels_checked(default_run):
     assert default_run.returncode == 0, default_run.stderr
     payload = json.loads(default_run.stdout)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from kvplan.cli import app, main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LLAMA = "meta-llama/Llama-2-70b-hf"  # 80 layers, 64 heads, 8 KV heads
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import kvplan
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {
     "architectures": ["EvilForCausalLM"], "model_type": "evil",
     "auto_map": {"AutoConfig": "configuration_evil.EvilConfig", "AutoModelForCausalLM": "modeling_evil.EvilModel"},

@@ -18,7 +18,7 @@ from kvplan.errors import KvplanError
 from kvplan.planning.capacity import plan_request
 
 # A verbatim copy of shared/reference/vllm-oracle-sample.json (numbers computed by vLLM 0.33's own code).
-SAMPLE = Path(__file__).with_name("data") / "vllm-oracle-sample.json"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "vllm-oracle-sample.json"
 RECORDS: list[dict[str, Any]] = json.loads(SAMPLE.read_text())
 DEFAULT_BUDGET_BYTES = 64961380352  # refused records carry no budget; 60.5 GiB as the grid's others
 

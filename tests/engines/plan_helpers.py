@@ -1,0 +1,23 @@
+"""What the engine tests share: a plan for a bundled model, request options and a budget.
+
+Expected numbers in the tests carry their derivation; GiB = 2**30.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.engines import Request, Settings
+from kvplan.planning.capacity import plan_request
+
+GIB = 2**30
+# The worked examples of vLLM before 0.33: sliding reserve W − 1 + max_num_batched_tokens (8192, no async
+# batch in flight) and "GPU KV cache size" = num_blocks // groups × block size.
+LEGACY = Settings(async_scheduling=False, legacy_token_log=True)
+
+
+def plan(model: Any, name: str, engine: str, budget: int | tuple[int, ...], **kw: Any) -> Any:
+    settings = kw.pop("settings", Settings())
+    m = model(name)
+    req = Request(model=m, max_model_len=kw.pop("max_model_len", m.max_model_len or 2048), settings=settings, **kw)
+    return plan_request(req, budget if isinstance(budget, tuple) else (budget,), engine)
