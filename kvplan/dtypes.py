@@ -77,7 +77,7 @@ def resolve_kv_dtype(name: str, model_dtype: str, quant_group: int = DEFAULT_QUA
         raise InputError(f"unknown KV dtype {name!r}; choose one of: {', '.join(KV_DTYPE_NAMES)}")
     bits, scale = _DTYPES[key]
     if scale == "group" and quant_group <= 0:
-        raise InputError(f"--quant-group must be positive, got {quant_group}")
+        raise InputError(f"quant_group must be positive, got {quant_group}", arg="quant_group")
     return KvDtype(name=_CANONICAL.get(key, key), element_bits=bits, scale=scale,
                    quant_group=quant_group if scale == "group" else 0)
 

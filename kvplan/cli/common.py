@@ -29,7 +29,8 @@ FLAGS: dict[str, str] = {
     "engine": "--engine", "hybrid_kv_cache_manager": "--disable-hybrid-kv-cache-manager", "context": "--context",
     "concurrency": "--concurrency", "gpus_per_node": "--gpus-per-node", "allocator": "--allocator",
     "prompt_len": "--prompt-len", "shared_prefix": "--shared-prefix", "beam_width": "--beam-width",
-    "max_seq_len": "--max-seq-len", "lengths": "--lengths",
+    "max_seq_len": "--max-seq-len", "lengths": "--lengths", "seq_lens": "--seq-len", "batches": "--batch",
+    "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine",
 }
 
 

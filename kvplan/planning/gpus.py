@@ -36,7 +36,7 @@ class Gpu:
     bandwidth_bytes_per_s: int  # vendor peak, decimal units
     source: str  # where memory_bytes comes from (a public reading), and how it was read
 
-    def with_memory(self, memory_bytes: int, source: str = "--gpu-mem") -> Gpu:
+    def with_memory(self, memory_bytes: int, source: str = "gpu_memory_bytes") -> Gpu:
         """The same GPU with a user-given memory size (``--gpu-mem``)."""
         return replace(self, memory_bytes=memory_bytes, source=source)
 
@@ -132,7 +132,8 @@ def lookup_gpu(name: str) -> Gpu:
     canonical = {_normalize(n): n for n in GPUS}
     hit = canonical.get(key) or ALIASES.get(key)
     if hit is None:
-        raise InputError(f"unknown GPU {name!r}; {_suggest(name)} (or give its memory with --gpu-mem, e.g. 79GiB)")
+        raise InputError(f"unknown GPU {name!r}; {_suggest(name)} (or give its memory with gpu_memory_bytes, e.g. "
+                         "79GiB)", arg="gpu_memory_bytes")
     return GPUS[hit]
 
 
@@ -148,5 +149,6 @@ def parse_gpu_memory(text: str | int) -> int:
     """`79GiB`, `80GB`, `85018951680` -> bytes; refuses sizes under 1 GiB (`80` is not 80 GiB)."""
     value = parse_bytes(text)
     if value < GIB:
-        raise InputError(f"--gpu-mem {text!r} is under 1 GiB; give a unit, e.g. 79GiB or 80GB")
+        raise InputError(f"gpu_memory_bytes {text!r} is under 1 GiB; give a unit, e.g. 79GiB or 80GB",
+                         arg="gpu_memory_bytes")
     return value

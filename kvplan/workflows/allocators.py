@@ -60,10 +60,11 @@ class Workload:
                              f"batch={self.batch}, prompt={self.prompt_tokens}, beam={self.beam_width}, "
                              f"output={self.output_tokens}")
         if not 0 <= self.shared_prefix_tokens <= self.prompt_tokens:
-            raise InputError(f"--shared-prefix {self.shared_prefix_tokens:,} must be between 0 and the "
-                             f"prompt length {self.prompt_tokens:,}")
+            raise InputError(f"shared_prefix {self.shared_prefix_tokens:,} must be between 0 and the "
+                             f"prompt length {self.prompt_tokens:,}", arg="shared_prefix")
         if self.max_seq_len and self.max_seq_len < self.seq_len:
-            raise InputError(f"sequences of {self.seq_len:,} tokens do not fit --max-seq-len {self.max_seq_len:,}")
+            raise InputError(f"sequences of {self.seq_len:,} tokens do not fit max_seq_len {self.max_seq_len:,}",
+                             arg="max_seq_len")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +115,7 @@ def allocate(layout: Layout, w: Workload, allocator: str) -> AllocatorMemory:
     if allocator not in ALLOCATORS:
         raise InputError(f"unknown allocator {allocator!r}; choose one of: {', '.join(ALLOCATORS)}")
     if layout.dcp != 1:
-        raise InputError("allocator comparisons assume whole sequences per GPU: use --dcp 1")
+        raise InputError("allocator comparisons assume whole sequences per GPU: use dcp 1", arg="dcp")
     w.check()
     bs = layout.block_size
     return AllocatorMemory(

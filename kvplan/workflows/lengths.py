@@ -65,12 +65,12 @@ def spec_lengths(spec: str, max_seq_len: int) -> tuple[int, ...]:
 
 
 def lengths_from(text: str, max_seq_len: int) -> tuple[int, ...]:
-    """`--lengths`: an existing file, else a distribution spec."""
+    """`lengths`: an existing file, else a distribution spec."""
     path = Path(text)
     if path.is_file():
         return read_lengths(path)
     if ":" not in text:
-        raise InputError(f"--lengths {text!r}: no such file, and not a spec ({SPEC_HELP})")
+        raise InputError(f"lengths {text!r}: no such file, and not a spec ({SPEC_HELP})", arg="lengths")
     return spec_lengths(text, max_seq_len)
 
 

@@ -88,7 +88,7 @@ class EngineAxis:
 def _check_axes(axes: dict[str, Sequence[Any]]) -> None:
     for name, values in axes.items():
         if not values:
-            raise InputError(f"sweep axis {name} is empty")
+            raise InputError(f"sweep axis {name} is empty", arg=name)
     size = 1
     for values in axes.values():
         size *= len(values)
@@ -100,8 +100,8 @@ def sweep(models: Sequence[ModelConfig | str], *, seq_lens: Sequence[int], batch
           tps: Sequence[int] = (1,), pps: Sequence[int] = (1,), kv_dtypes: Sequence[str] = ("auto",),
           block_size: int = DEFAULT_BLOCK_SIZE, engines: EngineAxis | None = None, **layout_options: Any) -> Sweep:
     """The cartesian product models × tp × pp × kv_dtype [× engine] × seq_len × batch, batch varying fastest."""
-    _check_axes({"models": models, "--seq-len": seq_lens, "--batch": batches, "--tp": tps, "--pp": pps,
-                 "--kv-dtype": kv_dtypes, "--engine": engines.engines if engines else ("-",)})
+    _check_axes({"models": models, "seq_lens": seq_lens, "batches": batches, "tps": tps, "pps": pps,
+                 "kv_dtypes": kv_dtypes, "engines": engines.engines if engines else ("-",)})
     if min(*seq_lens, *batches) <= 0:
         raise InputError("sweep sequence lengths and batch sizes must be positive")
     rows: list[Row] = []

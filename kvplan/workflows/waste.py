@@ -65,10 +65,10 @@ def waste(model: ModelConfig | str, *, lengths: Sequence[int], max_seq_len: int,
     if not lengths:
         raise InputError("no sequence lengths given")
     if max_seq_len <= 0:
-        raise InputError(f"--max-seq-len must be positive, got {max_seq_len}")
+        raise InputError(f"max_seq_len must be positive, got {max_seq_len}", arg="max_seq_len")
     longest = max(lengths)
     if longest > max_seq_len:
-        raise InputError(f"a sequence of {longest:,} tokens exceeds --max-seq-len {max_seq_len:,}")
+        raise InputError(f"a sequence of {longest:,} tokens exceeds max_seq_len {max_seq_len:,}", arg="max_seq_len")
     layout = layout_of(model, **layout_options)
     counts = Counter(lengths)
     memories = {name: _summed(layout, counts, max_seq_len, name) for name in ALLOCATORS}

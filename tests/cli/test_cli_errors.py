@@ -98,6 +98,7 @@ SIZE_CASES = [
 # `kvplan capacity`: the GPU and engine classes, budgets and memory sizes.
 CAPACITY_CASES = [
     ("unknown-gpu", ["meta-llama/Llama-3.1-8B", "--gpu", "H1000"], "unknown GPU 'H1000'"),
+    ("unknown-gpu-names-the-flag", ["meta-llama/Llama-3.1-8B", "--gpu", "H1000"], "give its memory with --gpu-mem"),
     ("unknown-engine", ["meta-llama/Llama-3.1-8B", "--engine", "foo"], "unknown engine 'foo'"),
     ("kv-budget-bad-suffix", ["meta-llama/Llama-3.1-8B", "--kv-budget", "12XB"], "XB"),
     ("kv-budget-negative", ["meta-llama/Llama-3.1-8B", "--kv-budget", "-4GiB"], "--kv-budget"),
@@ -239,3 +240,14 @@ def test_capacity_validates_its_input_even_without_budget(args: list[str]) -> No
 def test_capacity_budget_error_quotes_what_was_typed() -> None:
     result = CliRunner().invoke(app, ["capacity", "meta-llama/Llama-3.2-1B", "--kv-budget", "12XB"])
     assert_one_error_line(result.exit_code, result.stdout, result.stderr, "'12XB'")
+
+
+def test_library_errors_name_arguments_and_the_cli_says_flags(model) -> None:
+    from kvplan import build_layout
+    from kvplan.cli.common import error_message
+    from kvplan.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        build_layout(model("meta-llama/Llama-3.1-8B"), block_size=-1)
+    assert str(err.value).startswith("block_size must be 0") and "--" not in str(err.value)
+    assert error_message(err.value).startswith("--block-size must be 0 (no paging)")

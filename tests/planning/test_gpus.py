@@ -82,8 +82,10 @@ def test_unknown_gpu_names_close_matches(typo: str, suggested: str) -> None:
     with pytest.raises(InputError) as err:
         lookup_gpu(typo)
     message = str(err.value)
-    assert repr(typo) in message and suggested in message and "--gpu-mem" in message
+    # the library names its argument; the CLI says the flag (tests/cli/test_cli_errors.py)
+    assert repr(typo) in message and suggested in message and "gpu_memory_bytes" in message
     assert "\n" not in message
+    assert err.value.arg_names == ("gpu_memory_bytes",)
 
 
 def test_unknown_gpu_without_close_match_lists_the_catalog() -> None:
@@ -96,7 +98,7 @@ def test_gpu_is_frozen_and_overridable() -> None:
     with pytest.raises(AttributeError):
         gpu.memory_bytes = 1  # type: ignore[misc]
     custom = gpu.with_memory(79 * GIB)
-    assert custom == Gpu("H100-SXM", 79 * GIB, gpu.bandwidth_bytes_per_s, "--gpu-mem")
+    assert custom == Gpu("H100-SXM", 79 * GIB, gpu.bandwidth_bytes_per_s, "gpu_memory_bytes")
     assert lookup_gpu("H100").memory_bytes != 79 * GIB  # the catalog is untouched
 
 

@@ -404,7 +404,7 @@ def test_unsupported_quant_method(model) -> None:
     m = model("meta-llama/Llama-3.1-8B")
     odd = normalize({**m.raw, "quantization_config": {"quant_method": "bitsandbytes"}},
                                      model_id="x", source="x.json")
-    with pytest.raises(InputError, match=re.escape("'bitsandbytes' is not supported; pass --weights-dtype")):
+    with pytest.raises(InputError, match=re.escape("'bitsandbytes' is not supported; pass weights_dtype")):
         weight_bytes(odd)
     assert weight_bytes(odd, "bf16") == weight_bytes(m)
 

@@ -122,10 +122,11 @@ def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str
         bits = quant.get("bits", quant.get("w_bit"))
         group = quant.get("group_size", quant.get("q_group_size"))
         if not isinstance(bits, int) or not isinstance(group, int) or bits <= 0:
-            raise InputError(f"{source}: {where} lacks bits/group_size; pass --weights-dtype")
+            raise InputError(f"{source}: {where} lacks bits/group_size; pass weights_dtype",
+                             arg="weights_dtype")
         scheme: ScaleScheme = "group" if group > 0 else "channel"
         return WeightFormat(name=f"{method} int{bits} (g{group})", base_bits=base_bits, linear_bits=bits,
                             scheme=scheme, block=(1, max(group, 0)), scale_bits=16, zero_bits=bits, skip=skip,
                             source=where)
     raise InputError(f"{source}: quantization_config quant_method {method or '?'!r} is not supported; "
-                     f"pass --weights-dtype ({', '.join(WEIGHT_DTYPE_NAMES)})")
+                     f"pass weights_dtype ({', '.join(WEIGHT_DTYPE_NAMES)})", arg="weights_dtype")
