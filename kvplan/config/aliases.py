@@ -35,7 +35,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "qk_rope_head_dim": ("qk_rope_head_dim",),
     "qk_nope_head_dim": ("qk_nope_head_dim",),
     "sliding_window": ("sliding_window", "sliding_window_size"),
-    "sliding_window_pattern": ("sliding_window_pattern",),  # Gemma-3 (sliding unless (i+1) % p == 0)
+    "sliding_window_pattern": ("sliding_window_pattern",),  # Gemma-3 int p; EXAONE-4 "LLLG" (L local, G global)
     "use_sliding_window": ("use_sliding_window",),  # Qwen2/3: window only if true ...
     "max_window_layers": ("max_window_layers",),  # ... and only from this layer on
     "attention_chunk_size": ("attention_chunk_size",),  # Llama-4 chunked local attention
@@ -52,10 +52,34 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "mamba_d_state": ("mamba_d_state", "ssm_state_size"),  # Jamba (Mamba-1), Nemotron-H / Granite-4 (Mamba-2)
     "mamba_d_conv": ("mamba_d_conv", "conv_kernel"),
     "mamba_expand": ("mamba_expand", "expand"),
-    "mamba_num_heads": ("mamba_num_heads", "mamba_n_heads"),  # Mamba-2: state (heads, head_dim, d_state)
-    "mamba_head_dim": ("mamba_head_dim", "mamba_d_head"),
-    "mamba_n_groups": ("mamba_n_groups", "n_groups"),  # Mamba-2 B/C groups (conv over x, B and C)
+    "mamba_num_heads": ("mamba_num_heads", "mamba_n_heads", "n_mamba_heads"),  # Mamba-2: (heads, head_dim, d_state)
+    "mamba_head_dim": ("mamba_head_dim", "mamba_d_head", "mamba_headdim"),  # n_mamba_heads, mamba_headdim: Zamba2
+    "mamba_n_groups": ("mamba_n_groups", "n_groups", "mamba_ngroups"),  # Mamba-2 B/C groups (conv over x, B and C)
     "hybrid_override_pattern": ("hybrid_override_pattern",),  # Nemotron-H: M mamba, * attention, - / E MLP
+    "layers_block_type": ("layers_block_type",),  # Nemotron-H (newer form), Zamba2: one name per layer
+    "attn_type_list": ("attn_type_list",),  # MiniMax-M1/M2: 0 lightning (linear) attention, 1 softmax
+    "full_attn_idxs": ("full_attn_idxs",),  # LFM2 (first release): attention layers; the others short conv
+    "linear_attn_config": ("linear_attn_config",),  # Kimi-Linear: 1-based kda_layers, KDA heads and conv
+    "block_configs": ("block_configs",),  # Nemotron-NAS / DeciLM: per-layer attention (no_op, n_heads_in_group)
+    "global_head_dim": ("global_head_dim",),  # Gemma-4: full layers' head_dim ...
+    "num_global_kv_heads": ("num_global_key_value_heads",),  # ... and KV heads (with attention_k_eq_v)
+    "attention_k_eq_v": ("attention_k_eq_v",),
+    "num_kv_shared_layers": ("num_kv_shared_layers",),  # Gemma-3n/4: the last n layers reuse earlier KV
+    "use_bidirectional_attention": ("use_bidirectional_attention",),  # Gemma-3/4: "all"/true halves the window
+    "index_topk": ("index_topk",),  # DeepSeek sparse attention (V3.2, GLM-5): an indexer K cache per layer
+    "index_head_dim": ("index_head_dim",),
+    "index_topk_freq": ("index_topk_freq",),  # IndexCache: which layers keep an indexer
+    "index_topk_pattern": ("index_topk_pattern",),
+    "index_skip_topk_offset": ("index_skip_topk_offset",),
+    "compress_ratios": ("compress_ratios",),  # DeepSeek-V4 compressed attention (not modelled)
+    "cross_attention_layers": ("cross_attention_layers",),  # mllama image cross-attention (not modelled)
+    "conv_l_cache": ("conv_L_cache",),  # LFM2 short conv: kernel size (the state keeps L - 1 rows)
+    "conv_dim": ("conv_dim",),
+    "mamba_d_ssm": ("mamba_d_ssm",),  # Falcon-H1: Mamba inner width (else mamba_expand × hidden_size)
+    "decoder_layers": ("decoder_layers",),  # encoder-decoder (Whisper): the decoder holds the cache
+    "decoder_attention_heads": ("decoder_attention_heads",),
+    "max_source_positions": ("max_source_positions",),  # Whisper: encoder frames a cross-attention keeps
+    "is_encoder_decoder": ("is_encoder_decoder",),
     "multi_query": ("multi_query",),  # Falcon / BigCode: one KV head ...
     "new_decoder_architecture": ("new_decoder_architecture",),  # ... unless Falcon's new architecture
     "multi_query_attention": ("multi_query_attention",),  # ChatGLM: multi_query_group_num applies
@@ -124,7 +148,32 @@ LAYER_TYPE_NAMES: dict[str, str] = {
     "sliding_attention": "sliding", "local": "sliding", "sliding": "sliding",
     "chunked_attention": "chunked", "chunked": "chunked",
     "linear_attention": "linear", "mamba": "linear", "linear": "linear",
+    "conv": "linear",  # LFM2 short convolution: a conv state per sequence
+    "indexed_attention": "full", "deepseek_sparse_attention": "full", "qwen_sparse_attention": "full",
+    "hybrid": "hybrid",  # Zamba2 layers_block_type: a Mamba-2 mixer plus the shared attention block
+    "moe": "none", "mlp": "none",  # Nemotron-H layers_block_type: feed-forward layers, no cache
     "none": "none",
+}
+
+# Config fields that set the recurrent state's dtype when vLLM's mamba_ssm_cache_dtype is auto, by
+# architecture: (field, value when the field is absent). vllm/model_executor/models/config.py:812-848
+# (NemotronH: mamba_ssm_cache_dtype, default float32) and :953-977 (Qwen3.5: mamba_ssm_dtype).
+SSM_DTYPE_HOOKS: dict[str, tuple[str, str | None]] = {
+    "NemotronHForCausalLM": ("mamba_ssm_cache_dtype", "float32"),
+    "NemotronHPuzzleForCausalLM": ("mamba_ssm_cache_dtype", "float32"),
+    "NemotronH_Nano_VL_V2": ("mamba_ssm_cache_dtype", "float32"),
+    "Qwen3_5ForCausalLM": ("mamba_ssm_dtype", None),
+    "Qwen3_5MoeForCausalLM": ("mamba_ssm_dtype", None),
+    "Qwen3_5ForConditionalGeneration": ("mamba_ssm_dtype", None),
+    "Qwen3_5MoeForConditionalGeneration": ("mamba_ssm_dtype", None),
+}
+
+# Config fields whose architecture kvplan does not model: a one-line refusal names the field.
+UNMODELLED_FIELDS: dict[str, str] = {
+    "compress_ratios": "DeepSeek-V4 compressed attention (compressed MLA states, sliding MLA, compressor "
+                       "ring buffers) is not modelled",
+    "cross_attention_layers": "mllama's image cross-attention caches are not modelled (vLLM 0.33 removed mllama: "
+                              "vllm/model_executor/models/registry.py:857)",
 }
 
 # Familiar names -> bundled ids, where the bundled config stands in for a sibling with the same

@@ -14,7 +14,7 @@ from __future__ import annotations
 from kvplan.engines.base import BudgetSteps, EnginePlan, GroupRow, Request, Settings, kv_stages
 from kvplan.errors import CapacityError, InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, Load
-from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.specs import AttnSpec, MLAAttn, parts
 from kvplan.units import cdiv, format_gib
 
 VERSION = "SGLang 0.4"  # defaults from python/sglang/srt/server_args.py (commit 8b5e1bbf72cc)
@@ -114,7 +114,7 @@ def _notes(req: Request, layout: Layout, heavy: int, tokens: int, page: int,
                    f"({req.settings.dp * tokens:,} in the system)")
     if has_windows(req) and not is_hybrid_swa(req):
         out.append(f"SGLang has no sliding-window pool for {req.model.model_type}: every layer keeps all tokens")
-    if any(isinstance(x, MLAAttn) for x in layout.specs):
+    if any(isinstance(x, MLAAttn) for s in layout.specs for x in parts(s)):
         out.append("MLA: one latent per token per layer, the same on every TP rank")
     return tuple(out)
 
@@ -125,12 +125,13 @@ def pool_log(layout: Layout, stage: int, slots: int) -> str:
     bits = layout.kv_dtype.element_bits
     k = v = mla = 0
     for g in layout.groups:
-        layers, spec = g.stage_layers[stage], g.spec_per_gpu
-        if isinstance(spec, MLAAttn):
-            mla += layers * (slots * spec.latent_dim * bits // 8)
-        elif isinstance(spec, AttnSpec):
-            k += layers * (slots * spec.num_kv_heads * spec.head_dim * bits // 8)
-            v += layers * (slots * spec.num_kv_heads * spec.v_head_dim * bits // 8)
+        layers = g.stage_layers[stage]
+        for spec in parts(g.spec_per_gpu):
+            if isinstance(spec, MLAAttn):
+                mla += layers * (slots * spec.latent_dim * bits // 8)
+            elif isinstance(spec, AttnSpec):
+                k += layers * (slots * spec.num_kv_heads * spec.head_dim * bits // 8)
+                v += layers * (slots * spec.num_kv_heads * spec.v_head_dim * bits // 8)
     if mla:
         return f"KV size: {format_gib(mla)} GB"
     return f"K size: {format_gib(k)} GB, V size: {format_gib(v)} GB"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from kvplan.engines.base import BudgetSteps, EnginePlan, GroupRow, Request, Settings, kv_stages
 from kvplan.errors import CapacityError, InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
-from kvplan.specs import AttnSpec, LayerSpec, MLAAttn
+from kvplan.specs import AttnSpec, Composite, LayerSpec, MLAAttn
 from kvplan.units import cdiv
 
 VERSION = "TensorRT-LLM 1.x"  # PyTorch flow, LLM-API KvCacheConfig defaults (tensorrt_llm/llmapi/llm_args.py)
@@ -24,6 +24,8 @@ TOKENS_PER_BLOCK = 32  # LLM-API KvCacheConfig (PyTorch backend); the legacy TRT
 
 def estimator_bytes_per_token(spec: LayerSpec, tp: int, element_bits: int) -> int:
     """The PyTorch-flow estimator's 2 × floor(head_dim × Hkv / tp) × bytes: floor, not ceil."""
+    if isinstance(spec, Composite):
+        return sum(estimator_bytes_per_token(p, tp, element_bits) for p in spec.parts)
     if isinstance(spec, AttnSpec):
         return 2 * (spec.head_dim * spec.num_kv_heads // tp) * element_bits // 8
     if isinstance(spec, MLAAttn):

@@ -6,10 +6,11 @@ returned, so an explanation can never drift from the answer it explains.
 
 from __future__ import annotations
 
-from kvplan.dtypes import KvDtype
+from kvplan.dtypes import KvDtype, resolve_kv_dtype
 from kvplan.formulas.layout import Group
+from kvplan.formulas.per_token import StateDtypes
 from kvplan.formulas.sizing import KvCacheResult
-from kvplan.specs import AttnSpec, LayerSpec, LinearState, MLAAttn, NoKV
+from kvplan.specs import AttnSpec, Composite, CrossAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, NoKV, parts
 
 
 def _elem(dtype: KvDtype) -> str:
@@ -18,7 +19,15 @@ def _elem(dtype: KvDtype) -> str:
 
 def per_layer_formula(spec: LayerSpec, dtype: KvDtype) -> str:
     """The per-token, per-layer formula of a spec, in words and numbers."""
+    if isinstance(spec, Composite):
+        return " + ".join(f"[{p.kind}] {per_layer_formula(p, dtype)}" for p in spec.parts)
+    if isinstance(spec, IndexerCache):
+        return f"{spec.head_dim} × 1 B fp8 + {spec.head_dim}/128 × 4 B scales (indexer key, any KV dtype)"
+    if isinstance(spec, CrossAttn):
+        return f"0 per decoder token (K/V of {spec.encoder_tokens:,} encoder tokens per sequence)"
     if isinstance(spec, MLAAttn):
+        if spec.sparse and dtype.name == "fp8":
+            dtype = resolve_kv_dtype("fp8_ds_mla", "bf16")
         r, rope = spec.kv_lora_rank, spec.qk_rope_head_dim
         if dtype.scale == "ds_mla":
             return f"{r} × 1 B + {r}/128 × 4 B scales + {rope} × 2 B rope (fp8_ds_mla)"
@@ -46,10 +55,12 @@ def _group_lines(group: Group, result: KvCacheResult) -> list[str]:
         heads = group.spec_per_gpu.num_kv_heads
         lines.append(f"  TP {layout.tp}: KV heads per GPU = max(1, {spec.num_kv_heads} // {layout.tp}) = {heads}"
                      f" -> {group.bytes_per_token_per_layer_per_gpu:,} B per layer per token per GPU")
-    if isinstance(spec, LinearState):
-        lines.append(f"  state per sequence: ({spec.conv_kernel} - 1) × {spec.conv_channels} conv + "
-                     f"{spec.num_state_heads} × {spec.state_rows} × {spec.state_cols} recurrent elements × "
-                     f"{_elem(layout.state_dtype)} = {group.state_bytes_per_layer:,} B per layer")
+    dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
+    for state in (p for p in parts(spec) if isinstance(p, LinearState)):
+        lines.append(f"  {state.mixer} state per sequence: {state.conv_elements:,} conv elements × "
+                     f"{_elem(dtypes.conv)} + {state.num_state_heads} × {state.state_rows} × {state.state_cols} "
+                     f"recurrent elements × {_elem(dtypes.recurrent(state))} = {group.state_bytes_per_layer:,} B "
+                     "per layer")
     if group.token_limit:
         lines.append(f"  holds min(seq_len, {group.token_limit:,}) tokens of a sequence")
     return lines

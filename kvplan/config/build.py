@@ -1,0 +1,78 @@
+"""From validated canonical fields to what ModelConfig holds: implied fields, refusals, the model-level
+KV heads, and the per-layer specs.
+
+``hf.normalize`` chains these; each is a small rule with the family it serves named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.config.aliases import UNMODELLED_FIELDS
+from kvplan.config.geometry import Geometry, build_layer_specs
+from kvplan.config.schema import HFConfig
+from kvplan.config.state import linear_state
+from kvplan.errors import ConfigError
+from kvplan.specs import LayerSpec, LinearState, MLAAttn
+
+STATE_KINDS = ("linear", "parallel", "hybrid")  # kinds whose layers keep a linear/Mamba state
+COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full"}  # ModelConfig.layer_kinds
+
+
+def implied_values(values: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+    """Fields a config implies without naming them.
+
+    - Encoder-decoder (Whisper): the decoder holds the cache: its layers, heads and width.
+    - Nemotron-H's newer form names no num_hidden_layers: one layers_block_type entry per layer.
+    - Granite-4 / Falcon-H1 `mamba_d_head: "auto"`: I / heads (left to the state rule).
+    """
+    out = dict(values)
+    if out.get("is_encoder_decoder") and out.get("decoder_layers"):
+        out["num_layers"], origin["num_layers"] = out["decoder_layers"], "decoder_layers"
+        if out.get("decoder_attention_heads"):
+            out["num_attention_heads"] = out["decoder_attention_heads"]
+            origin["num_attention_heads"] = "decoder_attention_heads"
+    if out.get("num_layers") is None and isinstance(out.get("layers_block_type"), list):
+        out["num_layers"], origin["num_layers"] = len(out["layers_block_type"]), "layers_block_type"
+    if out.get("mamba_head_dim") == "auto":
+        out["mamba_head_dim"] = None
+    return out
+
+
+def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: str) -> None:
+    """One line naming the field, never a wrong number, for architectures kvplan does not model."""
+    for name, why in UNMODELLED_FIELDS.items():
+        if values.get(name) is not None:
+            raise ConfigError(f"{source}: config field '{origin.get(name, name)}': {why}")
+
+
+def nas_kv_heads(cfg: HFConfig) -> int | None:
+    """NAS model-level KV heads: those of the first block with attention (vLLM
+    NemotronNasModelArchConfigConvertor, model_arch_config_convertor.py:535-551)."""
+    for block in cfg.block_configs or ():
+        attention = block.get("attention") if isinstance(block, dict) else None
+        group = attention.get("n_heads_in_group") if isinstance(attention, dict) else None
+        if isinstance(attention, dict) and not attention.get("no_op") and isinstance(group, int) and group > 0:
+            return cfg.num_attention_heads // group
+    return None
+
+
+def layer_specs_of(cfg: HFConfig, fields: dict[str, Any], kinds: tuple[str, ...], geo: Geometry,
+                   source: str) -> tuple[tuple[LayerSpec, ...], LinearState | None]:
+    """The per-layer specs, and the state of the model's linear layers (None when it has none)."""
+    state = linear_state(cfg, fields, geo.head_dim, source) if set(kinds) & set(STATE_KINDS) else None
+    geo = Geometry(num_attention_heads=geo.num_attention_heads, num_kv_heads=geo.num_kv_heads,
+                   head_dim=geo.head_dim, v_head_dim=geo.v_head_dim, mla=geo.mla, state=state)
+    return build_layer_specs(cfg, kinds, geo, source), state
+
+
+def mla_spec(cfg: HFConfig) -> MLAAttn | None:
+    if cfg.kv_lora_rank and cfg.qk_rope_head_dim:
+        return MLAAttn(kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim)
+    return None
+
+
+def coarse_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """One of full, sliding, chunked, linear, none per layer (what the weights model reads: a
+    KV-shared layer keeps its attention weights, so it keeps its kind)."""
+    return tuple(COARSE_KINDS.get(kind, kind) for kind in kinds)
