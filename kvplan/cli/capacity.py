@@ -6,7 +6,20 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Dcp, Explain, Json, KvDtypeOpt, Pp, QuantGroup, StateDtype, Tp, emit, reports_errors, warn
+from kvplan.cli.common import (
+    Dcp,
+    Explain,
+    Json,
+    KvDtypeOpt,
+    Pp,
+    QuantGroup,
+    SsmStateDtype,
+    StateDtype,
+    Tp,
+    emit,
+    reports_errors,
+    warn,
+)
 from kvplan.engines import Settings
 from kvplan.errors import InputError
 from kvplan.units import parse_bytes, parse_positive_tokens
@@ -66,7 +79,7 @@ def capacity(
     mem_fraction_static: MemFraction = None, free_gpu_memory_fraction: FreeFraction = None,
     max_num_batched_tokens: Batched = None, dp: Dp = 1, disable_hybrid_kv_cache_manager: NoHybrid = False,
     no_async_scheduling: NoAsync = False, quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto",
-    json: Json = False, explain: Explain = False, plot: Plot = None,
+    json: Json = False, explain: Explain = False, plot: Plot = None, ssm_state_dtype: SsmStateDtype = "auto",
 ) -> None:
     """KV capacity an engine reaches on a GPU: blocks, tokens, concurrency (vLLM exact given the budget)."""
     from kvplan.planning.budget import parse_budget
@@ -77,7 +90,7 @@ def capacity(
         kv_dtype=kv_dtype, max_model_len=parse_positive_tokens(max_model_len, "--max-model-len")
         if max_model_len else None, kv_budget_bytes=parse_budget(kv_budget) if kv_budget else None,
         overhead_bytes=parse_bytes(overhead) if overhead is not None else None, weights_dtype=weights_dtype,
-        quant_group=quant_group, state_dtype=state_dtype, settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
+        quant_group=quant_group, state_dtype=state_dtype, ssm_state_dtype=ssm_state_dtype, settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
                            free_gpu_memory_fraction, dp, disable_hybrid_kv_cache_manager, no_async_scheduling))
     results = _run(model, engine, kwargs)
     payloads = [capacity_payload(r) for r in results]

@@ -23,7 +23,7 @@ FLAGS: dict[str, str] = {
     "tp": "--tp", "pp": "--pp", "dcp": "--dcp", "dp": "--dp", "seq_len": "--seq-len", "batch": "--batch",
     "kv_dtype": "--kv-dtype", "block_size": "--block-size", "quant_group": "--quant-group",
     "attention": "--attention", "kv_heads": "--kv-heads", "layer_types": "--layer-types", "window": "--window",
-    "state_dtype": "--state-dtype", "max_model_len": "--max-model-len", "kv_budget": "--kv-budget",
+    "state_dtype": "--state-dtype", "ssm_state_dtype": "--ssm-state-dtype", "max_model_len": "--max-model-len", "kv_budget": "--kv-budget",
     "gpu_memory_bytes": "--gpu-mem", "overhead_bytes": "--overhead", "weights_dtype": "--weights-dtype",
     "gpu_memory_utilization": "--gpu-memory-utilization", "mem_fraction_static": "--mem-fraction-static",
     "engine": "--engine", "hybrid_kv_cache_manager": "--disable-hybrid-kv-cache-manager", "context": "--context",
@@ -115,5 +115,9 @@ LayerTypes = Annotated[str | None, typer.Option("--layer-types",
 Window = Annotated[str | None, typer.Option("--window", help="Window (sliding) or chunk size (chunked), tokens.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]
-StateDtype = Annotated[str, typer.Option("--state-dtype", help="Linear-attention/Mamba state dtype (vLLM's "
-                                         "mamba_ssm_cache_dtype): auto (the model's), fp32, bf16, fp16.")]
+StateDtype = Annotated[str, typer.Option("--state-dtype", help="Linear/Mamba conv state dtype, and the recurrent "
+                                         "state's unless --ssm-state-dtype (vLLM's mamba_cache_dtype): auto (the "
+                                         "model's), fp32, bf16, fp16.")]
+SsmStateDtype = Annotated[str, typer.Option("--ssm-state-dtype", help="Recurrent (SSM) state dtype (vLLM's "
+                                            "mamba_ssm_cache_dtype): auto (the config's own, e.g. fp32 for Qwen3.5 "
+                                            "and Nemotron-H, fp32 for KDA, else --state-dtype), fp32, bf16, fp16.")]

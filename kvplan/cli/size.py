@@ -17,6 +17,7 @@ from kvplan.cli.common import (
     LayerTypes,
     Pp,
     QuantGroup,
+    SsmStateDtype,
     StateDtype,
     Tp,
     Window,
@@ -64,7 +65,7 @@ def size(
     block_size: BlockSize = 16, quant_group: QuantGroup = 8, attention: Attention = None, kv_heads: KvHeads = None,
     layer_types: LayerTypes = None, window: Window = None, json: Json = False, explain: Explain = False,
     state_dtype: StateDtype = "auto", shared_prefix: SharedPrefix = "0", beam_width: BeamWidth = 1,
-    prompt_len: PromptLen = None, allocator: Allocator = None,
+    prompt_len: PromptLen = None, allocator: Allocator = None, ssm_state_dtype: SsmStateDtype = "auto",
 ) -> None:
     """KV cache per token, per sequence and per GPU."""
     m = load_model(model)
@@ -72,7 +73,8 @@ def size(
         m, tp=tp, pp=pp, dcp=dcp, batch=parse_positive_tokens(batch, "--batch"),
         seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len is not None else None,
         kv_dtype=kv_dtype, block_size=block_size, quant_group=quant_group,
-        overrides=overrides(attention, kv_heads, layer_types, window, m.num_layers), state_dtype=state_dtype)
+        overrides=overrides(attention, kv_heads, layer_types, window, m.num_layers), state_dtype=state_dtype,
+        ssm_state_dtype=ssm_state_dtype)
     warn(result.notes)
     payload, tables = _workload(result, size_payload(result), shared_prefix, beam_width, prompt_len, allocator)
     lines = None

@@ -28,7 +28,7 @@ class Settings:
     block_size: int | None = None  # vLLM block / SGLang page / TRT-LLM tokens_per_block
     max_num_batched_tokens: int | None = None  # vLLM
     async_scheduling: bool = True  # vLLM 0.33 default: one more batch in flight
-    prefix_caching: bool = True  # vLLM default (Mamba alignment, mamba_cache_mode=align)
+    prefix_caching: bool | None = None  # vLLM: None = its default (on; off for attention-free models)
     hybrid_kv_cache_manager: bool = True  # vLLM --disable-hybrid-kv-cache-manager turns it off
     legacy_token_log: bool = False  # vLLM before 0.33: tokens = num_blocks // groups × block
     gpu_memory_utilization: float | None = None  # vLLM
@@ -53,7 +53,8 @@ class Request:
     settings: Settings = field(default_factory=Settings)
     overrides: Overrides | None = None
     quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
-    state_dtype: str = "auto"  # linear-attention/Mamba state (vLLM mamba_ssm_cache_dtype)
+    state_dtype: str = "auto"  # linear/Mamba conv states and, by default, recurrent ones (vLLM mamba_cache_dtype)
+    ssm_state_dtype: str = "auto"  # recurrent states (vLLM mamba_ssm_cache_dtype; auto: the config's own)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,37 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.base import EnginePlan, GroupRow, Request
-from kvplan.engines.vllm.backends import attention_backend, is_hopper
-from kvplan.engines.vllm.groups import (
-    DEFAULT_MAMBA_CHUNK_TOKENS,
-    Group,
-    Specs,
-    align_mamba,
-    blocks_needed,
-    kv_cache_groups,
-    mamba_block_size,
-    paged_spec,
-    stage_block_bytes,
-)
+from kvplan.engines.vllm.backends import is_hopper
+from kvplan.engines.vllm.groups import Group, Specs, blocks_needed, kv_cache_groups, stage_block_bytes
+from kvplan.engines.vllm.paging import Paging, max_num_batched_tokens, paging
 from kvplan.errors import CapacityError, InputError, ShardingError
 from kvplan.formulas.layout import Layout
-from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.specs import AttnSpec, parts
 from kvplan.units import cdiv, format_gib
 
 VERSION = "vLLM 0.33"
-MAX_NUM_BATCHED_TOKENS = 8192  # vLLM 0.33 `vllm serve` default on an H100
 # vLLM model files that split KV heads by tp without replicating them (tp > KV heads -> 0 heads).
 KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
-
-
-@dataclass(frozen=True, slots=True)
-class Paging:
-    """The paged specs of one worker's layers, and how their block size was chosen."""
-
-    specs: Specs
-    backend: str
-    block_size: int  # of attention layers, after any Mamba alignment
-    mamba_chunk: int | None  # set when Mamba alignment raised the block size
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,50 +41,43 @@ def check_request(req: Request, layout: Layout) -> None:
         raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
                          f"{m.max_model_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)", arg="max_model_len")
     source = KV_HEADS_NOT_REPLICATED.get(m.model_type or "")
-    heads = next((s.num_kv_heads for s in layout.specs if isinstance(s, AttnSpec)), 0)
+    heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0)
     if source and heads and req.tp > heads:
         raise ShardingError(f"vLLM's {m.model_type} model ({source}) splits its {heads} KV heads over tp without "
                             f"replicating them: tp {req.tp} leaves 0 heads per rank (vLLM crashes); use tp <= {heads}",
                             arg="tp")
 
 
-def paging(req: Request, layout: Layout) -> Paging:
-    """Backend and block size, then every layer's paged spec (Mamba hybrids raise the block size)."""
-    has_mla = any(isinstance(s, MLAAttn) for s in layout.specs)
-    backend, bs = attention_backend(has_mla, layout.kv_dtype, req.settings.block_size, req.gpu_name)
-    specs = tuple(paged_spec(s, layout.kv_dtype, layout.state_dtype, bs) for s in layout.specs_per_gpu)
-    raw = layout.model.raw
-    chunk = int(raw.get("mamba_chunk_size") or raw.get("chunk_size") or DEFAULT_MAMBA_CHUNK_TOKENS)
-    mamba = mamba_block_size(specs, chunk, req.settings.prefix_caching)
-    if mamba is None:
-        return Paging(specs, backend, bs, None)
-    return Paging(align_mamba(specs, mamba), backend, mamba, chunk)
-
-
 def in_flight_tokens(req: Request) -> int:
     """Tokens a running request may add before it is scheduled again: one batch per PP stage (+1 async)."""
-    batched = req.settings.max_num_batched_tokens or MAX_NUM_BATCHED_TOKENS
-    return batched * (req.pp + (1 if req.settings.async_scheduling else 0))
+    return max_num_batched_tokens(req) * (req.pp + (1 if req.settings.async_scheduling else 0))
 
 
-def blocks(req: Request, layout: Layout, specs: Specs, budgets: tuple[int, ...]) -> Blocks:
+def blocks(req: Request, pages: Paging, budgets: tuple[int, ...]) -> Blocks:
     """Groups, bytes per block id on each stage, blocks per request, and num_blocks (min over stages)."""
+    specs = pages.specs
     groups, uniform_type = kv_cache_groups(specs)
-    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in layout.stage_ranges)
+    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in pages.stages)
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
     in_flight = in_flight_tokens(req)
-    need = tuple(blocks_needed(g.spec, req.max_model_len, in_flight, req.dcp, req.settings.prefix_caching)
-                 for g in groups)
-    for k, stage in enumerate(layout.stage_ranges):
+    need = tuple(_group_need(g, specs, req.max_model_len, in_flight, req.dcp, uniform_type) for g in groups)
+    for k, stage in enumerate(pages.stages):
         check_fits(req, specs, stage, k, budgets[k], block_bytes[k], in_flight)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
     return Blocks(groups, block_bytes, need, num_blocks, in_flight)
 
 
+def _group_need(group: Group, specs: Specs, max_model_len: int, in_flight: int, dcp: int, uniform: bool) -> int:
+    """A group's blocks per request; a uniform-type group needs the most any member needs
+    (UniformTypeKVCacheSpecs.max_memory_usage_bytes, vllm/v1/kv_cache_interface.py:1326-1331)."""
+    members = [s for i in group.layers if (s := specs[i]) is not None] if uniform else [group.spec]
+    return max(blocks_needed(s, max_model_len, in_flight, dcp) for s in members)
+
+
 def request_bytes(req: Request, specs: Specs, stage: range, length: int, in_flight: int) -> int:
     """Bytes one request of `length` tokens reserves on a worker of this stage."""
-    return sum(blocks_needed(v, length, in_flight, req.dcp, req.settings.prefix_caching) * v.page_bytes
+    return sum(blocks_needed(v, length, in_flight, req.dcp) * v.page_bytes
                for i, v in enumerate(specs) if v is not None and i in stage)
 
 
@@ -146,7 +119,7 @@ def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
 def plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
     check_request(req, layout)
     pages = paging(req, layout)
-    paged = blocks(req, layout, pages.specs, budgets)
+    paged = blocks(req, pages, budgets)
     concurrency = paged.num_blocks / sum(paged.need)
     tokens = logged_tokens(req, paged, concurrency)
     steady = layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
@@ -154,7 +127,7 @@ def plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
         engine="vllm", version=VERSION, kv_dtype=layout.kv_dtype.name, block_size=pages.block_size,
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
-        steady_bytes_per_request=steady, groups=rows(paged, layout), notes=notes(req, pages, paged),
+        steady_bytes_per_request=steady, groups=rows(paged, pages), notes=notes(req, pages, paged),
         explain=explain(req, pages, paged, budgets, concurrency, tokens))
 
 
@@ -162,9 +135,10 @@ def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
     out = []
     if req.gpu_name and not is_hopper(req.gpu_name) and pages.backend.endswith("MLA"):
         out.append(f"MLA backend table is vLLM's Hopper one; on {req.gpu_name} assumed TRITON_MLA")
-    if pages.mamba_chunk is not None:
+    if pages.mamba_alignment is not None:
+        mode = "align (prefix caching)" if pages.mamba_align_mode else "none (no prefix caching)"
         out.append(f"attention block size set to {pages.block_size} tokens so one page holds a Mamba/linear state "
-                   f"(chunk {pages.mamba_chunk}, any block_size is overridden)")
+                   f"(a smaller block_size is raised); mamba_cache_mode {mode}")
     padding = _padding(paged.groups)
     if padding:
         width = max(len(g.layers) for g in paged.groups)
@@ -187,9 +161,10 @@ def explain(req: Request, pages: Paging, paged: Blocks, budgets: tuple[int, ...]
             tokens: int) -> tuple[str, ...]:
     widths = sorted({len(g.layers) for g in paged.groups})
     lines = [f"attention backend {pages.backend} ({VERSION} on {req.gpu_name or 'H100'}), block size {pages.block_size}"]
-    if pages.mamba_chunk is not None:
-        lines.append(f"Mamba alignment: block = lcm({pages.mamba_chunk}, 16) · cdiv(state page, lcm · page per "
-                     f"token) = {pages.block_size}")
+    if pages.mamba_alignment is not None:
+        lines.append(f"Mamba alignment: a = lcm(max(kernel block, block size), checkpoint alignment "
+                     f"{pages.mamba_alignment}); block = a · cdiv(state page, a · attention page per token) = "
+                     f"{pages.block_size}; state pages padded to block × page per token")
     lines.append(f"{len(paged.groups)} KV cache group(s) of {widths} layers sharing one pool of block ids")
     for k, (budget, bb) in enumerate(zip(budgets, paged.block_bytes, strict=True)):
         lines.append(f"stage {k}: one block = {bb:,} B; {budget:,} // {bb:,} = {budget // bb:,} blocks")
@@ -203,9 +178,9 @@ def explain(req: Request, pages: Paging, paged: Blocks, budgets: tuple[int, ...]
     return tuple(lines)
 
 
-def rows(paged: Blocks, layout: Layout) -> tuple[GroupRow, ...]:
-    """One row per kind of layer: its layers, the engine groups holding it, its blocks per request."""
-    heavy = layout.stage_ranges[paged.block_bytes.index(max(paged.block_bytes))]
+def rows(paged: Blocks, pages: Paging) -> tuple[GroupRow, ...]:
+    """One row per kind of cache module: its modules, the engine groups holding it, its blocks per request."""
+    heavy = pages.stages[paged.block_bytes.index(max(paged.block_bytes))]
     out: dict[str, GroupRow] = {}
     for g, n in zip(paged.groups, paged.need, strict=True):
         spec, prev = g.spec, out.get(g.spec.kind)
