@@ -27,6 +27,7 @@ from kvplan.cli.common import (
     warn,
 )
 from kvplan.config import bundled_index, load_model
+from kvplan.errors import KvplanError
 from kvplan.formulas import KvCacheResult, kv_cache
 from kvplan.render.size import model_row, models_tables, size_payload, size_tables
 from kvplan.units import parse_positive_tokens, parse_tokens
@@ -88,4 +89,11 @@ def size(
 @reports_errors
 def models(json: Json = False) -> None:
     """The bundled models: attention kind, layers, KV heads, head dim, bytes per token."""
-    emit([model_row(kv_cache(load_model(model_id), seq_len=1)) for model_id in bundled_index()], json, models_tables)
+    rows, refused = [], []
+    for model_id in bundled_index():
+        try:
+            rows.append(model_row(kv_cache(load_model(model_id), seq_len=1)))
+        except KvplanError as exc:  # a config kvplan refuses names the field in one line
+            refused.append(f"warning: not sized: {model_id}: {str(exc).rpartition('config.json: ')[2]}")
+    warn(refused)
+    emit(rows, json, models_tables)

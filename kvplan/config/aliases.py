@@ -49,7 +49,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "linear_num_value_heads": ("linear_num_value_heads",),
     "linear_key_head_dim": ("linear_key_head_dim",),
     "linear_value_head_dim": ("linear_value_head_dim",),
-    "mamba_d_state": ("mamba_d_state", "ssm_state_size"),  # Jamba (Mamba-1), Nemotron-H / Granite-4 (Mamba-2)
+    "mamba_d_state": ("mamba_d_state", "ssm_state_size", "state_size"),  # Jamba; Nemotron-H, Granite-4; Mamba
     "mamba_d_conv": ("mamba_d_conv", "conv_kernel"),
     "mamba_expand": ("mamba_expand", "expand"),
     "mamba_num_heads": ("mamba_num_heads", "mamba_n_heads", "n_mamba_heads"),  # Mamba-2: (heads, head_dim, d_state)
@@ -186,9 +186,14 @@ MODEL_ID_ALIASES: dict[str, str] = {
     "google/gemma-3-27b-pt": "google/gemma-3-27b-it",
     "moonshotai/kimi-k2": "moonshotai/Kimi-K2-Instruct",
     "moonshotai/kimi-k2-base": "moonshotai/Kimi-K2-Instruct",
-    "meta-llama/llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B",
-    "meta-llama/llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B",
     "meta-llama/llama-3.1-405b-instruct": "meta-llama/Llama-3.1-405B",
+    "meta-llama/llama-3.3-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",  # Llama-3.3: Llama-3.1-70B's architecture
+    "meta-llama/llama-3.3-70b": "meta-llama/Llama-3.1-70B-Instruct",
+    "meta-llama/meta-llama-3-8b-instruct": "meta-llama/Meta-Llama-3-8B",
+    "deepseek-ai/deepseek-v3.1": "deepseek-ai/DeepSeek-V3",  # V3.1 / V3.1-Terminus: V3's architecture
+    "deepseek-ai/deepseek-v3.1-terminus": "deepseek-ai/DeepSeek-V3",
+    "google/gemma-4-31b-it": "nvidia/Gemma-4-31B-IT-NVFP4",  # NVIDIA's NVFP4 repo of the same model
+    "google/gemma-4-31b": "nvidia/Gemma-4-31B-IT-NVFP4",
     "mistralai/mistral-7b-instruct-v0.1": "mistralai/Mistral-7B-v0.1",
     "mistralai/mixtral-8x7b-instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     "deepseek-ai/deepseek-v3-base": "deepseek-ai/DeepSeek-V3",

@@ -10,6 +10,7 @@ from typing import Any
 
 from kvplan.config.aliases import UNMODELLED_FIELDS
 from kvplan.config.geometry import Geometry, build_layer_specs
+from kvplan.config.layers import ATTENTION_FREE_TYPES
 from kvplan.config.schema import HFConfig
 from kvplan.config.state import linear_state
 from kvplan.errors import ConfigError
@@ -25,8 +26,12 @@ def implied_values(values: dict[str, Any], origin: dict[str, str]) -> dict[str, 
     - Encoder-decoder (Whisper): the decoder holds the cache: its layers, heads and width.
     - Nemotron-H's newer form names no num_hidden_layers: one layers_block_type entry per layer.
     - Granite-4 / Falcon-H1 `mamba_d_head: "auto"`: I / heads (left to the state rule).
+    - Attention-free models (Mamba, FalconMamba) name no attention heads: one stands in for the
+      model-level attention fields, which no layer uses.
     """
     out = dict(values)
+    if out.get("model_type") in ATTENTION_FREE_TYPES and out.get("num_attention_heads") is None:
+        out["num_attention_heads"], origin["num_attention_heads"] = 1, "num_attention_heads (attention-free model)"
     if out.get("is_encoder_decoder") and out.get("decoder_layers"):
         out["num_layers"], origin["num_layers"] = out["decoder_layers"], "decoder_layers"
         if out.get("decoder_attention_heads"):

@@ -23,6 +23,7 @@ from kvplan.config.schema import HFConfig
 from kvplan.errors import ConfigError
 
 PARALLEL_HYBRID_TYPES = ("falcon_h1",)  # FalconH1ParallelHybrid: attention and Mamba-2 in every layer
+ATTENTION_FREE_TYPES = ("mamba", "falcon_mamba")  # MambaForCausalLM: a Mamba-1 mixer in every layer
 
 
 def effective_sliding_window(cfg: HFConfig) -> int | None:
@@ -147,6 +148,8 @@ def derive_layer_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
     """One kind per layer (see the module docstring; MLA is decided per model)."""
     if cfg.model_type in PARALLEL_HYBRID_TYPES:
         kinds: tuple[str, ...] = ("parallel",) * cfg.num_layers
+    elif cfg.model_type in ATTENTION_FREE_TYPES:
+        kinds = ("linear",) * cfg.num_layers
     elif cfg.decoder_layers and cfg.is_encoder_decoder:
         kinds = ("cross",) * cfg.num_layers
     else:

@@ -71,10 +71,15 @@ def _mamba2_inner(cfg: HFConfig) -> int | None:
     return None
 
 
-def _mamba1(cfg: HFConfig) -> LinearState | None:
-    if not (cfg.mamba_d_state and cfg.mamba_d_conv and cfg.mamba_expand and cfg.hidden_size):
+def _mamba1(cfg: HFConfig, fields: dict[str, Any]) -> LinearState | None:
+    """conv (d_conv - 1, I), ssm (I, d_state). I: Jamba mamba_expand × hidden_size; Mamba / FalconMamba
+    the checkpoint's intermediate_size (transformers 5 recomputes it as expand × hidden_size, which for
+    falcon-mamba-7b, `expand: 16`, is not the checkpoint's 8,192)."""
+    inner = fields.get("intermediate_size") if cfg.model_type in ("mamba", "falcon_mamba") else None
+    if not isinstance(inner, int) or isinstance(inner, bool) or inner <= 0:
+        inner = cfg.mamba_expand * cfg.hidden_size if cfg.mamba_expand and cfg.hidden_size else None
+    if not (cfg.mamba_d_state and cfg.mamba_d_conv and inner):
         return None
-    inner = cfg.mamba_expand * cfg.hidden_size  # conv (d_conv - 1, I), ssm (I, d_state)
     return LinearState(mixer="mamba1", conv_kernel=cfg.mamba_d_conv, conv_channels=inner, num_state_heads=inner,
                        state_rows=cfg.mamba_d_state, state_cols=1)
 
@@ -118,7 +123,7 @@ def linear_state(cfg: HFConfig, fields: dict[str, Any], head_dim: int, source: s
     elif cfg.model_type in MAMBA2_TYPES or cfg.mamba_num_heads:
         state = _mamba2(cfg)
     else:
-        state = _gdn(cfg, str(cfg.model_type)) or _short_conv(cfg) or _mamba1(cfg)
+        state = _gdn(cfg, str(cfg.model_type)) or _short_conv(cfg) or _mamba1(cfg, fields)
     if state is None:
         raise ConfigError(f"{source}: linear/Mamba layers but no state dimensions (linear_*, mamba_* or conv_* fields)")
     hook = ssm_dtype_hook(fields, source)

@@ -111,7 +111,7 @@ def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: i
     for name, value in (("tp", tp), ("pp", pp), ("dcp", dcp)):
         if value < 1:
             raise ShardingError(f"{name} must be at least 1, got {value}", arg=name)
-    if num_attention_heads % tp:
+    if num_attention_heads % tp and any(isinstance(p, (AttnSpec, MLAAttn)) for s in specs for p in parts(s)):
         divisors = [d for d in range(1, num_attention_heads + 1) if num_attention_heads % d == 0 and d <= 64]
         raise ShardingError(f"tp {tp} does not divide the {num_attention_heads} attention heads; "
                             f"try tp in {divisors}")
