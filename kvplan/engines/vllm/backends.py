@@ -9,7 +9,10 @@ only by the sparse backends, all multiples of 64 (64 when none is given): FLASH_
 auto/bf16, FLASHMLA_SPARSE for fp8 (stored as fp8_ds_mla) and fp8_ds_mla, FLASHINFER_MLA_SPARSE_SM90
 for fp8_e4m3 (``vllm/v1/attention/backends/mla/flashattn_mla_sparse.py:41-51``,
 ``flashmla_sparse.py:147-165``, ``flashinfer_mla_sparse_sm90.py:146-157``). Other attention uses
-FLASH_ATTN with the default block of 16.
+FLASH_ATTN with the default block of 16, except on Hopper with an fp8 cache and 512-wide heads
+(Gemma-4's global layers): FlashAttention 4's fp8 kernel reads 64-token pages, so the block is 64,
+and a block size that is not a multiple of 64 falls to TRITON_ATTN
+(``vllm/v1/attention/backends/flash_attn.py:299-380``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from kvplan.errors import InputError
 
 DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 FLASH_ATTN_KERNEL_BLOCK = 16  # FlashAttentionBackend: MultipleOf(16)
+FA4_FP8_HEAD_SIZE, FA4_FP8_BLOCK = 512, 64  # _get_sm90_fa4_fp8_kv_block_size
 HOPPER = ("H100", "H200", "H800", "H20", "GH200")  # compute capability 9.0
 BLACKWELL = ("B100", "B200", "B300", "GB200", "GB300", "RTX 50", "RTX PRO 6000")  # 10.x / 12.x
 
@@ -77,8 +81,13 @@ def mla_backend(dtype: KvDtype, block_size: int | None, gpu_name: str | None,
 
 
 def attention_backend(has_mla: bool, dtype: KvDtype, block_size: int | None, gpu_name: str | None,
-                      sparse: bool = False) -> tuple[str, int, int]:
-    """(backend, block size, kernel block multiple) for the model's attention layers."""
+                      sparse: bool = False, head_size: int = 0) -> tuple[str, int, int]:
+    """(backend, block size, kernel block multiple) for the model's attention layers; `head_size`
+    is the model's (the widest layer's, as vLLM's ModelArchitectureConfig takes the max)."""
     if has_mla:
         return mla_backend(dtype, block_size, gpu_name, sparse)
+    if is_hopper(gpu_name) and dtype.name in ("fp8", "fp8_e4m3") and head_size == FA4_FP8_HEAD_SIZE:
+        if block_size is not None and block_size % FA4_FP8_BLOCK:
+            return "TRITON_ATTN", block_size, FLASH_ATTN_KERNEL_BLOCK
+        return "FLASH_ATTN", block_size or FA4_FP8_BLOCK, FA4_FP8_BLOCK
     return "FLASH_ATTN", block_size or DEFAULT_BLOCK_SIZE, FLASH_ATTN_KERNEL_BLOCK

@@ -23,7 +23,7 @@ from kvplan.engines.vllm.mamba import (
 )
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
-from kvplan.specs import CrossAttn, IndexerCache, LinearState, MLAAttn, parts
+from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, parts
 
 MAX_NUM_BATCHED_TOKENS = 8192  # vLLM 0.33 `vllm serve` default on an H100
 MAMBA_ALIGN_BLOCK = 16  # attention-free models in align mode: mamba_block_size = cache_config.block_size
@@ -61,8 +61,9 @@ def paging(req: Request, layout: Layout) -> Paging:
     """Backend and block size, then every module's paged spec (Mamba hybrids raise the block size)."""
     mods = modules(layout.specs_per_gpu, layout.stage_ranges)
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
+    head_size = max((p.head_dim for p in mods.parts if isinstance(p, AttnSpec)), default=0)
     backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, req.settings.block_size, req.gpu_name,
-                                            sparse=any(p.sparse for p in mla))
+                                            sparse=any(p.sparse for p in mla), head_size=head_size)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
     specs = tuple(paged_spec(p, layout.kv_dtype, dtypes, bs) for p in mods.parts)
     specs = _with_cross_blocks(specs, max_num_batched_tokens(req))

@@ -23,6 +23,18 @@ from kvplan.units import cdiv, format_gib
 VERSION = "vLLM 0.33"
 # vLLM model files that split KV heads by tp without replicating them (tp > KV heads -> 0 heads).
 KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
+# Architectures vLLM 0.33 no longer builds, with the last release that did
+# (_PREVIOUSLY_SUPPORTED_MODELS, vllm/model_executor/models/registry.py:841-895; the ones a bundled or
+# common config declares).
+REMOVED_ARCHITECTURES = {
+    "RWForCausalLM": "0.28.0", "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0",
+    "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "MiniMaxM1ForCausalLM": "0.23.0",
+    "BambaForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0", "MllamaForConditionalGeneration": "0.10.2",
+    "Phi4FlashForCausalLM": "0.10.2", "QWenLMHeadModel": "0.23.0", "BaichuanForCausalLM": "0.23.0",
+}
+# Model classes without SupportsPP: vLLM refuses pp > 1 ("Pipeline parallelism is not supported for this
+# model", vllm/config/model.py:1573): whisper.py, gemma3n_mm.py.
+NO_PP_ARCHITECTURES = ("WhisperForConditionalGeneration", "Gemma3nForConditionalGeneration", "Gemma3nForCausalLM")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +52,16 @@ def check_request(req: Request, layout: Layout) -> None:
     if m.max_model_len and req.max_model_len > m.max_model_len:
         raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
                          f"{m.max_model_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)", arg="max_model_len")
+    archs = m.raw.get("architectures")
+    archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    removed = [a for a in archs if a in REMOVED_ARCHITECTURES]
+    if removed:
+        raise InputError(f"vLLM 0.33 refuses architecture {removed[0]}: supported until "
+                         f"v{REMOVED_ARCHITECTURES[removed[0]]} (vllm/model_executor/models/registry.py)",
+                         arg="engine")
+    if req.pp > 1 and any(a in NO_PP_ARCHITECTURES for a in archs):
+        raise ShardingError(f"vLLM 0.33 refuses pp {req.pp} for {archs[0]}: the model does not support pipeline "
+                            "parallelism", arg="pp")
     source = KV_HEADS_NOT_REPLICATED.get(m.model_type or "")
     heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0)
     if source and heads and req.tp > heads:
