@@ -20,9 +20,11 @@ STATE_KINDS = ("linear", "parallel", "hybrid")  # kinds whose layers keep a line
 COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full"}  # ModelConfig.layer_kinds
 
 
-def implied_values(values: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+def implied_values(values: dict[str, Any], origin: dict[str, str], fields: dict[str, Any]) -> dict[str, Any]:
     """Fields a config implies without naming them.
 
+    - Command-R / Cohere: a truthy `model_max_length` is the max length, even above the smallest
+      length field (vLLM derive_max_model_len_and_key, model_arch_config_convertor.py:374-406).
     - Encoder-decoder (Whisper): the decoder holds the cache: its layers, heads and width.
     - Nemotron-H's newer form names no num_hidden_layers: one layers_block_type entry per layer.
     - Granite-4 / Falcon-H1 `mamba_d_head: "auto"`: I / heads (left to the state rule).
@@ -30,6 +32,9 @@ def implied_values(values: dict[str, Any], origin: dict[str, str]) -> dict[str, 
       model-level attention fields, which no layer uses.
     """
     out = dict(values)
+    limit = fields.get("model_max_length")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        out["max_model_len"], origin["max_model_len"] = limit, "model_max_length"
     if out.get("model_type") in ATTENTION_FREE_TYPES and out.get("num_attention_heads") is None:
         out["num_attention_heads"], origin["num_attention_heads"] = 1, "num_attention_heads (attention-free model)"
     if out.get("is_encoder_decoder") and out.get("decoder_layers"):
@@ -69,6 +74,27 @@ def layer_specs_of(cfg: HFConfig, fields: dict[str, Any], kinds: tuple[str, ...]
     geo = Geometry(num_attention_heads=geo.num_attention_heads, num_kv_heads=geo.num_kv_heads,
                    head_dim=geo.head_dim, v_head_dim=geo.v_head_dim, mla=geo.mla, state=state)
     return build_layer_specs(cfg, kinds, geo, source), state
+
+
+def checkpoint_kv_dtype(fields: dict[str, Any], is_mla: bool) -> str | None:
+    """The KV-cache dtype a checkpoint declares, which vLLM's kv_cache_dtype=auto takes: a modelopt
+    `kv_cache_scheme` / `kv_cache_quant_algo` (fp8 -> fp8_e4m3, nvfp4; a dict of 8-bit floats is fp8,
+    of 4-bit floats nvfp4; vllm/utils/torch_utils.py:443-516), or an llm-compressor `kv_cache_scheme`
+    on a non-MLA attention layer (fp8; vllm/model_executor/layers/attention/attention.py:281-291)."""
+    quant = fields.get("quantization_config")
+    if not isinstance(quant, dict):
+        return None
+    method = quant.get("quant_method")
+    if not (isinstance(method, str) and method.startswith("modelopt")):
+        return "fp8" if quant.get("kv_cache_scheme") is not None and not is_mla else None
+    nested = quant.get("quantization")
+    inner: dict[str, Any] = nested if isinstance(nested, dict) else quant
+    algo = (inner.get("kv_cache_scheme") or quant.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
+            or quant.get("kv_cache_quant_algo"))
+    if isinstance(algo, dict):
+        bits = algo.get("num_bits")
+        algo = {8: "fp8", 4: "nvfp4"}.get(bits) if isinstance(bits, int) and algo.get("type") == "float" else None
+    return {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}.get(str(algo).lower()) if algo else None
 
 
 def mla_spec(cfg: HFConfig) -> MLAAttn | None:

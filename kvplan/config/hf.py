@@ -16,7 +16,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from kvplan.config.aliases import FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
-from kvplan.config.build import coarse_kinds, implied_values, layer_specs_of, mla_spec, nas_kv_heads, refuse_unmodelled
+from kvplan.config.build import (
+    checkpoint_kv_dtype,
+    coarse_kinds,
+    implied_values,
+    layer_specs_of,
+    mla_spec,
+    nas_kv_heads,
+    refuse_unmodelled,
+)
 from kvplan.config.geometry import Geometry, sliding_window
 from kvplan.config.layers import derive_layer_kinds
 from kvplan.config.model import ModelConfig
@@ -148,7 +156,7 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
     """A config document -> the normalized, validated ModelConfig."""
     fields = language_model_fields(raw)
     values, origin = canonical_fields(fields)
-    values = implied_values(values, origin)
+    values = implied_values(values, origin, fields)
     refuse_unmodelled(values, origin, source)
     cfg = validate(values, origin, source)
     head_dim = _head_dim(cfg, source)
@@ -170,7 +178,7 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
         qk_rope_head_dim=cfg.qk_rope_head_dim if is_mla else None,
         qk_nope_head_dim=cfg.qk_nope_head_dim if is_mla else None,
         mla_v_head_dim=cfg.v_head_dim if is_mla else None, linear=state,
-        dtype=dtype, max_model_len=cfg.max_model_len or None,
+        dtype=dtype, kv_cache_dtype=checkpoint_kv_dtype(fields, is_mla), max_model_len=cfg.max_model_len or None,
         num_nextn_predict_layers=cfg.num_nextn_predict_layers or 0, notes=notes, raw=fields,
     )
 

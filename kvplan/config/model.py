@@ -34,6 +34,7 @@ class ModelConfig:
     mla_v_head_dim: int | None = None  # V width of the decompressed (HF) view of MLA
     linear: LinearState | None = None  # the state of the linear-attention / Mamba layers, unsharded
     dtype: str = "bf16"  # resolved like vLLM's dtype=auto: fp32 checkpoints run in bf16
+    kv_cache_dtype: str | None = None  # the checkpoint's KV-cache quantization, what KV dtype "auto" takes
     max_model_len: int | None = None
     num_nextn_predict_layers: int = 0
     notes: tuple[str, ...] = ()

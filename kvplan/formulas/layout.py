@@ -207,6 +207,8 @@ def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, 
         raise InputError(f"block_size must be 0 (no paging) or positive, got {block_size}", arg="block_size")
     specs = _engine_specs(model, overrides, policy)
     check_parallel(specs, model.num_attention_heads, tp, pp, dcp)
+    if kv_dtype.strip().lower() == "auto" and model.kv_cache_dtype:  # the checkpoint's own KV quantization
+        kv_dtype = model.kv_cache_dtype
     dtype = resolve_kv_dtype(kv_dtype, model.dtype, quant_group)
     state = resolve_kv_dtype(state_dtype, model.dtype)
     ssm = None if ssm_state_dtype.strip().lower() == "auto" else resolve_kv_dtype(ssm_state_dtype, state.name)

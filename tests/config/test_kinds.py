@@ -177,7 +177,16 @@ def test_gemma4_global_layers(model, model_id: str, sliding: tuple[int, int, int
     f = FullAttn(num_kv_heads=full[1], head_dim=full[2], v_head_dim=full[2])
     assert (m.layer_specs.count(s), m.layer_specs.count(f)) == (sliding[0], full[0])
     assert m.layer_specs[-1] == f  # the last layer is always full
-    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == per_token
+    assert kvplan.kv_cache(m, seq_len=1, kv_dtype="bf16").bytes_per_token == per_token
+
+
+def test_checkpoint_kv_cache_scheme_is_auto(model) -> None:
+    # NVIDIA's NVFP4 Gemma-4 declares a modelopt kv_cache_scheme of 8-bit floats: vLLM's kv_cache_dtype auto
+    # becomes fp8_e4m3 (vllm/utils/torch_utils.py:443-516), half the bf16 bytes: 901,120 / 2
+    m = model("nvidia/Gemma-4-31B-IT-NVFP4")
+    r = kvplan.kv_cache(m, seq_len=1)
+    assert (m.kv_cache_dtype, r.layout.kv_dtype.name, r.bytes_per_token) == ("fp8_e4m3", "fp8_e4m3", 450_560)
+    assert model("deepseek-ai/DeepSeek-V3").kv_cache_dtype is None  # block-fp8 weights, no KV scheme: auto
 
 
 def test_kv_shared_layers_hold_nothing() -> None:

@@ -74,7 +74,7 @@ def paging(req: Request, layout: Layout) -> Paging:
     attention = [s for s in specs if s and not isinstance(s.spec, (LinearState, CrossAttn, IndexerCache))]
     if not attention:  # attention-free: unpadded states, block = 16 (align) or max_model_len
         block = MAMBA_ALIGN_BLOCK if rules.align else req.max_model_len
-        return Paging(_states(specs, rules, block, None), mods.stages, backend, bs, None, rules.align)
+        return Paging(_states(specs, rules, block, None), mods.stages, backend, block, None, rules.align)
     per_token = attention[0].page_bytes // attention[0].block_size
     state_page = max(s.page_bytes for s in specs if s and isinstance(s.spec, LinearState))
     alignment = checkpoint_alignment(states, rules)
