@@ -72,6 +72,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "index_topk_pattern": ("index_topk_pattern",),
     "index_skip_topk_offset": ("index_skip_topk_offset",),
     "compress_ratios": ("compress_ratios",),  # DeepSeek-V4 compressed attention (not modelled)
+    "hybrid_layer_pattern": ("hybrid_layer_pattern",),  # MiMo-V2 per-type geometry (not modelled)
     "cross_attention_layers": ("cross_attention_layers",),  # mllama image cross-attention (not modelled)
     "conv_l_cache": ("conv_L_cache",),  # LFM2 short conv: kernel size (the state keeps L - 1 rows)
     "conv_dim": ("conv_dim",),
@@ -174,6 +175,8 @@ UNMODELLED_FIELDS: dict[str, str] = {
                        "ring buffers) is not modelled",
     "cross_attention_layers": "mllama's image cross-attention caches are not modelled (vLLM 0.33 removed mllama: "
                               "vllm/model_executor/models/registry.py:857)",
+    "hybrid_layer_pattern": "MiMo-V2's sliding layers have their own geometry (swa_num_key_value_heads, "
+                            "swa_head_dim, swa_v_head_dim), which is not modelled",
 }
 
 # Familiar names -> bundled ids, where the bundled config stands in for a sibling with the same

@@ -16,6 +16,7 @@ from kvplan.config.state import linear_state
 from kvplan.errors import ConfigError
 from kvplan.specs import LayerSpec, LinearState, MLAAttn
 
+MLA_AS_MHA_TYPES = ("minicpm3",)
 STATE_KINDS = ("linear", "parallel", "hybrid")  # kinds whose layers keep a linear/Mamba state
 COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full"}  # ModelConfig.layer_kinds
 
@@ -30,6 +31,11 @@ def implied_values(values: dict[str, Any], origin: dict[str, str], fields: dict[
     - Granite-4 / Falcon-H1 `mamba_d_head: "auto"`: I / heads (left to the state rule).
     - Attention-free models (Mamba, FalconMamba) name no attention heads: one stands in for the
       model-level attention fields, which no layer uses.
+    - MiniCPM3 has MLA weights but vLLM caches it as plain attention: every head keeps K and V of
+      qk_nope + qk_rope, V padded to that width (vllm/model_executor/models/minicpm3.py:72-176; vLLM's
+      MLA list, model_arch_config_convertor.py:294-342, does not name it).
+    - Zamba2's shared attention block is attention_head_dim wide (2 × hidden / heads), whatever
+      head_dim says (Zamba2ModelArchConfigConvertor, model_arch_config_convertor.py:502-504).
     """
     out = dict(values)
     limit = fields.get("model_max_length")
@@ -44,6 +50,11 @@ def implied_values(values: dict[str, Any], origin: dict[str, str], fields: dict[
             origin["num_attention_heads"] = "decoder_attention_heads"
     if out.get("num_layers") is None and isinstance(out.get("layers_block_type"), list):
         out["num_layers"], origin["num_layers"] = len(out["layers_block_type"]), "layers_block_type"
+    if out.get("model_type") in MLA_AS_MHA_TYPES and out.get("kv_lora_rank"):
+        k_dim = (out.get("qk_nope_head_dim") or 0) + (out.get("qk_rope_head_dim") or 0)
+        out.update(kv_lora_rank=None, head_dim=k_dim, v_head_dim=k_dim, num_kv_heads=out.get("num_attention_heads"))
+    if out.get("model_type") == "zamba2" and fields.get("attention_head_dim"):
+        out["head_dim"], origin["head_dim"] = fields["attention_head_dim"], "attention_head_dim"
     if out.get("mamba_head_dim") == "auto":
         out["mamba_head_dim"] = None
     return out

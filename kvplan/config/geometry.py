@@ -55,10 +55,17 @@ class Geometry:
     state: LinearState | None
 
 
+WINDOW_PLUS_ONE_TYPES = ("cohere2", "cohere2_moe")  # Cohere sliding layers see [pos - W, pos]: W + 1 tokens
+
+
 def sliding_window(cfg: HFConfig) -> int | None:
-    """The window of sliding layers; Gemma's bidirectional attention keeps sw // 2 + 1."""
+    """The window of sliding layers: Gemma's bidirectional attention keeps sw // 2 + 1
+    (configuration_gemma3/4.py); Cohere2 keeps sliding_window + 1 (vllm/model_executor/models/
+    commandr.py:234-244, cohere2_moe.py:250-256)."""
     if cfg.sliding_window and cfg.use_bidirectional_attention in (True, "all"):
         return cfg.sliding_window // 2 + 1
+    if cfg.sliding_window and cfg.model_type in WINDOW_PLUS_ONE_TYPES:
+        return cfg.sliding_window + 1
     return cfg.sliding_window
 
 

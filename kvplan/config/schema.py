@@ -66,6 +66,7 @@ class HFConfig(BaseModel):
     index_topk_pattern: str | None = None
     index_skip_topk_offset: OptDim = None
     compress_ratios: list[Any] | None = None
+    hybrid_layer_pattern: list[Any] | None = None
     cross_attention_layers: list[Any] | None = None
     conv_l_cache: OptDim = None
     conv_dim: OptDim = None

@@ -294,3 +294,73 @@ def test_unmodelled_architectures_refuse_in_one_line(model_id: str, field: str) 
     with pytest.raises(ConfigError, match=f"'{field}'") as info:
         kvplan.load_model(model_id)
     assert "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- families no bundled config has
+
+
+def _defaults(name: str) -> dict[str, Any]:
+    """A transformers config class's defaults (its reference model), as a config.json would hold them."""
+    transformers = pytest.importorskip("transformers")
+    data: dict[str, Any] = getattr(transformers, name)().to_dict()
+    return data
+
+
+def test_zamba2_mamba_everywhere_attention_in_hybrid_layers() -> None:
+    # Zamba2Config defaults: 54 layers, 9 "hybrid" (Mamba-2 + the shared attention block) and 45 Mamba-2; MHA
+    # 32 heads × attention_head_dim 160 (not kv_channels 80: vLLM's Zamba2 convertor); Mamba-2 I = 2 × 2,560,
+    # 1 group of d_state 64, 8 heads × 640: conv 3 × (5,120 + 128) × 2 B = 31,488 + ssm 8 × 640 × 64 × 2 B =
+    # 655,360 per layer (vllm/model_executor/models/zamba2.py:869-898, 642-648)
+    m = normalize(_defaults("Zamba2Config"), model_id="zamba2", source="Zamba2Config defaults")
+    r = kvplan.kv_cache(m, seq_len=4096)
+    assert r.bytes_per_token == 9 * 32 * 320 * 2
+    assert r.layout.whole.state_bytes == 54 * (31_488 + 655_360)
+
+
+def test_falcon_h1_attention_beside_mamba_in_every_layer() -> None:
+    # FalconH1Config defaults: 32 layers, each attention (8 KV heads × 128) and Mamba-2 (mamba_d_ssm 1,024,
+    # 128 heads × 8, 1 group of 256, conv 4): conv 3 × (1,024 + 512) × 2 B + ssm 128 × 8 × 256 × 2 B
+    m = normalize(_defaults("FalconH1Config"), model_id="falcon-h1", source="FalconH1Config defaults")
+    assert all(s.kind == "full+linear" for s in m.layer_specs)
+    layout = kvplan.build_layout(m)
+    assert (layout.whole.bytes_per_token(), layout.whole.state_bytes) == (32 * 8 * 256 * 2, 32 * (9_216 + 524_288))
+
+
+def test_jamba_attention_period() -> None:
+    # JambaConfig defaults: attention at i % 8 == 4 (4 of 32 layers), Mamba-1 elsewhere: I = 2 × 4,096,
+    # conv 3 × 8,192 + ssm 8,192 × 16 elements × 2 B = 311,296 B per layer
+    m = normalize(_defaults("JambaConfig"), model_id="jamba", source="JambaConfig defaults")
+    assert "".join("G" if s.kind == "full" else "S" for s in m.layer_specs) == "SSSSGSSS" * 4
+    assert kvplan.build_layout(m).whole.state_bytes == 28 * 311_296
+
+
+def test_gemma3n_kv_shared_layers_by_default() -> None:
+    # Gemma3nTextConfig: 35 layers, the last num_kv_shared_layers = 15 reuse earlier caches; of the 20 that
+    # keep one, layer_types full every 5th: 16 sliding (512) + 4 full, 2 KV heads × 256
+    m = normalize(_defaults("Gemma3nTextConfig"), model_id="gemma3n", source="Gemma3nTextConfig defaults")
+    assert m.layer_specs[20:] == (NoKV(),) * 15
+    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == 20 * 2 * 512 * 2
+
+
+def test_cohere2_sliding_layers_keep_one_more_token() -> None:
+    # Cohere2Config defaults: sliding_window 4,096 on 30 of 40 layers; a Cohere sliding layer sees
+    # [pos - W, pos], so vLLM passes W + 1 (vllm/model_executor/models/commandr.py:234-244)
+    m = normalize(_defaults("Cohere2Config"), model_id="cohere2", source="Cohere2Config defaults")
+    assert {s.window for s in m.layer_specs if isinstance(s, SlidingAttn)} == {4_097}
+
+
+def test_minicpm3_caches_decompressed_heads() -> None:
+    # MiniCPM3 has MLA weights but vLLM caches plain K/V per head of qk_nope + qk_rope, V padded to it
+    # (vllm/model_executor/models/minicpm3.py:126-176): 40 heads × 2 × (64 + 32) × 2 B per layer
+    doc = {"model_type": "minicpm3", "num_hidden_layers": 62, "num_attention_heads": 40, "hidden_size": 2560,
+           "num_key_value_heads": 40, "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+           "v_head_dim": 64}
+    m = normalize(doc, model_id="minicpm3", source="minicpm3 fields")
+    assert not m.is_mla and kvplan.kv_cache(m, seq_len=1).bytes_per_token == 62 * 40 * 192 * 2
+
+
+def test_mimo_v2_per_type_geometry_is_refused() -> None:
+    doc = {"model_type": "mimo_v2", "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512,
+           "hybrid_layer_pattern": [0, 1, 1, 0], "swa_head_dim": 192}
+    with pytest.raises(ConfigError, match="'hybrid_layer_pattern': MiMo-V2"):
+        normalize(doc, model_id="mimo", source="mimo-v2 fields")

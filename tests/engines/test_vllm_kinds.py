@@ -8,11 +8,13 @@ records vLLM's own code wrote.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from plan_helpers import GIB, plan
 
+from kvplan.config import bundled_index, normalize
 from kvplan.engines import Settings
 from kvplan.errors import InputError, ShardingError
 
@@ -122,3 +124,12 @@ def test_whisper_cross_attention_reserves_the_encoder_budget(model: Any) -> None
 def test_vllm_refusals(model: Any, model_id: str, kw: dict[str, Any], error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         plan(model, model_id, "vllm", 40 * GIB, **kw)
+
+
+def test_falcon_ignores_the_kv_dtype(model: Any) -> None:
+    # vLLM's Falcon builds its rotary Attention without the cache config (falcon.py:173-180): --kv-cache-dtype
+    # fp8 leaves a bf16 cache, which kvplan says in one line instead of sizing fp8.
+    raw = {**json.loads(bundled_index()["tiiuae/falcon-40b"].read_text()), "architectures": ["FalconForCausalLM"]}
+    falcon = normalize(raw, model_id="tiiuae/falcon-40b", source="falcon-40b, FalconForCausalLM")
+    with pytest.raises(InputError, match="ignores the KV dtype"):
+        plan(lambda _: falcon, "tiiuae/falcon-40b", "vllm", 40 * GIB, kv_dtype="fp8")

@@ -2,7 +2,9 @@
 
     python -m vllm_oracle.fixtures RECORDS_DIR... --out tests/data/vllm-oracle [--per-model 24]
 
-One file per model, ``<org>__<name>.json``: {"model", "config", "layers", "records"}.
+One file per model, ``<org>__<name>.json``: {"model", "config", "layers", "records"}. ``config`` is
+the bundled config's path, or, with ``--embed-configs`` (configs that are not bundled, e.g. those
+make_transformers_configs.py writes from transformers' defaults), the config itself.
 
 - ``layers``: the per-layer specs of the ``.layers.json`` file (tp 1, KV dtype auto, default block),
   consecutive equal layers run-length encoded (``count``), with the fields kvplan compares: KV heads,
@@ -64,14 +66,17 @@ def compact_record(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def model_fixture(records_file: Path, per_model: int) -> dict[str, Any]:
+def model_fixture(records_file: Path, per_model: int, embed_config: bool = False) -> dict[str, Any]:
     records = json.loads(records_file.read_text())
     layers_file = records_file.with_suffix(".layers.json")
     layers = json.loads(layers_file.read_text()) if layers_file.is_file() else {}
     model = records[0]["model"]
+    config: Any = f"configs/{model}/config.json"
+    if embed_config:
+        config = json.loads((Path(records[0]["serve_args"][0]) / "config.json").read_text())
     return {
         "model": model,
-        "config": f"configs/{model}/config.json",
+        "config": config,
         "layers": compact_layers(layers.get("layers") or []),
         "layers_error": (layers.get("error") or "").splitlines()[0][:MAX_ERROR_CHARS] if layers.get("error") else None,
         "records": [compact_record(r) for r in records[:per_model]],
@@ -83,13 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("records", nargs="+", type=Path, help="record folders written by python -m vllm_oracle")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--per-model", type=int, default=24, help="records kept per model, in grid order")
+    parser.add_argument("--embed-configs", action="store_true", help="put each config into its fixture")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for folder in args.records:
         for path in sorted(folder.glob("*.json")):
             if path.name.endswith(".layers.json") or path.name.startswith("_"):
                 continue
-            fixture = model_fixture(path, args.per_model)
+            fixture = model_fixture(path, args.per_model, args.embed_configs)
             (args.out / path.name).write_text(json.dumps(fixture, indent=None, separators=(",", ":")) + "\n")
     return 0
 

@@ -59,6 +59,10 @@ def check_request(req: Request, layout: Layout) -> None:
         raise InputError(f"vLLM 0.33 refuses architecture {removed[0]}: supported until "
                          f"v{REMOVED_ARCHITECTURES[removed[0]]} (vllm/model_executor/models/registry.py)",
                          arg="engine")
+    if "FalconForCausalLM" in archs and not m.raw.get("alibi") and layout.kv_dtype.name != m.dtype:
+        raise InputError(f"vLLM 0.33's Falcon attention ignores the KV dtype ({layout.kv_dtype.name}): it builds its "
+                         "rotary Attention without the cache config (vllm/model_executor/models/falcon.py:173-180), "
+                         f"so the cache stays {m.dtype}; use kv_dtype auto", arg="kv_dtype")
     if req.pp > 1 and any(a in NO_PP_ARCHITECTURES for a in archs):
         raise ShardingError(f"vLLM 0.33 refuses pp {req.pp} for {archs[0]}: the model does not support pipeline "
                             "parallelism", arg="pp")
