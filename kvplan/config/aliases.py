@@ -169,6 +169,19 @@ SSM_DTYPE_HOOKS: dict[str, tuple[str, str | None]] = {
     "Qwen3_5MoeForConditionalGeneration": ("mamba_ssm_dtype", None),
 }
 
+# Architectures vLLM 0.33 serves whose caches kvplan does not model (survey: vLLM 0.33's registry):
+# refused in one line naming the config's `architectures`, never sized with the generic rules.
+UNMODELLED_ARCHITECTURES: dict[str, str] = {
+    "BailingMoeV2_5ForCausalLM": "Bailing V2.5 lightning attention (layer_group_size)",
+    "BailingMoeV3ForCausalLM": "Bailing V3 KDA layers",
+    "Qwen4ExpForCausalLM": "Qwen4-exp's PLE short-conv states",
+    "InklingForCausalLM": "Inkling's short-conv sliding spec",
+    "Glm5NextForCausalLM": "GLM-5-Next KDA layers and indexer",
+    "AliceAIForCausalLM": "AliceAI KDA layers",
+    "MiniMaxM3SparseForConditionalGeneration": "MiniMax-M3's indexer beside GQA",
+    "DeepseekV4ForCausalLM": "DeepSeek-V4 compressed attention",
+}
+
 # Config fields whose architecture kvplan does not model: a one-line refusal names the field.
 UNMODELLED_FIELDS: dict[str, str] = {
     "compress_ratios": "DeepSeek-V4 compressed attention (compressed MLA states, sliding MLA, compressor "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.config.aliases import UNMODELLED_FIELDS
+from kvplan.config.aliases import UNMODELLED_ARCHITECTURES, UNMODELLED_FIELDS
 from kvplan.config.geometry import Geometry, build_layer_specs
 from kvplan.config.layers import ATTENTION_FREE_TYPES
 from kvplan.config.schema import HFConfig
@@ -60,11 +60,16 @@ def implied_values(values: dict[str, Any], origin: dict[str, str], fields: dict[
     return out
 
 
-def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: str) -> None:
+def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: str,
+                      architectures: Any = None) -> None:
     """One line naming the field, never a wrong number, for architectures kvplan does not model."""
     for name, why in UNMODELLED_FIELDS.items():
         if values.get(name) is not None:
             raise ConfigError(f"{source}: config field '{origin.get(name, name)}': {why}")
+    for arch in architectures if isinstance(architectures, list) else ():
+        if isinstance(arch, str) and arch in UNMODELLED_ARCHITECTURES:
+            raise ConfigError(f"{source}: config field 'architectures': {arch} ({UNMODELLED_ARCHITECTURES[arch]}) "
+                              "is not modelled")
 
 
 def nas_kv_heads(cfg: HFConfig) -> int | None:

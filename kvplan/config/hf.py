@@ -157,7 +157,7 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
     fields = language_model_fields(raw)
     values, origin = canonical_fields(fields)
     values = implied_values(values, origin, fields)
-    refuse_unmodelled(values, origin, source)
+    refuse_unmodelled(values, origin, source, fields.get("architectures"))
     cfg = validate(values, origin, source)
     head_dim = _head_dim(cfg, source)
     is_mla = cfg.kv_lora_rank is not None and cfg.kv_lora_rank > 0

@@ -364,3 +364,10 @@ def test_mimo_v2_per_type_geometry_is_refused() -> None:
            "hybrid_layer_pattern": [0, 1, 1, 0], "swa_head_dim": 192}
     with pytest.raises(ConfigError, match="'hybrid_layer_pattern': MiMo-V2"):
         normalize(doc, model_id="mimo", source="mimo-v2 fields")
+
+
+def test_unmodelled_architecture_is_refused() -> None:
+    doc = {"architectures": ["BailingMoeV2_5ForCausalLM"], "num_hidden_layers": 4, "num_attention_heads": 8,
+           "hidden_size": 512, "layer_group_size": 4}
+    with pytest.raises(ConfigError, match="'architectures': BailingMoeV2_5ForCausalLM"):
+        normalize(doc, model_id="bailing", source="bailing fields")
