@@ -101,11 +101,11 @@ def _has_indexer(cfg: HFConfig, index: int) -> bool:
     return max(index - offset + 1, 0) % freq == 0
 
 
-def _mla(cfg: HFConfig, mla: MLAAttn, index: int) -> LayerSpec:
+def _mla(cfg: HFConfig, mla: MLAAttn, index: int, source: str) -> LayerSpec:
     if cfg.index_topk is None:
         return mla
     if not cfg.index_head_dim:
-        raise ConfigError("index_topk is set (DeepSeek sparse attention) but index_head_dim is missing")
+        raise ConfigError(f"{source}: index_topk is set (DeepSeek sparse attention) but index_head_dim is missing")
     sparse = replace(mla, sparse=True)
     if not _has_indexer(cfg, index):
         return sparse
@@ -129,7 +129,7 @@ def _layer(cfg: HFConfig, geo: Geometry, kind: str, index: int, source: str) -> 
     if geo.mla is not None:
         if kind not in ("full", "mla"):
             raise ConfigError(f"{source}: {kind} layers with MLA are not supported by the engines kvplan models")
-        return _mla(cfg, geo.mla, index)
+        return _mla(cfg, geo.mla, index, source)
     attn = _attention(cfg, geo, kind, index, source)
     return attn if kind == "full" else _two_caches(cfg, geo, kind, attn) or _windowed(cfg, kind, attn)
 

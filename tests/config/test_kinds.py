@@ -371,3 +371,31 @@ def test_unmodelled_architecture_is_refused() -> None:
            "hidden_size": 512, "layer_group_size": 4}
     with pytest.raises(ConfigError, match="'architectures': BailingMoeV2_5ForCausalLM"):
         normalize(doc, model_id="bailing", source="bailing fields")
+
+
+LLAMA_4 = {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512}
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    pytest.param({"block_configs": [{"attention": {"no_op": True}}]}, "block_configs has 1 entries", id="nas-short"),
+    pytest.param({"block_configs": [{"attention": {"n_heads_in_group": "8"}}] * 4}, "n_heads_in_group must divide",
+                 id="nas-group-str"),
+    pytest.param({"layers_block_type": ["x"] * 4}, "unknown layer type", id="block-type-unknown"),
+    pytest.param({"linear_attn_config": {"kda_layers": [0, 9], "num_heads": 2, "head_dim": 8}},
+                 "kda_layers must list distinct layer numbers", id="kda-out-of-range"),
+    pytest.param({"linear_attn_config": {"kda_layers": [1]}}, "'linear_attn_config.num_heads'", id="kda-no-heads"),
+    pytest.param({"sliding_window": 16, "sliding_window_pattern": ""}, "letters L", id="pattern-empty"),
+    pytest.param({"attn_type_list": [0, 2, 1, 1]}, "'attn_type_list'", id="attn-type-2"),
+    pytest.param({"full_attn_idxs": [7], "conv_L_cache": 3}, "full_attn_idxs must list", id="lfm2-idx"),
+    pytest.param({"kv_lora_rank": 512, "qk_rope_head_dim": 64, "index_topk": 8}, "index_head_dim is missing",
+                 id="indexer-no-dim"),
+    pytest.param({"num_kv_shared_layers": 4}, "leaves no layer", id="all-shared"),
+    pytest.param({"architectures": ["Qwen3_5ForCausalLM"], "mamba_ssm_dtype": "floaty",
+                  "layer_types": ["linear_attention"] * 4, "linear_num_key_heads": 2, "linear_num_value_heads": 2,
+                  "linear_key_head_dim": 8, "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4},
+                 "'mamba_ssm_dtype': expected a dtype name", id="ssm-dtype"),
+])
+def test_malformed_kind_fields_fail_in_one_line(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        normalize({**LLAMA_4, **fields}, model_id="bad", source="bad.json")
+    assert str(info.value).startswith("bad.json: ") and "\n" not in str(info.value)
