@@ -203,14 +203,24 @@ def _ratios(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+ORDER = [(32, 8192), (1, 32768), (8, 8192), (128, 2048), (8, 32768), (32, 32768), (128, 8192), (1, 8192),
+         (8, 2048), (32, 2048), (1, 2048), (128, 32768)]  # the targets' combos first: a cut-short run keeps them
+
+
 def cases(quick: bool) -> list[Case]:
-    batches, contexts = ((1, 32), (8192, 32768)) if quick else ((1, 8, 32, 128), (2048, 8192, 32768))
-    return [Case(s, b, c, d) for s in SHAPES for d in DTYPES for b in batches for c in contexts]
+    combos = [(b, c) for b, c in ORDER if not quick or (b in (1, 32) and c in (8192, 32768))]
+    return [Case(s, b, c, d) for b, c in combos for s in SHAPES for d in DTYPES]
 
 
-def sweep_cases() -> list[Case]:
-    """Tile/split variants on the shapes that decide the plan: GQA groups of 4 and 71, MLA at 16 and 128 heads."""
+def sweep_cases(which: str = "all") -> list[Case]:
+    """Tile/split variants on the shapes that decide the plan: GQA groups of 4 and 71, MLA at 16 and 128
+    heads ("all"), or the fp8 tiles only ("fp8")."""
     llama, falcon, mla16, mla128 = SHAPES[0], SHAPES[2], SHAPES[5], SHAPES[6]
+    if which == "fp8":
+        return [*(Case(llama, 32, 8192, "fp8", Tile(16, t, w, st)) for t, w, st in
+                  ((128, 4, 3), (64, 4, 3), (32, 4, 4), (128, 8, 3), (64, 8, 4))),
+                *(Case(mla16, 32, 8192, "fp8", Tile(16, t, 8, 2)) for t in (32, 64)),
+                *(Case(mla128, 32, 8192, "fp8", Tile(r, 32, 8, 2)) for r in (64, 32))]
     out = []
     for batch, ctx in ((32, 8192), (1, 32768)):
         for tokens, warps, stages in ((64, 4, 3), (128, 4, 2), (128, 8, 3), (32, 4, 4)):
@@ -241,13 +251,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file for every row")
     parser.add_argument("--quick", action="store_true", help="batch 1 and 32, contexts 8k and 32k only")
-    parser.add_argument("--sweep", action="store_true", help="tile/split variants on key shapes (decode only)")
+    parser.add_argument("--sweep", choices=("all", "fp8"), help="tile/split variants on key shapes (decode only)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_decode needs a CUDA device")
     torch.manual_seed(0)
     rows: list[dict[str, Any]] = []
-    todo = sweep_cases() if args.sweep else cases(args.quick)
+    todo = sweep_cases(args.sweep) if args.sweep else cases(args.quick)
     for i, case in enumerate(todo):
         rows.append(run_case(case, baselines=not args.sweep))
         print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
@@ -255,7 +265,8 @@ def main() -> None:
             with open(args.out, "w") as fh:
                 json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, fh,
                           indent=1)
-    print(table(rows))
+    order = {s.name: i for i, s in enumerate(SHAPES)}
+    print(table(sorted(rows, key=lambda r: (order.get(r["shape"], 0), r["dtype"], r["batch"], r["context"]))))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def dequantize(data: torch.Tensor, scales: torch.Tensor | None, quant: str, quan
         return _fp8(data).float() * scales.float()
     if quant == "nvfp4":
         codes = _nibbles(data)
-        values = torch.tensor(E2M1)[codes & 7] * (1 - 2 * (codes >> 3)).float()
+        values = torch.tensor(E2M1, device=data.device)[codes & 7] * (1 - 2 * (codes >> 3)).float()
         return values * scales.view(torch.float8_e4m3fn).float().repeat_interleave(16, dim=-1)
     values = data.float() if data.dtype == torch.int8 else (_nibbles(data) ^ 8).float() - 8  # signed int4
     return values * scales.float().repeat_interleave(quant_group, dim=-1)

@@ -15,7 +15,7 @@ import torch
 import triton  # type: ignore[import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-untyped, unused-ignore]
 
-from kvplan.probe.kernels import plan
+from kvplan.probe.kernels import formats, plan
 from kvplan.probe.kernels.combine import combine, launch_first_fitting
 from kvplan.probe.kernels.formats import Paged
 from kvplan.probe.kernels.tiles import (
@@ -56,8 +56,8 @@ def _gqa_kernel(q_ptr, k_ptr, ks_ptr, v_ptr, vs_ptr, table_ptr, lens_ptr, out_pt
                 q_seq, q_head, k_blk, k_off, k_head, ks_blk, ks_off, ks_head,
                 v_blk, v_off, v_head, vs_blk, vs_off, vs_head, t_seq, o_seq, o_head, o_split, l_seq, l_head,
                 BS: tl.constexpr, ROWS: tl.constexpr, TOKENS: tl.constexpr, BLOCK_DK: tl.constexpr,
-                BLOCK_DV: tl.constexpr, FMT: tl.constexpr, SPLIT: tl.constexpr, PREC: tl.constexpr,
-                COMPILED: tl.constexpr):
+                BLOCK_DV: tl.constexpr, FMT: tl.constexpr, F16: tl.constexpr, SPLIT: tl.constexpr,
+                PREC: tl.constexpr, COMPILED: tl.constexpr):
     seq, kvh, split = tl.program_id(0), tl.program_id(1) // g_tiles, tl.program_id(2)
     g = (tl.program_id(1) % g_tiles) * ROWS + tl.arange(0, ROWS)
     rows_ok, head = g < group, kvh * group + g
@@ -66,6 +66,7 @@ def _gqa_kernel(q_ptr, k_ptr, ks_ptr, v_ptr, vs_ptr, table_ptr, lens_ptr, out_pt
     end = tl.minimum(tl.load(lens_ptr + seq), start + split_tokens)
     q = tl.load(q_ptr + seq * q_seq + head[:, None] * q_head + dk_idx[None, :],
                 mask=rows_ok[:, None] & (dk_idx[None, :] < dk), other=0.0)
+    q = q.to(tl.float16) if F16 else q
     m_i, l_i = tl.full([ROWS], float("-inf"), tl.float32), tl.zeros([ROWS], tl.float32)
     acc = tl.zeros([ROWS, BLOCK_DV], tl.float32)
     if COMPILED:  # compiled: a for loop, which triton software-pipelines
@@ -96,12 +97,13 @@ def decode_gqa(q: torch.Tensor, k: Paged, v: Paged, block_table: torch.Tensor, s
     num_kv_heads, block_size = k.data.shape[2], k.data.shape[1]
     group = num_heads // num_kv_heads
     device = plan.device_limits(q.device)
-    tiles = [tile] if tile else plan.gqa_tiles(group, k.width, v.width, q.element_size(), device)
+    tiles = [tile] if tile else plan.gqa_tiles(group, k.width, v.width, k.data.element_size(), q.element_size(),
+                                               device, dequant=k.fmt in (formats.GROUP, formats.INT4, formats.NVFP4))
     g_tiles = -(-group // tiles[0].rows)
     splits = plan.plan_splits(batch * num_kv_heads * g_tiles, block_table.shape[1] * block_size,
                               tiles[0].tokens, device, forced=num_splits)
     out, part, lse = outputs(q, num_heads, v.width, splits.count)
-    consts = dict(BS=block_size, BLOCK_DK=plan.pow2(k.width), BLOCK_DV=plan.pow2(v.width), FMT=k.fmt,
+    consts = dict(BS=block_size, BLOCK_DK=plan.pow2(k.width), BLOCK_DV=plan.pow2(v.width), FMT=k.fmt, F16=fp16_dots(q, k),
                   SPLIT=splits.count > 1, PREC=precision(q), COMPILED=not INTERPRETED)
 
     def launch(t: plan.Tile) -> None:
@@ -120,6 +122,12 @@ def decode_gqa(q: torch.Tensor, k: Paged, v: Paged, block_table: torch.Tensor, s
 
 
 INTERPRETED = type(_gqa_kernel).__name__ == "InterpretedFunction"  # TRITON_INTERPRET=1 when triton was imported
+
+
+def fp16_dots(q: torch.Tensor, cache: Paged) -> bool:
+    """fp8 and integer caches dot in fp16: e4m3/e5m2/int8 convert to it exactly in one step (to bf16 they
+    take several), and dequantized values keep 11 mantissa bits. Queries must stay under 65504."""
+    return q.dtype != torch.float32 and (cache.fmt != formats.PLAIN or cache.data.element_size() == 1)
 
 
 def precision(q: torch.Tensor) -> int:

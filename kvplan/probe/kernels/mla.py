@@ -16,7 +16,7 @@ import triton.language as tl  # type: ignore[import-untyped, unused-ignore]
 
 from kvplan.probe.kernels import plan
 from kvplan.probe.kernels.combine import combine, launch_first_fitting
-from kvplan.probe.kernels.decode import INTERPRETED, outputs, precision
+from kvplan.probe.kernels.decode import INTERPRETED, fp16_dots, outputs, precision
 from kvplan.probe.kernels.formats import Latent
 from kvplan.probe.kernels.tiles import LOG2E, dot, load_tile, softmax_step, store_lse, store_rows, token_rows
 
@@ -43,8 +43,8 @@ def _mla_kernel(q_ptr, c_ptr, cs_ptr, r_ptr, rs_ptr, table_ptr, lens_ptr, out_pt
                 q_seq, q_head, c_blk, c_off, cs_blk, cs_off, r_blk, r_off, rs_blk, rs_off,
                 t_seq, o_seq, o_head, o_split, l_seq, l_head,
                 BS: tl.constexpr, ROWS: tl.constexpr, TOKENS: tl.constexpr, BLOCK_C: tl.constexpr,
-                BLOCK_R: tl.constexpr, FMT_C: tl.constexpr, FMT_R: tl.constexpr, SPLIT: tl.constexpr,
-                PREC: tl.constexpr, COMPILED: tl.constexpr):
+                BLOCK_R: tl.constexpr, FMT_C: tl.constexpr, FMT_R: tl.constexpr, F16: tl.constexpr,
+                SPLIT: tl.constexpr, PREC: tl.constexpr, COMPILED: tl.constexpr):
     seq, split = tl.program_id(0), tl.program_id(2)
     head = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
     rows_ok = head < num_heads
@@ -54,6 +54,7 @@ def _mla_kernel(q_ptr, c_ptr, cs_ptr, r_ptr, rs_ptr, table_ptr, lens_ptr, out_pt
     q_rows = q_ptr + seq * q_seq + head[:, None] * q_head
     qc = tl.load(q_rows + c_idx[None, :], mask=rows_ok[:, None] & (c_idx[None, :] < rank), other=0.0)
     qr = tl.load(q_rows + rank + r_idx[None, :], mask=rows_ok[:, None] & (r_idx[None, :] < rope), other=0.0)
+    qc, qr = (qc.to(tl.float16), qr.to(tl.float16)) if F16 else (qc, qr)
     m_i, l_i = tl.full([ROWS], float("-inf"), tl.float32), tl.zeros([ROWS], tl.float32)
     acc = tl.zeros([ROWS, BLOCK_C], tl.float32)
     if COMPILED:  # compiled: a for loop, which triton software-pipelines
@@ -86,7 +87,7 @@ def decode_mla(q: torch.Tensor, lat: Latent, block_table: torch.Tensor, seq_lens
                               tiles[0].tokens, device, forced=num_splits)
     out, part, lse = outputs(q, num_heads, rank, splits.count)
     consts = dict(BS=block_size, BLOCK_C=plan.pow2(rank), BLOCK_R=plan.pow2(rope), FMT_C=lat.nope.fmt,
-                  FMT_R=lat.rope.fmt, SPLIT=splits.count > 1, PREC=precision(q),
+                  FMT_R=lat.rope.fmt, F16=fp16_dots(q, lat.nope), SPLIT=splits.count > 1, PREC=precision(q),
                   COMPILED=not INTERPRETED)
     c, r = lat.nope, lat.rope
 

@@ -49,34 +49,42 @@ def pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-def plan_splits(programs: int, max_tokens: int, tile_tokens: int, device: Device, *, waves: int = 2,
-                min_tokens: int = 256, forced: int | None = None) -> Splits:
-    """Split each sequence's tokens so that about `waves` × SMs programs run; no split under `min_tokens`
-    (each split writes a partial output that the combine reads back). `forced` fixes the count (tests)."""
+def plan_splits(programs: int, max_tokens: int, tile_tokens: int, device: Device, *, waves: int = 8,
+                forced: int | None = None) -> Splits:
+    """Split each sequence's tokens so that about `waves` × SMs programs are in flight (several per SM
+    keep more loads in flight), but no split under max_tokens / 32 tokens (256 to 1024): each split
+    writes a partial output that the combine reads back, and short splits are all prologue.
+    `forced` fixes the count (tests, tuning). Measured on an H100 (benchmarks/results/h100-run1)."""
     max_tokens = max(max_tokens, 1)
     if forced is not None:
         count = max(1, min(forced, MAX_SPLITS))
     else:
+        min_tokens = max(tile_tokens, min(1024, max(256, max_tokens // 32)))
         want = -(-waves * device.sms // max(programs, 1))
-        count = max(1, min(want, max_tokens // max(min_tokens, tile_tokens), MAX_SPLITS))
+        count = max(1, min(want, max_tokens // min_tokens, MAX_SPLITS))
     per_split = -(-max_tokens // count)
     per_split = -(-per_split // tile_tokens) * tile_tokens
     return Splits(-(-max_tokens // per_split), per_split)
 
 
-def gqa_tiles(group: int, dk: int, dv: int, dot_bytes: int, device: Device) -> list[Tile]:
-    """Candidates for a GQA/MQA program (all query heads of one KV head), preferred first."""
+def gqa_tiles(group: int, dk: int, dv: int, cache_bytes: int, dot_bytes: int, device: Device, *,
+              dequant: bool = False) -> list[Tile]:
+    """Candidates for a GQA/MQA program (all query heads of one KV head), preferred first: the largest
+    token tile whose stage (K + V as stored) is at most 64 KB, 3 stages deep where shared memory allows
+    (tiles that convert fp8/int data also hold the converted copy). 8 warps for wide tiles and for
+    element-wise dequantization (group scales, packed 4-bit), which spills registers with 4."""
     rows = min(max(16, pow2(group)), 128)
     width = pow2(dk) + pow2(dv)
     out = []
-    for tokens in (128, 64, 32, 16):
-        stage = tokens * width * dot_bytes
-        if stage > 48 * 1024 and tokens > 16:
-            continue  # keep a stage near 32 KB: several stages and programs per SM hide the latency
+    for tokens in (64, 32, 16) if rows >= 64 else (128, 64, 32, 16):
+        stage = tokens * width * cache_bytes
+        if stage > 64 * 1024 and tokens > 16:
+            continue
+        converted = tokens * width * dot_bytes if cache_bytes != dot_bytes else 0
         for stages in (3, 2, 1):
-            need = stages * stage + rows * (pow2(dk) + tokens) * dot_bytes
-            if need <= device.smem_bytes:
-                out.append(Tile(rows, tokens, 8 if rows * pow2(dv) >= 128 * 128 else 4, stages))
+            if stages * stage + converted + rows * (pow2(dk) + tokens) * dot_bytes <= device.smem_bytes:
+                wide = dequant or rows >= 64 or (cache_bytes >= 2 and tokens * width * dot_bytes >= 64 * 1024)
+                out.append(Tile(rows, tokens, 8 if wide else 4, stages))
                 break
     return out or [Tile(rows, 16, 4, 1)]
 
@@ -86,7 +94,7 @@ def mla_tiles(num_heads: int, rank: int, rope: int, dot_bytes: int, device: Devi
     (a rank-512 accumulator is 64 fp32 registers per thread per 16 heads; 4 warps spill at 32+ heads)."""
     width = pow2(rank) + pow2(rope)
     out = []
-    for rows, tokens in ((64, 32), (64, 16), (32, 32), (32, 16), (16, 32), (16, 16)):
+    for rows, tokens in ((64, 32), (64, 16), (32, 32), (32, 16), (16, 64), (16, 32), (16, 16)):
         if rows > max(16, pow2(num_heads)):
             continue
         for stages in (2, 1):
