@@ -214,8 +214,13 @@ def cases(quick: bool) -> list[Case]:
 
 def sweep_cases(which: str = "all") -> list[Case]:
     """Tile/split variants on the shapes that decide the plan: GQA groups of 4 and 71, MLA at 16 and 128
-    heads ("all"), or the fp8 tiles only ("fp8")."""
+    heads ("all"), the fp8 tiles ("fp8"), or split counts for MLA at 16 heads and mid-size GQA ("splits")."""
     llama, falcon, mla16, mla128 = SHAPES[0], SHAPES[2], SHAPES[5], SHAPES[6]
+    if which == "splits":
+        return [*(Case(mla16, b, c, d, splits=n) for b, c in ((32, 8192), (1, 32768)) for d in DTYPES
+                  for n in (8, 16, 32, 64, 128)),
+                *(Case(llama, b, c, d, splits=n) for b, c in ((8, 8192), (32, 2048)) for d in DTYPES
+                  for n in (2, 4, 8, 16, 32))]
     if which == "fp8":
         return [*(Case(llama, 32, 8192, "fp8", Tile(16, t, w, st)) for t, w, st in
                   ((128, 4, 3), (64, 4, 3), (32, 4, 4), (128, 8, 3), (64, 8, 4))),
@@ -251,7 +256,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file for every row")
     parser.add_argument("--quick", action="store_true", help="batch 1 and 32, contexts 8k and 32k only")
-    parser.add_argument("--sweep", choices=("all", "fp8"), help="tile/split variants on key shapes (decode only)")
+    parser.add_argument("--sweep", choices=("all", "fp8", "splits"), help="tile/split variants on key shapes (decode only)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_decode needs a CUDA device")

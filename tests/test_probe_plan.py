@@ -48,6 +48,7 @@ def test_mla_tiles_tile_the_heads_and_fit(heads, device):
     (1024, 32768, 2),
     (8, 2048, 8),  # short context: splits no shorter than 256 tokens
     (10_000, 32768, 1),  # the grid already fills the GPU many times
+    (1, 32768, 128),  # one KV head at batch 1 (Llama-70B at TP 8, MLA): as many splits as allowed
 ])
 def test_splits_follow_the_sm_count(programs, max_tokens, count):
     s = plan.plan_splits(programs, max_tokens, 128, H100)

@@ -49,19 +49,20 @@ def pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-def plan_splits(programs: int, max_tokens: int, tile_tokens: int, device: Device, *, waves: int = 8,
+def plan_splits(programs: int, max_tokens: int, tile_tokens: int, device: Device, *,
                 forced: int | None = None) -> Splits:
-    """Split each sequence's tokens so that about `waves` × SMs programs are in flight (several per SM
-    keep more loads in flight), but no split under max_tokens / 32 tokens (256 to 1024): each split
-    writes a partial output that the combine reads back, and short splits are all prologue.
-    `forced` fixes the count (tests, tuning). Measured on an H100 (benchmarks/results/h100-run1)."""
-    max_tokens = max(max_tokens, 1)
+    """Split each sequence's tokens (flash-decoding) so the grid fills the GPU: at least 2 programs per SM
+    with splits down to 256 tokens, and up to 8 per SM (more loads in flight) with splits of >= 1024
+    tokens; each split writes a partial output that the combine reads back, so shorter splits cost.
+    `forced` fixes the count (tests, tuning). Measured on an H100: benchmarks/results/h100-run1..3."""
+    max_tokens, programs = max(max_tokens, 1), max(programs, 1)
     if forced is not None:
-        count = max(1, min(forced, MAX_SPLITS))
+        count = forced
     else:
-        min_tokens = max(tile_tokens, min(1024, max(256, max_tokens // 32)))
-        want = -(-waves * device.sms // max(programs, 1))
-        count = max(1, min(want, max_tokens // min_tokens, MAX_SPLITS))
+        fill = min(-(-2 * device.sms // programs), max_tokens // max(256, tile_tokens))
+        more = min(-(-8 * device.sms // programs), max_tokens // max(1024, tile_tokens))
+        count = max(fill, more)
+    count = max(1, min(count, MAX_SPLITS))
     per_split = -(-max_tokens // count)
     per_split = -(-per_split // tile_tokens) * tile_tokens
     return Splits(-(-max_tokens // per_split), per_split)
