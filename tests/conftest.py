@@ -14,9 +14,21 @@ from typer.testing import CliRunner
 import kvplan
 from kvplan.cli import app
 
-# Triton kernels run in the interpreter on CPU; the flag is read when triton is first imported, and any test
-# module may be the first to import it (nothing above imports triton).
-os.environ.setdefault("TRITON_INTERPRET", "1")
+
+def _cuda_visible() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+# Triton kernels run compiled on a CUDA device, and in the interpreter only where none is visible; the flag
+# is read when triton is first imported, and any test module may be the first to import it (nothing above
+# imports triton).
+HAS_CUDA = _cuda_visible()
+if not HAS_CUDA:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +55,14 @@ def model():
         return cache[name]
 
     return load
+
+
+@pytest.fixture(scope="session")
+def kernel_device():
+    """Where the kernel tests run: cuda:0 (compiled) when visible, else the CPU (interpreted)."""
+    import torch
+
+    return torch.device("cuda", 0) if HAS_CUDA else torch.device("cpu")
 
 
 @pytest.fixture

@@ -83,7 +83,7 @@ def probe_tables(payload: dict[str, Any]) -> list[Any]:
     rows = payload["results"]
     on_gpu = any(r["driver_bytes"] is not None for r in rows)  # CPU runs have no driver view nor GB/s
     columns = ["model", "rank", "kv dtype", "blocks", "predicted B", "measured B", "error", "kernels", "ok"]
-    columns[6:6] = ["driver B", "write GB/s", "decode GB/s"] if on_gpu else []
+    columns[6:6] = ["driver B", "write GB/s", "decode GB/s", "step ms"] if on_gpu else []
     for name in columns:
         table.add_column(name, justify="left" if name in ("model", "kv dtype", "kernels") else "right")
     for r in rows:
@@ -91,11 +91,13 @@ def probe_tables(payload: dict[str, Any]) -> list[Any]:
                  "blocks": f"{r['num_blocks']:,}", "predicted B": f"{r['predicted_bytes']:,}",
                  "measured B": f"{r['measured_bytes']:,}", "driver B": _opt(r["driver_bytes"], "{:,}"),
                  "write GB/s": _opt(r["write_gbps"], "{:,.0f}"), "decode GB/s": _opt(r["decode_gbps"], "{:,.0f}"),
+                 "step ms": _opt(r["decode_step_s"] and r["decode_step_s"] * 1e3, "{:,.2f}"),
                  "error": _opt(r["error"], "{:.2%}"), "kernels": r["kernel_check"], "ok": "yes" if r["ok"] else "NO"}
         table.add_row(*(cells[name] for name in columns))
     tables: list[Any] = [table]
     notes = [*payload.get("skipped", []),
              *(f"{r['model']} ({r['kv_dtype']}): {n}" for r in payload["results"] for n in r["kernel_notes"])]
+    notes += [_floor_note(r) for r in rows if r.get("decode_floor_s")]
     if payload.get("bandwidth_note"):
         notes.append(payload["bandwidth_note"])
     for row in payload.get("replication", []):
@@ -108,6 +110,13 @@ def probe_tables(payload: dict[str, Any]) -> list[Any]:
     from rich.text import Text
 
     return tables + [Text(note) for note in dict.fromkeys(notes)]
+
+
+def _floor_note(r: dict[str, Any]) -> str:
+    peak = r["decode_floor_peak_s"]
+    at_peak = f" ({peak * 1e3:,.2f} ms at the catalog's peak bandwidth)" if peak else ""
+    return (f"{r['model']} ({r['kv_dtype']}): a decode step that reads all {r['kv_bytes']:,} B of KV takes at least "
+            f"{r['decode_floor_s'] * 1e3:,.2f} ms at the measured {r['decode_gbps']:,.0f} GB/s{at_peak}")
 
 
 def _world_tp(tp: int) -> int:
@@ -170,10 +179,10 @@ def probe(
     kernel_check: KernelCheck = True, json: Json = False,
 ) -> None:
     """Allocate real caches from kvplan's specs; report predicted vs measured bytes and kernel checks."""
+    dev = resolve_device(device, gpu)  # first: without torch, one line naming the extra, before any torch import
     from kvplan.probe.bench import peak_gbps
     from kvplan.probe.compare import probe_payload
 
-    dev = resolve_device(device, gpu)
     tp = _world_tp(tp)
     if tolerance < 0:
         raise KvplanError("--tolerance must be >= 0")

@@ -14,6 +14,7 @@ from kvplan.formulas import KvDtype, page_bytes, state_bytes_per_sequence
 from kvplan.specs import LayerSpec
 
 KernelCheck = str  # "pass" | "fail" | "skipped"
+PER_SEQUENCE_KINDS = ("linear", "none")  # groups that hold per-sequence state, not pages
 
 
 def predicted_group_bytes(spec: LayerSpec, num_layers: int, kv_dtype: KvDtype, state_dtype: KvDtype,
@@ -67,10 +68,17 @@ class ProbeResult:
     kernel_notes: tuple[str, ...] = ()
     write_gbps: float | None = None
     decode_gbps: float | None = None
+    decode_step_s: float | None = None  # one decode step over every layer's allocated pages, measured
+    decode_step_bytes: int | None = None  # the bytes that step read
 
     @property
     def predicted_bytes(self) -> int:
         return sum(g.predicted_bytes for g in self.groups)
+
+    @property
+    def kv_bytes(self) -> int:
+        """The paged (attention/MLA) part of the prediction: what a decode step over the full cache reads."""
+        return sum(g.predicted_bytes for g in self.groups if g.kind not in PER_SEQUENCE_KINDS)
 
     @property
     def measured_bytes(self) -> int:
@@ -105,6 +113,19 @@ def _group_dict(g: GroupResult) -> dict[str, Any]:
             "driver_bytes": g.driver_bytes, "error": _finite(g.error)}
 
 
+def _floor_s(read_bytes: int, gbps: float | None) -> float | None:
+    return read_bytes / (gbps * 1e9) if gbps and read_bytes else None
+
+
+def decode_plan(r: ProbeResult, peak_gbps: float | None) -> dict[str, Any]:
+    """Planning numbers: the measured step over the allocated cache, and the least time one decode step
+    that reads the whole KV budget (kv_bytes) takes at the measured decode bandwidth and at the peak."""
+    return {"decode_step_s": r.decode_step_s, "decode_step_bytes": r.decode_step_bytes, "kv_bytes": r.kv_bytes,
+            "decode_floor_s": _floor_s(r.kv_bytes, r.decode_gbps),
+            "decode_floor_peak_s": _floor_s(r.kv_bytes, peak_gbps),
+            "decode_fraction_of_peak": r.decode_gbps / peak_gbps if r.decode_gbps and peak_gbps else None}
+
+
 def result_dict(r: ProbeResult, tolerance: float, peak_gbps: float | None = None) -> dict[str, Any]:
     return {
         "model": r.model, "tp": r.tp, "tp_rank": r.tp_rank, "kv_dtype": r.kv_dtype, "layout": r.layout,
@@ -114,7 +135,7 @@ def result_dict(r: ProbeResult, tolerance: float, peak_gbps: float | None = None
         "kernel_check": r.kernel_check, "kernel_notes": list(r.kernel_notes),
         "write_gbps": r.write_gbps, "decode_gbps": r.decode_gbps,
         "write_fraction_of_peak": r.write_gbps / peak_gbps if r.write_gbps and peak_gbps else None,
-        "ok": r.passes(tolerance), "groups": [_group_dict(g) for g in r.groups],
+        **decode_plan(r, peak_gbps), "ok": r.passes(tolerance), "groups": [_group_dict(g) for g in r.groups],
     }
 
 
