@@ -16,6 +16,7 @@ from kvplan.config.model import ModelConfig
 from kvplan.dtypes import canonical_dtype
 from kvplan.engines import EnginePlan, Settings, get_engine
 from kvplan.errors import CapacityError, ConfigError, InputError
+from kvplan.formulas.sizing import FALLBACK_MAX_MODEL_LEN
 from kvplan.planning.capacity import CapacityResult, capacity
 from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
 from kvplan.reconcile.parse import StartupLog
@@ -201,6 +202,6 @@ def build_inputs(log: StartupLog, options: Options) -> Inputs:
     return Inputs(model=model, named=log.setting("model"), stand_in=stand_in,
                   weights_dtype=weights_dtype_of(log, implied), tp=tp, pp=pp,
                   kv_dtype=kv_dtype_of(log, options.kv_dtype),
-                  max_model_len=options.max_model_len or logged_max_model_len(log) or model.max_model_len or 4096,
+                  max_model_len=options.max_model_len or logged_max_model_len(log) or model.max_model_len or FALLBACK_MAX_MODEL_LEN,
                   gpu=options.gpu, profile=profile, settings=settings_of(log),
                   notes=tuple([*notes, *([note] if note else [])]))
