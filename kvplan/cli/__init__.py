@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("kvplan.cli.sweep", "sweep"),
     "waste": ("kvplan.cli.waste", "waste"),
     "probe": ("kvplan.cli.probe", "probe"),
+    "reconcile": ("kvplan.cli.reconcile", "reconcile"),
 }
 
 

@@ -30,7 +30,7 @@ FLAGS: dict[str, str] = {
     "concurrency": "--concurrency", "gpus_per_node": "--gpus-per-node", "allocator": "--allocator",
     "prompt_len": "--prompt-len", "shared_prefix": "--shared-prefix", "beam_width": "--beam-width",
     "max_seq_len": "--max-seq-len", "lengths": "--lengths", "seq_lens": "--seq-len", "batches": "--batch",
-    "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine",
+    "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine", "model": "--model",
 }
 
 
@@ -39,7 +39,8 @@ def error_message(exc: KvplanError) -> str:
     message = str(exc)
     for name in exc.arg_names:
         if name in FLAGS:
-            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", FLAGS[name], message)
+            # not inside a path or an id ('/models/x', 'org/model'): those are values, not arguments
+            message = re.sub(rf"(?<![\w/-]){re.escape(name)}(?![\w/-])", FLAGS[name], message)
     return message
 
 

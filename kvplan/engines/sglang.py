@@ -119,9 +119,9 @@ def _notes(req: Request, layout: Layout, heavy: int, tokens: int, page: int,
     return tuple(out)
 
 
-def pool_log(layout: Layout, stage: int, slots: int) -> str:
-    """SGLang's allocation log line: K and V sizes (MLA: one KV size) of N + page slots, in GiB
-    (SGLang labels them "GB")."""
+def pool_bytes(layout: Layout, stage: int, slots: int) -> tuple[int, int, int]:
+    """(K, V, MLA latent) bytes SGLang allocates on one GPU of a stage for `slots` token slots
+    (``MHATokenToKVPool`` / ``MLATokenToKVPool``: one buffer per layer, N + page slots)."""
     bits = layout.kv_dtype.element_bits
     k = v = mla = 0
     for g in layout.groups:
@@ -131,6 +131,13 @@ def pool_log(layout: Layout, stage: int, slots: int) -> str:
         elif isinstance(spec, AttnSpec):
             k += layers * (slots * spec.num_kv_heads * spec.head_dim * bits // 8)
             v += layers * (slots * spec.num_kv_heads * spec.v_head_dim * bits // 8)
+    return k, v, mla
+
+
+def pool_log(layout: Layout, stage: int, slots: int) -> str:
+    """SGLang's allocation log line: K and V sizes (MLA: one KV size) of N + page slots, in GiB
+    (SGLang labels them "GB")."""
+    k, v, mla = pool_bytes(layout, stage, slots)
     if mla:
         return f"KV size: {format_gib(mla)} GB"
     return f"K size: {format_gib(k)} GB, V size: {format_gib(v)} GB"
