@@ -3,7 +3,7 @@
 1. Cold wall time of `kvplan size meta-llama/Llama-2-70b --tp 4`, interleaved run by run with the
    floor app (benchmarks/floor_app.py: typer + one config.json + one rich table). Targets: median
    <= 0.20 s and <= 1.25x the floor.
-2. That the `size` path never imports torch, transformers or numpy.
+2. That the `size` path never imports torch, transformers, numpy or huggingface_hub.
 3. kv_cache() evaluations per second in-process (target >= 200k/s).
 
 Run: python benchmarks/bench_startup.py [--runs 21]
@@ -24,7 +24,7 @@ CONFIG = ROOT / "configs" / "meta-llama" / "Llama-2-70b-hf" / "config.json"
 KVPLAN = [sys.executable, "-c", "import sys; from kvplan.cli import main; sys.exit(main())",
           "size", "meta-llama/Llama-2-70b", "--tp", "4"]
 FLOOR = [sys.executable, str(ROOT / "benchmarks" / "floor_app.py"), str(CONFIG), "--tp", "4"]
-HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib")
+HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib", "huggingface_hub")
 
 
 def wall_s(cmd: list[str]) -> float:

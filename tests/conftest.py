@@ -44,6 +44,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 CONFIGS = ROOT / "configs"
 
 
+@pytest.fixture(autouse=True)
+def _hub_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reaches the real hub: offline, and an endpoint that refuses at once should that be lifted.
+    tests/config/test_hub.py turns the network back on, towards its local stand-in."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+
+
 @pytest.fixture(scope="session")
 def model():
     """model("meta-llama/Llama-2-70b-hf") -> ModelConfig (cached)."""

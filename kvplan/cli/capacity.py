@@ -6,7 +6,21 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Dcp, Explain, Json, KvDtypeOpt, Pp, QuantGroup, StateDtype, Tp, emit, reports_errors, warn
+from kvplan.cli.common import (
+    Dcp,
+    Explain,
+    Json,
+    KvDtypeOpt,
+    Pp,
+    QuantGroup,
+    Revision,
+    StateDtype,
+    Tp,
+    emit,
+    reports_errors,
+    warn,
+)
+from kvplan.config import ModelConfig, load_model
 from kvplan.engines import Settings
 from kvplan.errors import InputError
 from kvplan.units import parse_bytes, parse_positive_tokens
@@ -50,7 +64,7 @@ Plot = Annotated[str | None, typer.Option("--plot", help="Also draw max concurre
                                           "file (needs the plot extra).")]
 
 
-def _run(model: str, engine: str, kwargs: dict[str, Any]) -> list[Any]:
+def _run(model: ModelConfig, engine: str, kwargs: dict[str, Any]) -> list[Any]:
     from kvplan.planning.capacity import capacity as run
     from kvplan.planning.capacity import capacity_all
 
@@ -59,14 +73,14 @@ def _run(model: str, engine: str, kwargs: dict[str, Any]) -> list[Any]:
 
 @reports_errors
 def capacity(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
     gpu: Gpu = None, tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, max_model_len: MaxModelLen = None, engine: Engine = "vllm",
     kv_dtype: KvDtypeOpt = "auto", block_size: BlockSizeOpt = None, kv_budget: KvBudget = None, gpu_mem: GpuMem = None,
     overhead: Overhead = None, weights_dtype: WeightsDtype = None, gpu_memory_utilization: GpuUtil = None,
     mem_fraction_static: MemFraction = None, free_gpu_memory_fraction: FreeFraction = None,
     max_num_batched_tokens: Batched = None, dp: Dp = 1, disable_hybrid_kv_cache_manager: NoHybrid = False,
     no_async_scheduling: NoAsync = False, quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto",
-    json: Json = False, explain: Explain = False, plot: Plot = None,
+    json: Json = False, explain: Explain = False, plot: Plot = None, revision: Revision = None,
 ) -> None:
     """KV capacity an engine reaches on a GPU: blocks, tokens, concurrency (vLLM exact given the budget)."""
     from kvplan.planning.budget import parse_budget
@@ -79,24 +93,23 @@ def capacity(
         overhead_bytes=parse_bytes(overhead) if overhead is not None else None, weights_dtype=weights_dtype,
         quant_group=quant_group, state_dtype=state_dtype, settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
                            free_gpu_memory_fraction, dp, disable_hybrid_kv_cache_manager, no_async_scheduling))
-    results = _run(model, engine, kwargs)
+    m = load_model(model, revision=revision)
+    results = _run(m, engine, kwargs)
     payloads = [capacity_payload(r) for r in results]
     for p in payloads:
         warn([n for n in p["notes"] if n.startswith("warning:")])
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
     if plot:
-        _plot(model, plot, [r.engine for r in results], kwargs)
+        _plot(m, plot, [r.engine for r in results], kwargs)
 
 
-def _plot(model: str, path: str, engines: list[str], kwargs: dict[str, Any]) -> None:
+def _plot(m: ModelConfig, path: str, engines: list[str], kwargs: dict[str, Any]) -> None:
     """Max concurrency vs context, from 1k to max_model_len, for each engine asked."""
-    from kvplan.config import load_model
     from kvplan.render.plot import check_plot_path, plot_capacity
     from kvplan.workflows.capacity_curve import capacity_curve, context_lengths
 
     check_plot_path(path)
-    m = load_model(model)
     gpu, tp, pp, budget = kwargs["gpu"], kwargs["tp"], kwargs["pp"], kwargs["kv_budget_bytes"]
     curve = capacity_curve(m, seq_lens=context_lengths(kwargs["max_model_len"] or m.max_model_len or 2048),
                            engines=engines, gpu=gpu, tp=tp, pp=pp, kv_dtype=kwargs["kv_dtype"], kv_budget_bytes=budget)
@@ -107,7 +120,7 @@ def _plot(model: str, path: str, engines: list[str], kwargs: dict[str, Any]) -> 
 
 @reports_errors
 def fit(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
     context: Annotated[str, typer.Option("--context", help="Tokens per request (32k).")],
     concurrency: Annotated[int, typer.Option("--concurrency", help="Requests served at once.")],
     gpu: Annotated[str, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ...")] = "H100",
@@ -115,7 +128,7 @@ def fit(
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="auto, fp8, ... or any (try auto and fp8).")] = "auto",
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
     max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Largest tp × pp (default 8 nodes).")] = None,
-    gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False,
+    gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False, revision: Revision = None,
 ) -> None:
     """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens."""
     from kvplan.planning.fit import fit as run
@@ -123,7 +136,7 @@ def fit(
 
     if engine.strip().lower() == "all":
         raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
-    result = run(model, gpu=gpu, context=parse_positive_tokens(context, "--context"), concurrency=concurrency,
+    result = run(load_model(model, revision=revision), gpu=gpu, context=parse_positive_tokens(context, "--context"), concurrency=concurrency,
                  engine=engine, kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus,
                  gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None,
                  overhead_bytes=parse_bytes(overhead) if overhead is not None else None)

@@ -31,6 +31,7 @@ FLAGS: dict[str, str] = {
     "prompt_len": "--prompt-len", "shared_prefix": "--shared-prefix", "beam_width": "--beam-width",
     "max_seq_len": "--max-seq-len", "lengths": "--lengths", "seq_lens": "--seq-len", "batches": "--batch",
     "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine", "model": "--model",
+    "revision": "--revision",
 }
 
 
@@ -116,5 +117,7 @@ LayerTypes = Annotated[str | None, typer.Option("--layer-types",
 Window = Annotated[str | None, typer.Option("--window", help="Window (sliding) or chunk size (chunked), tokens.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]
+Revision = Annotated[str | None, typer.Option("--revision", help="Hub revision (branch, tag or commit) of the "
+                                              "model's config, from the HF cache or the hub; never the bundled copy.")]
 StateDtype = Annotated[str, typer.Option("--state-dtype", help="Linear-attention/Mamba state dtype (vLLM's "
                                          "mamba_ssm_cache_dtype): auto (the model's), fp32, bf16, fp16.")]

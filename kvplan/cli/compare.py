@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.common import BlockSize, Dcp, Json, KvDtypeOpt, Pp, QuantGroup, Tp, emit, reports_errors, warn
+from kvplan.cli.common import BlockSize, Dcp, Json, KvDtypeOpt, Pp, QuantGroup, Revision, Tp, emit, reports_errors, warn
+from kvplan.config import load_model
 from kvplan.units import parse_positive_tokens
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def compare(
     gpu: Annotated[str | None, typer.Option("--gpu", help="With --engine: the GPU (H100, A100-80G...).")] = None,
     kv_budget: Annotated[str | None, typer.Option("--kv-budget", help="With --engine: KV memory per GPU "
                                                   "(20GiB), instead of the GPU's estimate.")] = None,
+    revision: Revision = None,
 ) -> None:
     """Bytes per token, per sequence and per GPU of several models, side by side."""
     from kvplan.planning.budget import parse_budget
@@ -41,7 +43,7 @@ def compare(
         check_plot_path(plot)
     engines = parse_str_axis(engine, "--engine") if engine else ()
     budget = parse_budget(kv_budget) if kv_budget and engines else None
-    result = run_compare(models, seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len else None,
+    result = run_compare([load_model(m, revision=revision) for m in models], seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len else None,
                          batch=parse_positive_tokens(batch, "--batch"), tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype,
                          block_size=block_size, quant_group=quant_group, engines=engines, gpu=gpu,
                          kv_budget_bytes=budget)

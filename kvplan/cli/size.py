@@ -17,6 +17,7 @@ from kvplan.cli.common import (
     LayerTypes,
     Pp,
     QuantGroup,
+    Revision,
     StateDtype,
     Tp,
     Window,
@@ -59,15 +60,15 @@ def _workload(result: KvCacheResult, payload: dict[str, Any], shared_prefix: str
 
 @reports_errors
 def size(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
     tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, seq_len: SeqLen = None, batch: Batch = "1", kv_dtype: KvDtypeOpt = "auto",
     block_size: BlockSize = 16, quant_group: QuantGroup = 8, attention: Attention = None, kv_heads: KvHeads = None,
     layer_types: LayerTypes = None, window: Window = None, json: Json = False, explain: Explain = False,
     state_dtype: StateDtype = "auto", shared_prefix: SharedPrefix = "0", beam_width: BeamWidth = 1,
-    prompt_len: PromptLen = None, allocator: Allocator = None,
+    prompt_len: PromptLen = None, allocator: Allocator = None, revision: Revision = None,
 ) -> None:
     """KV cache per token, per sequence and per GPU."""
-    m = load_model(model)
+    m = load_model(model, revision=revision)
     result = kv_cache(
         m, tp=tp, pp=pp, dcp=dcp, batch=parse_positive_tokens(batch, "--batch"),
         seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len is not None else None,

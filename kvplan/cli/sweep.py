@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.common import BlockSize, KvDtypeOpt, emit, reports_errors
+from kvplan.cli.common import BlockSize, KvDtypeOpt, Revision, emit, reports_errors
+from kvplan.config import load_model
 
 if TYPE_CHECKING:
     from kvplan.workflows.sweep import EngineAxis, Sweep
@@ -31,6 +32,7 @@ def sweep(
                                                   "budget line, and the engines' budget with --engine.")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="Add capacity columns for these engines "
                                                "(vllm,sglang,trtllm,hf); --plot then draws concurrency.")] = None,
+    revision: Revision = None,
 ) -> None:
     """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch."""
     from kvplan.render.workflows import sweep_tables
@@ -41,7 +43,7 @@ def sweep(
         from kvplan.render.plot import check_plot_path
 
         check_plot_path(plot)
-    result = run_sweep(models, seq_lens=parse_int_axis(seq_len, "--seq-len"), batches=parse_int_axis(batch, "--batch"),
+    result = run_sweep([load_model(m, revision=revision) for m in models], seq_lens=parse_int_axis(seq_len, "--seq-len"), batches=parse_int_axis(batch, "--batch"),
                        tps=parse_int_axis(tp, "--tp"), pps=parse_int_axis(pp, "--pp"),
                        kv_dtypes=parse_str_axis(kv_dtype, "--kv-dtype"), block_size=block_size,
                        engines=_engines(engine, gpu, kv_budget))
