@@ -84,6 +84,8 @@ TRAITS: dict[str, dict[str, Any]] = {
     "falcon": {**_FALCON, "layer_norms": 1},  # in-library falcon-7b form; the 40b form has 2 (not bundled)
     "chatglm": {"qkv_bias": Key("add_qkv_bias"), "o_bias": Key("add_bias_linear"), "mlp_bias": Key("add_bias_linear")},
 }
+# The config keys the traits read (tools/class_defaults.py records their class defaults).
+TRAIT_KEYS = tuple(sorted({v.name for t in (_BASE_TRAITS, *TRAITS.values()) for v in t.values() if isinstance(v, Key)}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,8 @@ VISION_DEFAULTS: dict[str, dict[str, Any]] = {
     "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
                             "image_size": 224, "patch_size": 16, "num_channels": 3, "vision_use_head": True},
 }
+VISION_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "image_size", "patch_size", "num_channels",
+                 "vision_use_head")  # the keys read here (tools/class_defaults.py records their defaults)
 # Text model_type -> the multimodal projector that maps vision features into the text width.
 PROJECTORS: dict[str, str] = {
     "gemma3_text": "gemma3",  # mm_input_projection (vision hidden -> text hidden) + mm_soft_emb_norm
