@@ -1,4 +1,4 @@
-"""Model quirks as data: field aliases across config families, family defaults, model-id aliases.
+"""Model quirks as data: field aliases across config families, hand-written family defaults, model-id aliases.
 
 A new model family is a new row here (plus a configs/ fixture), never a new branch in the
 formulas. Sources: vLLM's ``get_total_num_kv_heads`` order and ``derive_max_model_len_and_key``
@@ -89,33 +89,26 @@ WEIGHT_FIELDS: dict[str, tuple[str, ...]] = {
     "linear_conv_kernel_dim": ("linear_conv_kernel_dim",),
 }
 
-# Values of transformers' (or the remote code's) config classes that a config.json may leave out,
-# for the fields above.
+# Class defaults the generated table (config/defaults.py, class_defaults.json) cannot hold, by model_type:
+# remote-code classes transformers does not ship. Applied only where the file names none of the field's keys.
 WEIGHT_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"vocab_size": 262208},  # Gemma3TextConfig
-    "gemma3": {"vocab_size": 262208},
-    "chatglm": {"tie_word_embeddings": False},  # separate output_layer
+    "chatglm": {"tie_word_embeddings": False},  # remote ChatGLMConfig: separate output_layer
 }
 
 # Nested configs that hold the language model's fields (multimodal wrappers).
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 
-# Defaults of transformers' config classes (or the remote-code classes) that a config.json may omit,
-# keyed by model_type. Only fields that change the KV cache are listed.
+# Class defaults of the KV fields that the generated table (config/defaults.py) cannot hold, by model_type:
+# remote-code classes, and patterns that transformers' __init__ turns into layer_types (the table records
+# constants only). Applied only where the file names none of the field's keys.
 FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": {"sliding_window_pattern": 2},  # Gemma2Config: even layers sliding
-    "gemma3": {"sliding_window_pattern": 6, "max_model_len": 131072},
-    "gemma3_text": {"sliding_window_pattern": 6, "max_model_len": 131072},  # Gemma3TextConfig
-    "cohere2": {"sliding_window_pattern": 4},
-    "falcon": {"multi_query": True},  # FalconConfig(multi_query=True)
+    "gemma3": {"sliding_window_pattern": 6},  # Gemma3TextConfig: kwargs sliding_window_pattern, default 6
+    "gemma3_text": {"sliding_window_pattern": 6},
+    "cohere2": {"sliding_window_pattern": 4},  # Cohere2Config: kwargs sliding_window_pattern, default 4
     "RefinedWebModel": {"multi_query": True},  # falcon-7b's remote RWConfig
     "RefinedWeb": {"new_decoder_architecture": True},  # falcon-40b: grouped KV via n_head_kv
-    "gpt_bigcode": {"multi_query": True},
-    "qwen2": {"use_sliding_window": False},
-    "qwen3": {"use_sliding_window": False},
-    "qwen3_moe": {"use_sliding_window": False},
-    "llama4_text": {"attention_chunk_size": 8192},
-    "chatglm": {"multi_query_attention": False},
+    "chatglm": {"multi_query_attention": False},  # remote ChatGLMConfig
 }
 
 # HF's layer_types strings -> kvplan layer kinds.

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kvplan.config.aliases import FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
+from kvplan.config.defaults import omitted_default
 from kvplan.config.layers import derive_layer_kinds, linear_dims
 from kvplan.config.model import ModelConfig
 from kvplan.config.schema import HFConfig
@@ -83,9 +84,9 @@ def canonical_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
                              key=lambda p: p[1])
         if present:
             origin[name], values[name] = present[0]
-    for name, value in FAMILY_DEFAULTS.get(str(values["model_type"]), {}).items():
-        if name not in origin:
-            values[name], origin[name] = value, f"{name} (default of {values['model_type']})"
+    for name, keys in FIELD_ALIASES.items():  # keys the file leaves out: their config class's defaults
+        if name not in origin and (found := omitted_default(fields, keys, name=name, hand=FAMILY_DEFAULTS)):
+            values[name], origin[name] = found.value, f"{found.key} (default of {found.model_type})"
     return values, origin
 
 
