@@ -31,6 +31,9 @@ FLAGS: dict[str, str] = {
     "prompt_len": "--prompt-len", "shared_prefix": "--shared-prefix", "beam_width": "--beam-width",
     "max_seq_len": "--max-seq-len", "lengths": "--lengths", "seq_lens": "--seq-len", "batches": "--batch",
     "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine",
+    "free_gpu_memory_fraction": "--free-gpu-memory-fraction", "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_num_seqs": "--max-num-seqs", "entry_point": "--entry-point", "sampler": "--sampler",
+    "moe_backend": "--moe-backend", "max_lora_rank": "--max-lora-rank", "non_torch_bytes": "--non-torch",
 }
 
 
