@@ -80,11 +80,13 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
         print(to_json(payload))
         return
     from rich.console import Console
+    from rich.text import Text
 
-    # Piped output is not cut to 80 columns: tables are for reading in files and logs too.
+    # Piped output is not cut to 80 columns: tables are for reading in files and logs too. A Text (an engine's
+    # own message) is never wrapped, so it can be compared with the engine's log line for line.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     for table in tables(payload):
-        console.print(table)
+        console.print(table, soft_wrap=isinstance(table, Text))
     for line in explain or []:
         console.print(line, markup=False)
 

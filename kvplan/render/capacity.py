@@ -145,8 +145,9 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
 
     payloads = payload if isinstance(payload, list) else [payload]
     par = payloads[0]["parallel"]
-    table = Table(title=f"{payloads[0]['model']}: tp {par['tp']} pp {par['pp']} dcp {par['dcp']}, "
-                        f"max_model_len {payloads[0]['max_model_len']:,}", title_justify="left")
+    title = (f"{payloads[0]['model']}: tp {par['tp']} pp {par['pp']} dcp {par['dcp']}, "
+             f"max_model_len {payloads[0]['max_model_len']:,}")
+    table = Table(title=title, title_justify="left", min_width=len(title))  # the title on one line
     table.add_column("")
     for p in payloads:
         table.add_column(p["engine"], justify="right")
@@ -155,7 +156,7 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
         table.add_row(label, *(r[i][1] for r in rows))
     out: list[RenderableType] = [table]
     if len(payloads) == 1 and payloads[0]["budget_terms"]:
-        out.append(budget_table(payloads[0]))
+        out += [budget_table(payloads[0]), "\n".join(payloads[0]["budget_rule"])]
     if len(payloads) == 1:
         groups = Table(title="layer groups (most loaded GPU)", title_justify="left")
         for name in ("kind", "layers (GPU)", "engine groups", "block", "page/layer", "blocks/request"):
@@ -166,18 +167,24 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
                              ("engine_groups", "block_size", "page_bytes_per_layer", "blocks_per_request")))
         out.append(groups)
     notes = [f"{p['engine']}: {n}" for p in payloads for n in p["notes"]]
-    notes += [f"{p['engine']} ({p['engine_version']}) refuses to start: {p['refusal']}" for p in payloads if p["refusal"]]
     if notes:
         out.append("\n".join(notes))
-    return out
+    return out + _verdicts(payloads)
+
+
+def _verdicts(payloads: list[dict[str, Any]]) -> list[RenderableType]:
+    """Each refusal on one unwrapped line: the engine's message as it would print it."""
+    from rich.text import Text
+
+    return [Text(f"{p['engine']} ({p['engine_version']}) refuses to start: {p['refusal']}")
+            for p in payloads if p["refusal"]]
 
 
 def budget_table(p: dict[str, Any]) -> RenderableType:
-    """What the engine subtracts before the KV cache, term by term, and its rule."""
+    """What the engine subtracts before the KV cache, term by term."""
     from rich.table import Table
 
-    table = Table(title=f"KV budget per GPU ({p['engine_version']}; sources: --explain)", title_justify="left",
-                  caption="\n".join(p["budget_rule"]), caption_justify="left")
+    table = Table(title=f"KV budget per GPU ({p['engine_version']}; sources: --explain)", title_justify="left")
     for name in ("term", "bytes", "GiB", ""):
         table.add_column(name, justify="right" if name in ("bytes", "GiB") else "left")
     for t in p["budget_terms"]:
