@@ -98,7 +98,7 @@ def capacity(
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
     if plot:
-        _plot(model, plot, [r.engine for r in results], kwargs)
+        _plot(model, plot, [r.engine for r in results] if engine.strip().lower() == "all" else [engine], kwargs)
     if any(p["refusal"] for p in payloads):
         raise typer.Exit(1)
 

@@ -51,7 +51,7 @@ def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | 
                              max_concurrency=None, requests_at_max_len=None, note=f"{engine} at {seq_len:,}: {exc}")
     plan = r.plan
     refusal = f"{engine} refuses at {seq_len:,}: {plan.refusal.message}" if plan.refusal else ""
-    return CapacityPoint(engine=r.engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
+    return CapacityPoint(engine=engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
                          kv_tokens=plan.kv_tokens, max_concurrency=plan.max_concurrency,
                          requests_at_max_len=0.0 if plan.refusal else plan.requests_at_max_len,
                          warnings=tuple(n for n in r.notes if n.startswith("warning:")) + (
