@@ -17,7 +17,7 @@ model keeps all tokens on every attention layer. Heads split over the attention 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 from kvplan.engines.base import (
     BudgetRules,
@@ -59,17 +59,25 @@ RELEASES = {r.key: r for r in (
     SglangRelease(key="0.5.23", label="SGLang 0.5.23", fraction_rule="reserve", unknown_gpu_fraction=0.95,
                   source="srt/arg_groups/memory_hook.py:47-343 (reserve from chunked prefill, graph sizes, tp·pp)"),
 )}
+Tier052 = tuple[int | None, float, float, int]
+Tier0523 = tuple[int | None, int, int, int]
+Tier = TypeVar("Tier", Tier052, Tier0523)
 # 0.5.2 (server_args.py): (G below MiB, reserved GiB = a + b·tp·pp, chunked_prefill_size)
-TIERS_052 = ((20 * 1024, 2.8, 0.1, 2048), (35 * 1024, 2.8, 0.1, 2048), (90 * 1024, 9.5, 0.5, 8192),
+TIERS_052: tuple[Tier052, ...] = ((20 * 1024, 2.8, 0.1, 2048), (35 * 1024, 2.8, 0.1, 2048), (90 * 1024, 9.5, 0.5, 8192),
              (100 * 1024, 12.0, 0.5, 8192), (160 * 1024, 12.0, 0.5, 8192), (None, 32.0, 0.0, 16384))
 # 0.5.23 (memory_hook.py:94-180): (G below MiB, chunked_prefill_size, decode graph max_bs at tp < 4, tp >= 4)
-TIERS_0523 = ((20 * 1024, 2048, 8, 8), (35 * 1024, 4096, 48, 160), (60 * 1024, 4096, 32, 160),
+TIERS_0523: tuple[Tier0523, ...] = ((20 * 1024, 2048, 8, 8), (35 * 1024, 4096, 48, 160), (60 * 1024, 4096, 32, 160),
               (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
 
 
 def default_mem_fraction_static(tp: int) -> float:
     """SGLang 0.4's table by TP size."""
     return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
+
+
+def _tier(table: tuple[Tier, ...], gpu_mib: int) -> Tier:
+    """The first row of a tier table whose bound the GPU's MiB is below (None: no bound)."""
+    return next(t for t in table if t[0] is None or gpu_mib < t[0])
 
 
 def prefill_graph_sizes(max_tokens: int) -> list[int]:
@@ -82,7 +90,7 @@ def prefill_graph_sizes(max_tokens: int) -> list[int]:
 def reserve_mib_0523(gpu_mib: int, req: Request, chunked: int) -> float:
     """512 + 1.5 × max(chunked, 2048) + 1024 × tp·pp / 8 + 2 × decode max_bs + prefill graphs (8 MiB each;
     MLA 1,536), at least 10 GiB on GPUs over 60 GiB."""
-    _, _, small_tp, big_tp = next(t for t in TIERS_0523 if t[0] is None or gpu_mib < t[0])
+    _, _, small_tp, big_tp = _tier(TIERS_0523, gpu_mib)
     prefill_max = min(8192, chunked) if req.model.is_mla else chunked
     if "llama-2" in req.model.model_id.lower():  # memory_hook: Llama-2 prefill graphs capped at 4,096 tokens
         prefill_max = min(prefill_max, 4096)
@@ -94,14 +102,12 @@ def reserve_mib_0523(gpu_mib: int, req: Request, chunked: int) -> float:
 
 def reserve_mib_052(gpu_mib: int, req: Request) -> float:
     """(a + b·tp·pp) GiB by GPU tier (32 GiB from 160 GiB on)."""
-    _, a, b, _ = next(t for t in TIERS_052 if t[0] is None or gpu_mib < t[0])
+    _, a, b, _ = _tier(TIERS_052, gpu_mib)
     return (a + b * req.tp * req.pp) * 1024
 
 
 def chunked_prefill_size(rel: SglangRelease, gpu_mib: int) -> int:
-    if rel.fraction_rule == "reserve":
-        return next(t for t in TIERS_0523 if t[0] is None or gpu_mib < t[0])[1]
-    return next(t for t in TIERS_052 if t[0] is None or gpu_mib < t[0])[3]
+    return _tier(TIERS_0523, gpu_mib)[1] if rel.fraction_rule == "reserve" else _tier(TIERS_052, gpu_mib)[3]
 
 
 def gpu_mib(req: Request) -> int | None:
