@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kvplan.config.model import ModelConfig
 from kvplan.engines import Device, Request, Settings, get_engine
 from kvplan.planning.capacity import capacity
 from kvplan.planning.profile_run import dims, forward_peak
@@ -19,7 +20,7 @@ from kvplan.planning.weights.loaded import marlin_padding_bytes, rotary_bytes
 GIB = 2**30
 
 
-def terms(name: str, engine: str = "vllm", **kw: Any) -> dict[str, Any]:
+def terms(name: str | ModelConfig, engine: str = "vllm", **kw: Any) -> dict[str, Any]:
     r = capacity(name, engine=engine, gpu=kw.pop("gpu", "H100"), max_model_len=kw.pop("max_model_len", 8192), **kw)
     return {t.name: t for t in r.budget_terms}
 
@@ -164,3 +165,19 @@ def test_sglang_budget_scales_the_context_by_the_fraction() -> None:
     assert r.gpu_memory_bytes is not None
     weights = t["weights (checkpoint)"] + t["rotary cos/sin cache"]
     assert r.kv_budget_bytes_per_gpu == (int((r.gpu_memory_bytes - t["CUDA context"]) * 0.83) - weights,)
+
+
+def test_fp8_dynamic_checkpoint_keeps_embeddings_and_lm_head_in_bf16(model: Any) -> None:
+    # RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic (Llama-3.1-70B's dimensions; llm-compressor FP8, per-channel fp32
+    # scales, lm_head ignored) logged "Model loading took 67.72 GiB" at tp 1 (shared engine-memory notes): linear
+    # layers 1 B + 83,968 fp32 scales per layer, embedding and lm_head bf16, plus the 32 MiB rotary cache
+    from kvplan.config.hf import normalize
+
+    fp8 = {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+           "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float",
+                                                                             "strategy": "channel", "symmetric": True}}}}
+    m = normalize({**model("meta-llama/Llama-3.1-70B").raw, "quantization_config": fp8},
+                  model_id="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", source="test")
+    t = terms(m, "vllm@0.11")
+    loaded = t["weights (checkpoint)"].bytes + t["rotary cos/sin cache"].bytes
+    assert abs(loaded / GIB - 67.72) / 67.72 <= 0.001
