@@ -32,6 +32,9 @@ FLAGS: dict[str, str] = {
     "max_seq_len": "--max-seq-len", "lengths": "--lengths", "seq_lens": "--seq-len", "batches": "--batch",
     "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine", "model": "--model",
     "revision": "--revision",
+    "free_gpu_memory_fraction": "--free-gpu-memory-fraction", "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_num_seqs": "--max-num-seqs", "entry_point": "--entry-point", "sampler": "--sampler",
+    "moe_backend": "--moe-backend", "max_lora_rank": "--max-lora-rank", "non_torch_bytes": "--non-torch",
 }
 
 
@@ -79,11 +82,13 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
         print(to_json(payload))
         return
     from rich.console import Console
+    from rich.text import Text
 
-    # Piped output is not cut to 80 columns: tables are for reading in files and logs too.
+    # Piped output is not cut to 80 columns: tables are for reading in files and logs too. A Text (an engine's
+    # own message) is never wrapped, so it can be compared with the engine's log line for line.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     for table in tables(payload):
-        console.print(table)
+        console.print(table, soft_wrap=isinstance(table, Text))
     for line in explain or []:
         console.print(line, markup=False)
 

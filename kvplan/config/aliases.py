@@ -68,7 +68,8 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Fields the weights model reads (kvplan.planning.weights), beyond the KV fields above: first present wins.
+# Fields the weights and budget models read (kvplan.planning.weights, kvplan.planning.profile_run), beyond the
+# KV fields above: first present wins.
 WEIGHT_FIELDS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size", "padded_vocab_size"),  # padded_vocab_size: ChatGLM
     "intermediate_size": ("intermediate_size", "ffn_hidden_size", "n_inner"),  # ffn_hidden_size: ChatGLM
@@ -87,6 +88,10 @@ WEIGHT_FIELDS: dict[str, tuple[str, ...]] = {
     "linear_key_head_dim": ("linear_key_head_dim",),
     "linear_value_head_dim": ("linear_value_head_dim",),
     "linear_conv_kernel_dim": ("linear_conv_kernel_dim",),
+    "num_experts_per_tok": ("num_experts_per_tok", "experts_per_token", "moe_topk"),  # moe_topk: Hunyuan
+    "max_position_embeddings": ("max_position_embeddings", "n_positions"),  # rotary cos/sin cache length
+    "rope_scaling": ("rope_scaling", "rope_parameters"),  # rope_parameters: transformers 5
+    "partial_rotary_factor": ("partial_rotary_factor",),  # rotary on a fraction of head_dim
 }
 
 # Class defaults the generated table (config/defaults.py, class_defaults.json) cannot hold, by model_type:

@@ -1,7 +1,7 @@
 """`kvplan fit`: the smallest parallel layout (then KV dtype) whose KV cache serves a load.
 
-A layout serves ``concurrency`` requests of ``context`` tokens when the engine admits that many
-at once: vLLM's logged max concurrency for max_model_len = context, SGLang's and TRT-LLM's
+A layout serves ``concurrency`` requests of ``context`` tokens when the engine starts (an engine's
+refusal is "does not fit") and admits that many at once: vLLM's logged max concurrency for max_model_len = context, SGLang's and TRT-LLM's
 pools divided by one request, transformers' budget divided by one request's bytes.
 
 Ranking: fewest GPUs (tp × pp), then smaller PP (TP stays inside a node, PP crosses nodes), then
@@ -69,10 +69,11 @@ def _try(model: ModelConfig, tp: int, pp: int, kv_dtype: str, concurrency: int, 
     except KvplanError as exc:
         return Candidate(tp=tp, pp=pp, kv_dtype=kv_dtype, reason=str(exc))
     plan = result.plan
-    fits = plan.requests_at_max_len >= concurrency
+    fits = plan.refusal is None and plan.requests_at_max_len >= concurrency
+    reason = (f"the engine refuses: {plan.refusal.message}" if plan.refusal else
+              "" if fits else f"{plan.requests_at_max_len:.2f} < {concurrency} requests")
     return Candidate(tp=tp, pp=pp, kv_dtype=kv_dtype, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu),
-                     kv_tokens=plan.kv_tokens, requests=plan.requests_at_max_len, fits=fits,
-                     reason="" if fits else f"{plan.requests_at_max_len:.2f} < {concurrency} requests")
+                     kv_tokens=plan.kv_tokens, requests=plan.requests_at_max_len, fits=fits, reason=reason)
 
 
 def fit(model: ModelConfig | str, *, gpu: str, context: int, concurrency: int, engine: str = "vllm",

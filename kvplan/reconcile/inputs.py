@@ -15,6 +15,7 @@ from kvplan.config import load_model
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import canonical_dtype
 from kvplan.engines import EnginePlan, Settings, get_engine
+from kvplan.engines.base import BudgetTerm, Device, Request
 from kvplan.errors import CapacityError, ConfigError, InputError
 from kvplan.formulas.sizing import FALLBACK_MAX_MODEL_LEN
 from kvplan.planning.capacity import CapacityResult, capacity
@@ -93,31 +94,31 @@ def resolve_model(log: StartupLog, flag: str | None) -> tuple[ModelConfig, bool,
 
 
 def profile_name(engine: str, version: str | None) -> tuple[str, str | None]:
-    """The engine name to plan with: "vllm@0.11" where the registry has that release, else the
-    engine's own profile, with a note saying so."""
-    found = release(version)
-    if found is None:
+    """The engine name to plan with: the registry's release for the logged version (its longest
+    known prefix: 0.6.4.dev -> vllm@0.6.4, 0.10.2 -> vllm@0.10), else the engine's newest profile,
+    with a note saying so."""
+    if release(version) is None or version is None:
         return engine, None
-    versioned = f"{engine}@{found[0]}.{found[1]}"
+    versioned = f"{engine}@{version.strip().removeprefix('v')}"
     try:
         get_engine(versioned)
     except InputError:
-        return engine, f"kvplan has no {versioned} profile; blocks planned with {get_engine(engine).version}'s rules"
+        return engine, f"kvplan has no {engine} {version} profile; blocks planned with {get_engine(engine).version}'s rules"
     return versioned, None
 
 
 @lru_cache(maxsize=4096)
 def _capacity(inputs: Inputs, budget_bytes: int, max_model_len: int | None) -> CapacityResult | str:
-    """kvplan's answer for one KV budget per GPU, or its refusal: a CapacityError today, a result
-    carrying `refusal` once engine releases answer that way."""
+    """kvplan's answer for one KV budget per GPU, or the text of its refusal (the plan's `refusal`, or a
+    CapacityError where an engine still raises one)."""
     try:
         result = capacity(inputs.model, engine=inputs.profile, gpu=inputs.gpu, tp=inputs.tp, pp=inputs.pp,
                           kv_dtype=inputs.kv_dtype, max_model_len=max_model_len or inputs.max_model_len,
                           kv_budget_bytes=(max(budget_bytes, 0),), settings=inputs.settings)
     except CapacityError as exc:
         return str(exc)
-    refusal = getattr(result, "refusal", None) or getattr(result.plan, "refusal", None)
-    return str(refusal) if refusal else result
+    refusal = getattr(result.plan, "refusal", None)
+    return getattr(refusal, "message", str(refusal)) if refusal else result
 
 
 def plan(inputs: Inputs, budget_bytes: int, max_model_len: int | None = None) -> EnginePlan | str:
@@ -205,3 +206,14 @@ def build_inputs(log: StartupLog, options: Options) -> Inputs:
                   max_model_len=options.max_model_len or logged_max_model_len(log) or model.max_model_len or FALLBACK_MAX_MODEL_LEN,
                   gpu=options.gpu, profile=profile, settings=settings_of(log),
                   notes=tuple([*notes, *([note] if note else [])]))
+
+
+def logged_budget(inputs: Inputs, memory_bytes: int, weights_bytes: int, other_bytes: int = 0) -> int:
+    """The engine release's own budget rule applied to logged numbers: the GPU memory it measured, the
+    weights and everything else it subtracted, given as two terms (kvplan's estimates are not used)."""
+    request = Request(model=inputs.model, tp=inputs.tp, pp=inputs.pp, kv_dtype=inputs.kv_dtype,
+                      max_model_len=inputs.max_model_len, settings=inputs.settings,
+                      device=Device(name=None, memory_bytes=memory_bytes))
+    terms = (BudgetTerm(name="weights (logged)", bytes=weights_bytes, exact=False, source="the log", kind="weights"),
+             BudgetTerm(name="the rest (logged)", bytes=other_bytes, exact=False, source="the log", kind="given"))
+    return get_engine(inputs.profile).kv_budget(request, terms).kv_budget_bytes

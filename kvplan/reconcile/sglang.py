@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.engines import get_engine
 from kvplan.engines.sglang import pool_bytes
 from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
-from kvplan.reconcile.inputs import Inputs, plan, reference
+from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference
 from kvplan.reconcile.parse import GIB, Record, StartupLog
 
 RULES = "SGLang 0.5 pool: python/sglang/srt/model_executor/model_runner.py:1092-1133 (0.5.2)"
@@ -42,11 +41,8 @@ def free_memory(log: StartupLog) -> tuple[Span, Span] | None:
 
 def budget_span(inputs: Inputs, before: Span, after: Span) -> Span:
     """kvplan's SGLang budget: free_at_init × mem_fraction_static − weights, weights = before − after."""
-    profile = get_engine(inputs.profile)
-
     def budget(free: Fraction, left: Fraction) -> Fraction:
-        steps = profile.kv_budget(int(free), int(free - left), 0, inputs.settings, inputs.tp)
-        return Fraction(steps.kv_budget_bytes)
+        return Fraction(logged_budget(inputs, int(free), int(free - left)))
     return budget(before[1], after[0]), budget(before[0], after[1])
 
 

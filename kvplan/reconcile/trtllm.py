@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.engines import get_engine
 from kvplan.reconcile.check import Outcome, compare, skip
-from kvplan.reconcile.inputs import Inputs, plan, reference_plan
+from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference_plan
 from kvplan.reconcile.parse import GIB, StartupLog
 
 RULES = ("TensorRT-LLM KV cache manager: blocks = ceil((free × free_gpu_memory_fraction // bytes per token) / "
@@ -30,9 +29,7 @@ def block_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
     if available is None:
         return [*earlier, skip("num_blocks", record, number, "the log prints no free memory (Memory usage when "
                                "calculating max tokens in paged kv cache) to recompute it from")]
-    profile = get_engine(inputs.profile)
-    budgets = [profile.kv_budget(int(b), 0, 0, inputs.settings, inputs.tp).kv_budget_bytes
-               for b in available.bytes_range()]
+    budgets = [logged_budget(inputs, int(b), 0) for b in available.bytes_range()]
     found = [plan(inputs, b) for b in budgets]
     if isinstance(found[0], str) or isinstance(found[1], str):
         return [*earlier, skip("num_blocks", record, number, f"kvplan refuses: {found[0]}")]

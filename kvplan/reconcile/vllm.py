@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.engines import EnginePlan, Settings, get_engine
+from kvplan.engines import EnginePlan
 from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
-from kvplan.reconcile.inputs import Inputs, plan, reference_plan
+from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference_plan
 from kvplan.reconcile.parse import GIB, Number, Record, StartupLog, rank_key
 from kvplan.reconcile.rules import VLLM_SWAP_SPACE_GIB, VllmRules, vllm_rules
 
@@ -212,12 +212,11 @@ def _budget_check(inputs: Inputs, breakdown: Record, requested: Record, printed:
     if total is None or util is None or None in pieces:
         return skip("kv_budget_bytes", printed, logged, "the breakdown lacks the total, utilization or a term")
     ranges = [total.bytes_range(), *(p.bytes_range() for p in pieces if p is not None)]
-    profile, settings = get_engine(inputs.profile), Settings(gpu_memory_utilization=float(util.value))
+    at_util = replace(inputs, settings=replace(inputs.settings, gpu_memory_utilization=float(util.value)))
 
     def budget(end: int) -> Fraction:  # end 0: the smallest budget the rounding allows, 1: the largest
         used = [int(r[1 - end]) for r in ranges[1:]]
-        return Fraction(profile.kv_budget(int(ranges[0][end]), used[0], used[1] + used[2], settings,
-                                          inputs.tp).kv_budget_bytes)
+        return Fraction(logged_budget(at_util, int(ranges[0][end]), used[0], used[1] + used[2]))
     terms = " − ".join(f"{name} {p.text}" for name, p in zip(("weights", "activation", "non-torch"), pieces,
                                                             strict=True) if p is not None)
     how = f"kvplan's rule: ceil(total {total.text} GiB × {util.text}) − {terms} GiB (each ± half a printed digit)"

@@ -32,6 +32,7 @@ class CapacityPoint:
     requests_at_max_len: float | None  # requests of seq_len tokens that fit at once (every engine)
     note: str = ""  # the engine refused: why
     warnings: tuple[str, ...] = ()  # capacity()'s own warnings (budget <= 0, one request does not fit)
+    refusal: str = ""  # the engine would not start (its message); the numbers are still the answer
 
     def columns(self, batch: int) -> tuple[Any, ...]:
         fits = None if self.requests_at_max_len is None else batch <= self.requests_at_max_len
@@ -49,10 +50,12 @@ def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | 
         return CapacityPoint(engine=engine, seq_len=seq_len, gpu=gpu, kv_budget_bytes_per_gpu=None, kv_tokens=None,
                              max_concurrency=None, requests_at_max_len=None, note=f"{engine} at {seq_len:,}: {exc}")
     plan = r.plan
-    return CapacityPoint(engine=r.engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
+    refusal = f"{engine} refuses at {seq_len:,}: {plan.refusal.message}" if plan.refusal else ""
+    return CapacityPoint(engine=engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
                          kv_tokens=plan.kv_tokens, max_concurrency=plan.max_concurrency,
-                         requests_at_max_len=plan.requests_at_max_len,
-                         warnings=tuple(n for n in r.notes if n.startswith("warning:")))
+                         requests_at_max_len=0.0 if plan.refusal else plan.requests_at_max_len,
+                         warnings=tuple(n for n in r.notes if n.startswith("warning:")) + (
+                             (f"warning: {refusal}",) if refusal else ()), refusal=refusal)
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,8 @@ def _engine_points(layout: Layout, seq_lens: Sequence[int], batches: Sequence[in
                                pp=layout.pp, kv_dtype=layout.kv_dtype.name, kv_budget_bytes=engines.kv_budget_bytes)
         if point.note:
             notes.append(f"skipped capacity of {layout.model.model_id}: {point.note}")
+        elif point.refusal:
+            notes.append(f"capacity of {layout.model.model_id}: {point.refusal} (answer kept: fits = false)")
         for b in batches:
             yield (*next(rows), *point.columns(b))
 

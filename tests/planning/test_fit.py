@@ -72,3 +72,12 @@ def test_fit_cli_table(run_cli: Any) -> None:
     code, out, _ = run_cli("fit", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "8k",
                            "--concurrency", "16", "--engine", "sglang")
     assert code == 0 and "tp 1 pp 1" in out
+
+
+def test_a_refusal_does_not_fit(model: Any) -> None:
+    # one L4 (22.05 GiB): 22.05 × 0.92 − 14.96 weights − 2 overhead ≈ 3.3 GiB of KV, a 131,072-token request needs
+    # 16 GiB: vLLM refuses to start, so the layout does not fit, with vLLM's words as the reason
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="L4", context=131072, concurrency=1, gpus_per_node=1, max_gpus=1,
+            overhead_bytes=2 * GIB)
+    assert r.best is None and len(r.candidates) == 1
+    assert r.candidates[0].reason.startswith("the engine refuses: To serve at least one request")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kvplan.engines import REGISTRY
+from kvplan.engines import get_engine
 from kvplan.errors import InputError
 from kvplan.reconcile import Options, Reconciliation, parse_log, reconcile
 from kvplan.reconcile import inputs as inputs_module
@@ -248,19 +248,20 @@ def test_checkpoint_names_resolve_without_their_suffix() -> None:
         ("Qwen/Qwen3-235B-A22B-Instruct", "fp8")]
 
 
-def test_the_engine_release_is_used_once_the_registry_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    name, note = profile_name("vllm", "0.11.0")
-    assert name == "vllm" and note and "no vllm@0.11 profile" in note
-    monkeypatch.setitem(REGISTRY, "vllm@0.11", REGISTRY["vllm"])
-    assert profile_name("vllm", "0.11.0") == ("vllm@0.11", None)
+def test_the_engine_release_is_used_when_the_registry_has_it() -> None:
+    assert profile_name("vllm", "0.11.0") == ("vllm@0.11.0", None)  # the registry takes its longest known prefix
+    assert get_engine("vllm@0.11.0").version == get_engine("vllm@0.11").version
+    assert get_engine(profile_name("vllm", "0.6.4.dev")[0]).version == get_engine("vllm@0.6.4").version
+    name, note = profile_name("vllm", "0.19.0")  # no 0.19 row: the newest profile, said in a note
+    assert name == "vllm" and note and "no vllm 0.19.0 profile" in note
     assert profile_name("vllm", None) == ("vllm", None)
 
 
 def test_a_refusal_is_read_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
     log = parse_log((LOGS / "vllm-v064dev-llama31-8b-40k.log").read_text())
     inputs = build_inputs(log, Options())
-    today = plan(inputs, 10 * 2**20)  # 10 MiB: vLLM refuses a 40,960-token request (a CapacityError today)
-    assert isinstance(today, str) and "refuses" in today
+    today = plan(inputs, 10 * 2**20)  # 10 MiB: vLLM 0.6.4 refuses a 40,960-token request, in its own words
+    assert isinstance(today, str) and "max seq len (40960) is larger than the maximum number of tokens" in today
 
     real = inputs_module.capacity
 
