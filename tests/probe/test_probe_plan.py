@@ -15,7 +15,7 @@ SMALL = plan.Device(sms=8, smem_bytes=48 * 1024)
 
 
 def _smem(t: plan.Tile, width: int, qk: int, cache_bytes: int, dot_bytes: int) -> int:
-    return t.stages * t.tokens * width * cache_bytes + t.rows * (qk + t.tokens) * dot_bytes
+    return plan.buffers(t.stages) * t.tokens * width * cache_bytes + t.rows * (qk + t.tokens) * dot_bytes
 
 
 @pytest.mark.parametrize("device", [H100, SMALL], ids=["h100", "48KB"])
@@ -28,6 +28,21 @@ def test_gqa_tiles_fit_the_device(device, group, dk, cache_bytes):
     assert first.tokens * 2 * dk * cache_bytes <= 64 * 1024 or first.tokens == 16
 
 
+def test_triton_buffers_per_num_stages():
+    """The K/V loads sit one level below the block-table load: triton 3.6 gives them ceil((stages - 2) / 2)
+    buffers (read off the compiled kernels' shared-memory allocations: benchmarks/kernel_report.py)."""
+    assert [plan.buffers(s) for s in (1, 2, 3, 4, 5, 6, 7)] == [1, 1, 1, 1, 2, 2, 3]
+
+
+@pytest.mark.parametrize(("dk", "cache_bytes", "depth"), [(128, 1, 3), (128, 2, 1), (64, 2, 3)])
+def test_tiles_keep_up_to_96k_in_flight(dk, cache_bytes, depth):
+    """fp8 Llama (32 KB tiles): three in flight; bf16 Llama (64 KB tiles): one, as measured in run 3."""
+    first = plan.gqa_tiles(4, dk, dk, cache_bytes, 2, H100)[0]
+    assert plan.buffers(first.stages) == depth
+    assert depth == 1 or depth * first.tokens * 2 * dk * cache_bytes <= plan.IN_FLIGHT
+    assert plan.gqa_tiles(4, dk, dk, cache_bytes, 2, H100, depth=1)[0].stages == 3  # the dequantizing formats
+
+
 def test_llama_tile_is_the_measured_best():
     """On an H100 (benchmarks/results/h100-run1) 128 tokens × 8 warps × 3 stages read bf16 Llama pages fastest."""
     assert plan.gqa_tiles(4, 128, 128, 2, 2, H100)[0] == plan.Tile(16, 128, 8, 3)
@@ -36,7 +51,7 @@ def test_llama_tile_is_the_measured_best():
 @pytest.mark.parametrize("heads", [1, 16, 20, 128])
 @pytest.mark.parametrize("device", [H100, SMALL], ids=["h100", "48KB"])
 def test_mla_tiles_tile_the_heads_and_fit(heads, device):
-    tiles = plan.mla_tiles(heads, 512, 64, 2, device)
+    tiles = plan.mla_tiles(heads, 512, 64, 2, 2, device)
     assert tiles[0].rows <= max(16, plan.pow2(heads)) and tiles[0].rows <= 64  # 128 heads: two programs or more
     fitting = [t for t in tiles if _smem(t, 576, 576, 2, 2) <= device.smem_bytes]
     assert fitting or tiles == [plan.Tile(16, 16, 8, 1)]  # a device too small still gets one last try
