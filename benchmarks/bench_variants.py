@@ -4,7 +4,8 @@
 
 Each row (shape × batch × context × dtype of bench_decode) gets its pages once, the copy ceiling once,
 then the decode GB/s of several tiles: ``old`` (the tile h100-run3 measured: one K/V tile in flight),
-``new`` (today's planner) and alternates. Each variant's output on the first input set is compared
+``new`` (the planner when run: in h100-run4 that was the first draft, three tiles in flight for fp8 and
+MQA; the plan that came out of it keeps two, the ``…/5`` columns) and alternates. Each variant's output on the first input set is compared
 with the old tile's (relative error, also a check of the pipelined code on the GPU). Rows run in
 priority order and the JSON is rewritten after each, so a cut-short run keeps the important rows.
 """
@@ -18,8 +19,8 @@ import time
 from dataclasses import asdict, replace
 from typing import Any
 
-import torch
 import bench_decode
+import torch
 from bench_decode import DTYPES, SHAPES, Case, _pages, copy_gbps, graph_time_s
 
 from kvplan.probe import kernels
