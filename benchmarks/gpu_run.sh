@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU session: native correctness first, then the tile/split sweep and/or the full benchmark.
-#   bash benchmarks/gpu_run.sh OUT_DIR [tests] [sweep] [quick|full]
+#   bash benchmarks/gpu_run.sh OUT_DIR [tests|tests-decode] [sweep|variants] [quick|full]
 # Each step has its own time limit and logs under OUT_DIR; a step that fails does not stop the next.
 set -u
 out=$1; shift
@@ -11,8 +11,12 @@ python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'trit
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >> "$out/env.txt" 2>&1
 for step in "$@"; do
   case $step in
-    tests) timeout 110 python3 -m pytest -q -p no:cacheprovider tests/test_probe_decode.py tests/test_probe_kernels.py tests/gpu \
+    tests) timeout 110 python3 -m pytest -q -p no:cacheprovider tests/probe/test_probe_decode.py tests/probe/test_probe_kernels.py tests/gpu \
              > "$out/pytest.log" 2>&1; echo "pytest rc=$?"; tail -15 "$out/pytest.log";;
+    tests-decode) timeout 70 python3 -m pytest -q -p no:cacheprovider tests/probe/test_probe_decode.py \
+             -k "deeper or every_format or mla_decode" > "$out/pytest.log" 2>&1; echo "pytest rc=$?"; tail -6 "$out/pytest.log";;
+    variants) timeout 185 python3 benchmarks/bench_variants.py --budget-s 140 --out "$out/variants.json" \
+             > "$out/variants.txt" 2> "$out/variants.log"; echo "variants rc=$?"; cat "$out/variants.log";;
     sweep) timeout 150 python3 benchmarks/bench_decode.py --sweep all --out "$out/sweep.json" > "$out/sweep.txt" 2> "$out/sweep.log";
            echo "sweep rc=$?"; tail -3 "$out/sweep.log";;
     sweep-fp8) timeout 50 python3 benchmarks/bench_decode.py --sweep fp8 --out "$out/sweep_fp8.json" > "$out/sweep_fp8.txt" 2> "$out/sweep_fp8.log";

@@ -132,3 +132,27 @@ def test_a_wrong_scale_is_caught(kernel_device):
     shuffled = vs.flip(1)
     got = kernels.paged_decode(q, k, v, table, lens, 0.3, k_scales=ks, v_scales=shuffled, **kw)
     assert rel_error(got.cpu(), want) > 0.1
+
+
+@pytest.mark.parametrize("stages", [5, 7])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn], ids=["bf16", "fp8"])
+def test_deeper_buffering_decodes_the_same(dtype, stages, kernel_device):
+    """Two and three K/V tiles in flight (num_stages 5 and 7: triton pipelines the block-table load and the
+    tiles it addresses) for GQA and MLA, split or not. Compiled on a GPU these are other kernels than the
+    one-buffer default (the interpreter ignores num_stages: there it checks the plan's tiles run at all)."""
+    gen = torch.Generator().manual_seed(stages)
+    num_blocks, table, lens = _pages([150, 5, 33, 100], 16, 2, kernel_device, seed=stages + 1)
+    k, _ = random_cache((num_blocks, 16, 2), 64, "none", gen, dtype=dtype, device=kernel_device)
+    v, _ = random_cache((num_blocks, 16, 2), 64, "none", gen, dtype=dtype, device=kernel_device)
+    q = torch.randn(4, 8, 64, generator=gen).bfloat16().to(kernel_device)
+    want = reference.paged_decode(q.cpu(), k.cpu(), v.cpu(), table.cpu(), lens.cpu(), 0.125)
+    tol = TOLERANCE["16-bit"] if dtype == torch.bfloat16 else TOLERANCE["quantized"]
+    for splits in (None, 2):
+        got = kernels.paged_decode(q, k, v, table, lens, 0.125, num_splits=splits, tile=Tile(16, 32, 4, stages))
+        assert rel_error(got.cpu(), want) <= tol
+    q, latent, _, table, lens = _mla_case("none", dtype, 16, 16, gen, kernel_device)
+    want = reference.paged_decode_mla(q.cpu(), latent.cpu(), 512, table.cpu(), lens.cpu(), 576**-0.5)
+    for splits in (None, 2):
+        got = kernels.paged_decode_mla(q, latent, 512, table, lens, 576**-0.5, num_splits=splits,
+                                       tile=Tile(16, 32, 8, stages))
+        assert rel_error(got.cpu(), want) <= tol

@@ -15,7 +15,7 @@ SMALL = plan.Device(sms=8, smem_bytes=48 * 1024)
 
 
 def _smem(t: plan.Tile, width: int, qk: int, cache_bytes: int, dot_bytes: int) -> int:
-    return t.stages * t.tokens * width * cache_bytes + t.rows * (qk + t.tokens) * dot_bytes
+    return plan.buffers(t.stages) * t.tokens * width * cache_bytes + t.rows * (qk + t.tokens) * dot_bytes
 
 
 @pytest.mark.parametrize("device", [H100, SMALL], ids=["h100", "48KB"])
@@ -28,6 +28,42 @@ def test_gqa_tiles_fit_the_device(device, group, dk, cache_bytes):
     assert first.tokens * 2 * dk * cache_bytes <= 64 * 1024 or first.tokens == 16
 
 
+def test_triton_buffers_per_num_stages():
+    """The K/V loads sit one level below the block-table load: triton 3.6 gives them ceil((stages - 2) / 2)
+    buffers (read off the compiled kernels' shared-memory allocations: benchmarks/kernel_report.py)."""
+    assert [plan.buffers(s) for s in (1, 2, 3, 4, 5, 6, 7)] == [1, 1, 1, 1, 2, 2, 3]
+
+
+@pytest.mark.parametrize(("group", "dk", "cache_bytes", "depth"), [
+    (4, 128, 1, 2), (8, 64, 1, 2),  # fp8 Llama/Qwen and gpt-oss: two tiles in flight
+    (71, 64, 2, 2), (71, 64, 1, 2),  # Falcon's 128-row tiles
+    (4, 128, 2, 1), (8, 64, 2, 1),  # 16-bit GQA: one, as run 3 measured best
+])
+def test_gqa_tiles_in_flight_as_measured(group, dk, cache_bytes, depth):
+    """benchmarks/results/h100-run4: the depth that was fastest for each class of tile."""
+    first = plan.gqa_tiles(group, dk, dk, cache_bytes, 2, H100)[0]
+    assert plan.buffers(first.stages) == depth
+    assert plan.gqa_tiles(group, dk, dk, cache_bytes, 2, H100, depth=1)[0].stages == 3  # dequantizing formats
+
+
+@pytest.mark.parametrize(("heads", "cache_bytes", "stages"), [(16, 2, 5), (128, 2, 5), (16, 1, 2), (128, 1, 5)])
+def test_mla_tiles_in_flight_as_measured(heads, cache_bytes, stages):
+    """16-bit latents and 64-head tiles: two tiles in flight; fp8 at 16 heads keeps run 3's one (num_stages 2)."""
+    assert plan.mla_tiles(heads, 512, 64, cache_bytes, 2, H100)[0].stages == stages
+
+
+def test_splits_of_two_tiles_keep_one_buffer():
+    deep = plan.gqa_tiles(8, 128, 128, 1, 2, H100)
+    assert plan.buffers(plan.short_splits(deep, 256)[0].stages) == 1  # 2 tiles of 128
+    assert plan.short_splits(deep, 1024)[0] == deep[0]
+
+
+def test_a_depth_that_does_not_fit_falls_back_to_fewer_buffers():
+    tight = plan.Device(sms=8, smem_bytes=48 * 1024)
+    tile = plan.gqa_tiles(4, 128, 128, 1, 2, tight, depth=3)[0]
+    assert plan.buffers(tile.stages) * tile.tokens * 256 + 16 * (128 + tile.tokens) * 2 <= tight.smem_bytes
+
+
 def test_llama_tile_is_the_measured_best():
     """On an H100 (benchmarks/results/h100-run1) 128 tokens × 8 warps × 3 stages read bf16 Llama pages fastest."""
     assert plan.gqa_tiles(4, 128, 128, 2, 2, H100)[0] == plan.Tile(16, 128, 8, 3)
@@ -36,7 +72,7 @@ def test_llama_tile_is_the_measured_best():
 @pytest.mark.parametrize("heads", [1, 16, 20, 128])
 @pytest.mark.parametrize("device", [H100, SMALL], ids=["h100", "48KB"])
 def test_mla_tiles_tile_the_heads_and_fit(heads, device):
-    tiles = plan.mla_tiles(heads, 512, 64, 2, device)
+    tiles = plan.mla_tiles(heads, 512, 64, 2, 2, device)
     assert tiles[0].rows <= max(16, plan.pow2(heads)) and tiles[0].rows <= 64  # 128 heads: two programs or more
     fitting = [t for t in tiles if _smem(t, 576, 576, 2, 2) <= device.smem_bytes]
     assert fitting or tiles == [plan.Tile(16, 16, 8, 1)]  # a device too small still gets one last try

@@ -98,10 +98,12 @@ def decode_gqa(q: torch.Tensor, k: Paged, v: Paged, block_table: torch.Tensor, s
     group = num_heads // num_kv_heads
     device = plan.device_limits(q.device)
     tiles = [tile] if tile else plan.gqa_tiles(group, k.width, v.width, k.data.element_size(), q.element_size(),
-                                               device, dequant=k.fmt in (formats.GROUP, formats.INT4, formats.NVFP4))
+                                               device, dequant=k.fmt in (formats.GROUP, formats.INT4, formats.NVFP4),
+                                               depth=None if k.fmt == formats.PLAIN else 1)
     g_tiles = -(-group // tiles[0].rows)
     splits = plan.plan_splits(batch * num_kv_heads * g_tiles, block_table.shape[1] * block_size,
                               tiles[0].tokens, device, forced=num_splits)
+    tiles = tiles if tile else plan.short_splits(tiles, splits.tokens)
     out, part, lse = outputs(q, num_heads, v.width, splits.count)
     consts = dict(BS=block_size, BLOCK_DK=plan.pow2(k.width), BLOCK_DV=plan.pow2(v.width), FMT=k.fmt, F16=fp16_dots(q, k),
                   SPLIT=splits.count > 1, PREC=precision(q), COMPILED=not INTERPRETED)

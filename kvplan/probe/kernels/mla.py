@@ -14,7 +14,7 @@ import torch
 import triton  # type: ignore[import-untyped, unused-ignore]
 import triton.language as tl  # type: ignore[import-untyped, unused-ignore]
 
-from kvplan.probe.kernels import plan
+from kvplan.probe.kernels import formats, plan
 from kvplan.probe.kernels.combine import combine, launch_first_fitting
 from kvplan.probe.kernels.decode import INTERPRETED, fp16_dots, outputs, precision
 from kvplan.probe.kernels.formats import Latent
@@ -82,7 +82,8 @@ def decode_mla(q: torch.Tensor, lat: Latent, block_table: torch.Tensor, seq_lens
     batch, num_heads, _ = q.shape
     rank, rope, block_size = lat.rank, lat.rope_dim, lat.nope.data.shape[1]
     device = plan.device_limits(q.device)
-    tiles = [tile] if tile else plan.mla_tiles(num_heads, rank, rope, q.element_size(), device)
+    tiles = [tile] if tile else plan.mla_tiles(num_heads, rank, rope, lat.nope.data.element_size(), q.element_size(),
+                                               device, depth=None if lat.nope.fmt == formats.PLAIN else 1)
     splits = plan.plan_splits(batch * -(-num_heads // tiles[0].rows), block_table.shape[1] * block_size,
                               tiles[0].tokens, device, forced=num_splits)
     out, part, lse = outputs(q, num_heads, rank, splits.count)

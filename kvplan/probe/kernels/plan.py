@@ -6,7 +6,7 @@ try the candidates in order and drop one that the device refuses (``OutOfResourc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -68,39 +68,66 @@ def plan_splits(programs: int, max_tokens: int, tile_tokens: int, device: Device
     return Splits(-(-max_tokens // per_split), per_split)
 
 
+def buffers(stages: int) -> int:
+    """K/V tiles in flight per program for triton's num_stages. The tiles' addresses come from the block
+    table, loaded in the same loop, and triton 3.6's pipeliner splits the stages between the two load
+    levels: ceil((stages - 2) / 2) tile buffers (3 or 4 stages: one tile; 5: two; 7: three), at least one."""
+    return max(1, -(-(stages - 2) // 2))
+
+
+def deepest(stage_bytes: int, fixed_bytes: int, device: Device, depth: int) -> int | None:
+    """num_stages for `depth` tile buffers, or fewer where shared memory (fixed_bytes: what the program
+    holds besides the buffers) takes fewer; None when not even one buffer fits."""
+    for n in range(depth, 0, -1):
+        if n * stage_bytes + fixed_bytes <= device.smem_bytes:
+            return 2 * n + 1
+    return None
+
+
 def gqa_tiles(group: int, dk: int, dv: int, cache_bytes: int, dot_bytes: int, device: Device, *,
-              dequant: bool = False) -> list[Tile]:
+              dequant: bool = False, depth: int | None = None) -> list[Tile]:
     """Candidates for a GQA/MQA program (all query heads of one KV head), preferred first: the largest
-    token tile whose stage (K + V as stored) is at most 64 KB, 3 stages deep where shared memory allows
-    (tiles that convert fp8/int data also hold the converted copy). 8 warps for wide tiles and for
-    element-wise dequantization (group scales, packed 4-bit), which spills registers with 4."""
+    token tile whose stage (K + V as stored) is at most 64 KB (tiles that convert fp8/int data also hold
+    the converted copy). 8 warps for wide tiles and for element-wise dequantization (group scales, packed
+    4-bit), which spills registers with 4. Tiles in flight (`depth`), as measured on an H100
+    (benchmarks/results/h100-run4): two for fp8 caches (+8-14 % on Llama-8B) and for MQA's 128-row
+    tiles (+12-24 % on Falcon-7B); one for 16-bit GQA, whose 64 KB tile already fills the SM (two: -3-21 %)."""
     rows = min(max(16, pow2(group)), 128)
     width = pow2(dk) + pow2(dv)
+    depth = depth or (2 if cache_bytes == 1 or rows >= 64 else 1)
     out = []
     for tokens in (64, 32, 16) if rows >= 64 else (128, 64, 32, 16):
         stage = tokens * width * cache_bytes
         if stage > 64 * 1024 and tokens > 16:
             continue
         converted = tokens * width * dot_bytes if cache_bytes != dot_bytes else 0
-        for stages in (3, 2, 1):
-            if stages * stage + converted + rows * (pow2(dk) + tokens) * dot_bytes <= device.smem_bytes:
-                wide = dequant or rows >= 64 or (cache_bytes >= 2 and tokens * width * dot_bytes >= 64 * 1024)
-                out.append(Tile(rows, tokens, 8 if wide else 4, stages))
-                break
+        stages = deepest(stage, converted + rows * (pow2(dk) + tokens) * dot_bytes, device, depth)
+        if stages:
+            wide = dequant or rows >= 64 or (cache_bytes >= 2 and tokens * width * dot_bytes >= 64 * 1024)
+            out.append(Tile(rows, tokens, 8 if wide else 4, stages))
     return out or [Tile(rows, 16, 4, 1)]
 
 
-def mla_tiles(num_heads: int, rank: int, rope: int, dot_bytes: int, device: Device) -> list[Tile]:
+def short_splits(tiles: list[Tile], split_tokens: int) -> list[Tile]:
+    """GQA tiles with one buffer when each split holds at most two of them: there a second buffer lost
+    6 % (Llama-70B TP8 fp8 at 8 × 8k and 32 × 2k: 256-token splits of two 128-token tiles, h100-run4)."""
+    return [replace(t, stages=min(t.stages, 3)) if split_tokens <= 2 * t.tokens else t for t in tiles]
+
+
+def mla_tiles(num_heads: int, rank: int, rope: int, cache_bytes: int, dot_bytes: int, device: Device, *,
+              depth: int | None = None) -> list[Tile]:
     """Candidates for MLA: heads per program × tokens per iteration that fit in shared memory, 8 warps
-    (a rank-512 accumulator is 64 fp32 registers per thread per 16 heads; 4 warps spill at 32+ heads)."""
+    (a rank-512 accumulator is 64 fp32 registers per thread per 16 heads; 4 warps spill at 32+ heads).
+    Two latent tiles in flight for 16-bit latents (+8-18 % at 16 heads, +14 % at 128 on an H100) and for
+    64-head tiles (fp8: +7 %); one for fp8 latents at 16 heads (two: -2-4 %): benchmarks/results/h100-run4."""
     width = pow2(rank) + pow2(rope)
     out = []
     for rows, tokens in ((64, 32), (64, 16), (32, 32), (32, 16), (16, 64), (16, 32), (16, 16)):
         if rows > max(16, pow2(num_heads)):
             continue
-        for stages in (2, 1):
-            need = stages * tokens * width * dot_bytes + rows * (width + tokens) * dot_bytes
-            if need <= device.smem_bytes:
-                out.append(Tile(rows, tokens, 8, stages))
-                break
+        converted = tokens * width * dot_bytes if cache_bytes != dot_bytes else 0
+        stages = deepest(tokens * width * cache_bytes, converted + rows * (width + tokens) * dot_bytes, device,
+                         depth or (2 if cache_bytes >= 2 or rows >= 64 else 1))
+        if stages:  # one buffer: num_stages 2, the setting runs 1-3 measured
+            out.append(Tile(rows, tokens, 8, 2 if stages == 3 else stages))
     return out or [Tile(16, 16, 8, 1)]
