@@ -21,6 +21,7 @@ from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.sizing import FALLBACK_MAX_MODEL_LEN
 from kvplan.planning.budget import Budget, Memory, Overhead, device, kv_budget, no_budget_warning
+from kvplan.planning.roofline import DecodeFloor, decode_floor
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +45,7 @@ class CapacityResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     settings: Settings | None = None  # the engine's knobs with the release's defaults filled in
+    decode_floor: DecodeFloor | None = None  # memory-bound lower bound on a decode step of the admitted batch
 
     @property
     def refusal(self) -> Refusal | None:
@@ -115,7 +117,8 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
     if plan.requests_at_max_len < 1 and plan.refusal is None:
         notes.append(f"warning: one {request.max_model_len:,}-token request does not fit under {profile.name}; "
                      f"the cache holds {plan.kv_tokens:,} tokens")
-    return replace(base, plan=plan, notes=(*notes, *request.model.notes))
+    return replace(base, plan=plan, notes=(*notes, *request.model.notes),
+                   decode_floor=decode_floor(plan, budget.gpu, budget.weights_bytes_per_gpu))
 
 
 def capacity_all(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1,

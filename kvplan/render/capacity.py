@@ -101,10 +101,23 @@ def capacity_payload(result: CapacityResult) -> dict[str, Any]:
         "refusal": refusal.message if refusal else None,
         "estimated_max_model_len": refusal.estimated_max_model_len if refusal else None,
         "log_lines": list(plan.log_lines),
+        "decode_step_floor": _floor_payload(result),
     }
     if plan.log_lines and not refusal:
         payload["log_line"] = ", ".join(plan.log_lines)
     return payload
+
+
+def _floor_payload(result: CapacityResult) -> dict[str, Any] | None:
+    """The memory-bound lower bound on one decode step of the admitted batch (planning/roofline.py)."""
+    f = result.decode_floor
+    if f is None:
+        return None
+    return {"requests": f.requests, "weights_bytes": f.weights_bytes, "kv_bytes": f.kv_bytes,
+            "bytes_per_step": f.bytes_per_step, "bandwidth_bytes_per_s": f.bandwidth_bytes_per_s,
+            "seconds": f.seconds, "tokens_per_s": f.tokens_per_s,
+            "note": f"a memory-bound lower bound on one decode step of {f.requests:,} max-length requests at the "
+                    f"{f.gpu} data-sheet bandwidth, not a throughput promise"}
 
 
 def explain_lines(result: CapacityResult) -> list[str]:
@@ -121,7 +134,17 @@ def explain_lines(result: CapacityResult) -> list[str]:
         lines.append("they differ because the engine reserves whole blocks for max_model_len on full layers, "
                      "W − 1 + in-flight tokens (+1 block) on sliding layers, blocks of every padded layer of a "
                      "group, and checkpoint pages for Mamba states; a real request holds less")
-    return lines
+    return lines + _floor_lines(result)
+
+
+def _floor_lines(result: CapacityResult) -> list[str]:
+    f = result.decode_floor
+    if f is None:
+        return []
+    return [f"decode step >= (weights {f.weights_bytes:,} + {f.requests:,} requests × "
+            f"{f.kv_bytes // f.requests:,} B KV) / {f.gpu} peak {f.bandwidth_bytes_per_s / 1e9:,.0f} GB/s = "
+            f"{f.seconds * 1e3:,.3f} ms (≤ {f.tokens_per_s:,.0f} decode tokens/s): a memory-bound lower bound, "
+            "not a throughput promise"]
 
 
 def _summary_rows(p: dict[str, Any], compact: bool) -> list[tuple[str, str]]:
@@ -137,7 +160,14 @@ def _summary_rows(p: dict[str, Any], compact: bool) -> list[tuple[str, str]]:
             ("blocks", "-" if p["num_blocks"] is None else f"{p['num_blocks']:,}"),
             ("KV tokens", f"{p['kv_tokens']:,}"), (f"concurrency @ {p['max_model_len']:,}", conc),
             ("request, steady state", b(p["per_request"]["steady_state_bytes_per_gpu"])),
-            ("request, admission reserve", b(p["per_request"]["admission_reserve_bytes_per_gpu"]))]
+            ("request, admission reserve", b(p["per_request"]["admission_reserve_bytes_per_gpu"])),
+            ("decode step ≥ (memory bound)", _floor_cell(p["decode_step_floor"]))]
+
+
+def _floor_cell(floor: dict[str, Any] | None) -> str:
+    if floor is None:
+        return "-"
+    return f"{floor['seconds'] * 1e3:,.2f} ms ({floor['requests']:,} req.)"
 
 
 def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[RenderableType]:
