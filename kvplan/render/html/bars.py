@@ -9,10 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kvplan.render.html.markup import Html, esc, join
+from kvplan.render.html.style import TERM_COLORS
 
 WIDTH, HEIGHT = 1000, 30
 MIN_LABEL = 90  # units a segment needs to carry its own label
-DARK_TEXT = ("#cbd5e1",)  # light fills whose label is drawn dark
+DARK_TEXT = (TERM_COLORS["fraction"],)  # light fills whose label is drawn dark
 
 
 @dataclass(frozen=True, slots=True)
