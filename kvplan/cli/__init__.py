@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "waste": ("kvplan.cli.waste", "waste"),
     "probe": ("kvplan.cli.probe", "probe"),
     "reconcile": ("kvplan.cli.reconcile", "reconcile"),
+    "report": ("kvplan.cli.report", "report"),
 }
 
 

@@ -36,7 +36,10 @@ BlockSizeOpt = Annotated[int | None, typer.Option(
 
 
 def _settings(o: dict[str, Any]) -> Settings:
-    """The engine options of `kvplan capacity` -> Settings (None: the release's default)."""
+    """The engine options of `kvplan capacity` (and `report`) -> Settings (None: the release's default).
+    Options a command does not have are taken as not given."""
+    o = {**dict.fromkeys(("max_num_seqs", "sampler", "moe_backend", "max_lora_rank")), "enforce_eager": False,
+         "entry_point": "serve", **o}
     for name in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
         if o[name] is not None and not 0 < o[name] <= 1:
             raise InputError(f"{name} must be in (0, 1], got {o[name]}", arg=name)

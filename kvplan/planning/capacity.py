@@ -5,11 +5,13 @@
 size`` uses, with the engine's ``LayoutPolicy``; takes the budget (``budget.kv_budget``: given, or
 built term by term the release's way); and hands both to the engine's ``plan``. An engine that would
 refuse to start still answers: the plan carries its numbers and the ``Refusal``. ``capacity_all``
-asks the newest release of every engine and reports an error instead of failing them all.
+asks the newest release of every engine (or those named) and reports an error instead of failing
+them all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kvplan.config import as_model
@@ -123,11 +125,11 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
 
 def capacity_all(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1,
                  max_model_len: int | None = None, settings: Settings | None = None,
-                 **kwargs: object) -> list[CapacityResult]:
-    """Every engine side by side; an engine that refuses reports its error instead of failing all."""
+                 engines: Sequence[str] = ENGINE_NAMES, **kwargs: object) -> list[CapacityResult]:
+    """Every engine (of `engines`) side by side; one that refuses reports its error instead of failing all."""
     model, settings = as_model(model), settings or Settings()
     out = []
-    for name in ENGINE_NAMES:
+    for name in engines:
         try:
             out.append(capacity(model, engine=name, tp=tp, pp=pp, dcp=dcp, max_model_len=max_model_len,
                                 settings=settings, **kwargs))  # type: ignore[arg-type]

@@ -41,11 +41,13 @@ class CapacityPoint:
 
 
 def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | None, tp: int = 1, pp: int = 1,
-                   kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None) -> CapacityPoint:
-    """One engine's capacity for max_model_len = seq_len; an engine's refusal becomes a note, not an error."""
+                   kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None,
+                   **options: Any) -> CapacityPoint:
+    """One engine's capacity for max_model_len = seq_len; an engine's refusal becomes a note, not an error.
+    `options` are capacity()'s other arguments (settings, overhead_bytes, ...)."""
     try:
         r = capacity(model, engine=engine, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, max_model_len=seq_len,
-                     kv_budget_bytes=kv_budget_bytes)
+                     kv_budget_bytes=kv_budget_bytes, **options)
     except KvplanError as exc:
         return CapacityPoint(engine=engine, seq_len=seq_len, gpu=gpu, kv_budget_bytes_per_gpu=None, kv_tokens=None,
                              max_concurrency=None, requests_at_max_len=None, note=f"{engine} at {seq_len:,}: {exc}")
@@ -75,11 +77,11 @@ class CapacityCurve:
 
 def capacity_curve(model: ModelConfig | str, *, seq_lens: Sequence[int], engines: Sequence[str] = ("vllm",),
                    gpu: str | None = None, tp: int = 1, pp: int = 1, kv_dtype: str = "auto",
-                   kv_budget_bytes: tuple[int, ...] | None = None, label: str = "") -> CapacityCurve:
+                   kv_budget_bytes: tuple[int, ...] | None = None, label: str = "", **options: Any) -> CapacityCurve:
     """capacity() at every seq_len for every engine: the data of a concurrency-vs-context plot."""
     m = as_model(model)
     points = tuple(capacity_point(m, engine=e, seq_len=n, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype,
-                                  kv_budget_bytes=kv_budget_bytes) for e in engines for n in seq_lens)
+                                  kv_budget_bytes=kv_budget_bytes, **options) for e in engines for n in seq_lens)
     return CapacityCurve(points, label or f"{m.model_id} tp{tp}")
 
 

@@ -168,8 +168,10 @@ def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float,
         return lines + ((refused.message,) if refused else ())
     if refused:
         return (refused.message,)
-    return (f"GPU KV cache size: {tokens:,} tokens",
-            f"Maximum concurrency for {req.max_model_len:,} tokens per request: {concurrency:.2f}x")
+    size = f"GPU KV cache size: {tokens:,} tokens"
+    most = f"Maximum concurrency for {req.max_model_len:,} tokens per request: {concurrency:.2f}x"
+    # 0.33 prints one line (kv_cache_utils.py _report_kv_cache_config); earlier V1 releases two
+    return (size, most) if rel.legacy_token_log else (f"{size}, {most}",)
 
 
 def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmRelease = RELEASES[NEWEST]) -> EnginePlan:
