@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Dcp, Explain, Json, KvDtypeOpt, Pp, QuantGroup, StateDtype, Tp, emit, reports_errors, warn
+from kvplan.cli.common import Dcp, Explain, Json, KvDtypeOpt, Pp, QuantGroup, StateDtype, Tp, emit, reports_errors
+from kvplan.cli.values import kv_budget as kv_budget_option
 from kvplan.engines import Settings
 from kvplan.errors import InputError
-from kvplan.units import parse_bytes, parse_positive_tokens
+from kvplan.units import parse_memory_size, parse_positive_tokens
 
 Gpu = Annotated[str | None, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ... (default H100).")]
 GpuMem = Annotated[str | None, typer.Option("--gpu-mem", help="Override the GPU's memory, e.g. 79GiB.")]
@@ -44,8 +46,8 @@ MemFraction = Annotated[float | None, typer.Option(help="SGLang fraction of free
 FreeFraction = Annotated[float | None, typer.Option(help="TRT-LLM fraction of memory free after load (0.9).")]
 Batched = Annotated[str | None, typer.Option(help="vLLM (8192 on an H100, 0.33).")]
 Dp = Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")]
-NoHybrid = Annotated[bool, typer.Option(help="vLLM: windows kept in full.")]
-NoAsync = Annotated[bool, typer.Option(help="vLLM: one batch fewer in flight.")]
+NoHybrid = Annotated[bool, typer.Option("--disable-hybrid-kv-cache-manager", help="vLLM: windows kept in full.")]
+NoAsync = Annotated[bool, typer.Option("--no-async-scheduling", help="vLLM: one batch fewer in flight.")]
 Plot = Annotated[str | None, typer.Option("--plot", help="Also draw max concurrency vs context to this PNG/SVG "
                                           "file (needs the plot extra).")]
 
@@ -69,22 +71,26 @@ def capacity(
     json: Json = False, explain: Explain = False, plot: Plot = None,
 ) -> None:
     """KV capacity an engine reaches on a GPU: blocks, tokens, concurrency (vLLM exact given the budget)."""
-    from kvplan.planning.budget import parse_budget
     from kvplan.render.capacity import capacity_payload, capacity_tables, explain_lines
 
+    if plot:  # before any work: a bad path or a missing matplotlib is one line, not a table then a failure
+        from kvplan.render.plot import check_plot_path
+
+        check_plot_path(plot)
     kwargs: dict[str, Any] = dict(
-        gpu=gpu, gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None, tp=tp, pp=pp, dcp=dcp,
+        gpu=gpu, tp=tp, pp=pp, dcp=dcp,
+        gpu_memory_bytes=parse_memory_size(gpu_mem, "gpu_memory_bytes") if gpu_mem is not None else None,
         kv_dtype=kv_dtype, max_model_len=parse_positive_tokens(max_model_len, "--max-model-len")
-        if max_model_len else None, kv_budget_bytes=parse_budget(kv_budget) if kv_budget else None,
-        overhead_bytes=parse_bytes(overhead) if overhead is not None else None, weights_dtype=weights_dtype,
+        if max_model_len else None, kv_budget_bytes=kv_budget_option(kv_budget) if kv_budget else None,
+        overhead_bytes=parse_memory_size(overhead, "overhead_bytes") if overhead is not None else None,
+        weights_dtype=weights_dtype,
         quant_group=quant_group, state_dtype=state_dtype, settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
                            free_gpu_memory_fraction, dp, disable_hybrid_kv_cache_manager, no_async_scheduling))
     results = _run(model, engine, kwargs)
     payloads = [capacity_payload(r) for r in results]
-    for p in payloads:
-        warn([n for n in p["notes"] if n.startswith("warning:")])
     lines = [line for r in results for line in explain_lines(r)] if explain else None
-    emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
+    notes = [(p["engine"] if len(payloads) > 1 else "", n) for p in payloads for n in p["notes"]]
+    emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines, notes=notes)
     if plot:
         _plot(model, plot, [r.engine for r in results], kwargs)
 
@@ -103,28 +109,4 @@ def _plot(model: str, path: str, engines: list[str], kwargs: dict[str, Any]) -> 
     where = f"on {gpu}" if gpu else "with the given KV budget" if budget else "on the default GPU"
     plot_capacity(curve.series(labelled=False), path,
                   title=f"Max concurrency vs context {where}: {m.model_id}, tp {tp} pp {pp}")
-
-
-@reports_errors
-def fit(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
-    context: Annotated[str, typer.Option("--context", help="Tokens per request (32k).")],
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests served at once.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ...")] = "H100",
-    engine: Engine = "vllm",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="auto, fp8, ... or any (try auto and fp8).")] = "auto",
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
-    max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Largest tp × pp (default 8 nodes).")] = None,
-    gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False,
-) -> None:
-    """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens."""
-    from kvplan.planning.fit import fit as run
-    from kvplan.render.capacity import fit_payload, fit_tables
-
-    if engine.strip().lower() == "all":
-        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
-    result = run(model, gpu=gpu, context=parse_positive_tokens(context, "--context"), concurrency=concurrency,
-                 engine=engine, kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus,
-                 gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None,
-                 overhead_bytes=parse_bytes(overhead) if overhead is not None else None)
-    emit(fit_payload(result), json, fit_tables)
+    print(f"kvplan: wrote {path}", file=sys.stderr)

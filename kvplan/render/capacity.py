@@ -1,4 +1,4 @@
-"""CapacityResult / FitResult -> the JSON payload and the rich tables drawn from it.
+"""CapacityResult -> the JSON payload and the rich tables drawn from it.
 
 The payload keys of `kvplan capacity --json` are a contract (README, "JSON contract"); others may
 be added. Bytes stay ints in payloads; GiB appears only in table cells. The layer groups are read
@@ -14,11 +14,10 @@ from kvplan.formulas.sizing import KvCacheResult
 from kvplan.planning.capacity import CapacityResult
 from kvplan.render import gib
 from kvplan.render.size import group_payload
+from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-
-    from kvplan.planning.fit import FitResult
 
 
 def _layer_groups(result: CapacityResult) -> list[dict[str, Any]]:
@@ -112,12 +111,11 @@ def _summary_rows(p: dict[str, Any], compact: bool) -> list[tuple[str, str]]:
 
 
 def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[RenderableType]:
-    from rich.table import Table
-
     payloads = payload if isinstance(payload, list) else [payload]
     par = payloads[0]["parallel"]
     table = Table(title=f"{payloads[0]['model']}: tp {par['tp']} pp {par['pp']} dcp {par['dcp']}, "
-                        f"max_model_len {payloads[0]['max_model_len']:,}", title_justify="left")
+                        f"max_model_len {payloads[0]['max_model_len']:,}", title_justify="left",
+                  stack="columns")  # too narrow: one block per engine
     table.add_column("")
     for p in payloads:
         table.add_column(p["engine"], justify="right")
@@ -131,35 +129,7 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
             groups.add_column(name, justify="left" if name == "kind" else "right")
         for g in payloads[0]["layer_groups"]:
             groups.add_row(g["engine_kind"], f"{g.get('num_layers', '-')} ({g.get('num_layers_per_gpu', '-')})",
-                           *(str(g[k]) if g[k] is not None else "-" for k in
+                           *(f"{g[k]:,}" if g[k] is not None else "-" for k in
                              ("engine_groups", "block_size", "page_bytes_per_layer", "blocks_per_request")))
         out.append(groups)
-    notes = [f"{p['engine']}: {n}" for p in payloads for n in p["notes"]]
-    if notes:
-        out.append("\n".join(notes))
     return out
-
-
-def fit_payload(result: FitResult) -> dict[str, Any]:
-    best = result.best
-    return {"model": result.model_id, "engine": result.engine, "gpu": result.gpu, "context": result.context,
-            "concurrency": result.concurrency, "gpus_per_node": result.gpus_per_node,
-            "best": None if best is None else best.as_dict(),
-            "alternatives": [c.as_dict() for c in result.candidates], "notes": list(result.notes)}
-
-
-def fit_tables(payload: dict[str, Any]) -> list[RenderableType]:
-    from rich.table import Table
-
-    best = payload["best"]
-    title = (f"{payload['model']} on {payload['gpu']} ({payload['engine']}): {payload['concurrency']} × "
-             f"{payload['context']:,} tokens -> " + (f"tp {best['tp']} pp {best['pp']} KV {best['kv_dtype']}"
-                                                     if best else "nothing fits"))
-    table = Table(title=title, title_justify="left")
-    for name in ("rank", "GPUs", "tp", "pp", "KV dtype", "KV budget/GPU", "KV tokens", "requests", "fits"):
-        table.add_column(name, justify="right")
-    for i, c in enumerate(payload["alternatives"], 1):
-        table.add_row(str(i), str(c["num_gpus"]), str(c["tp"]), str(c["pp"]), c["kv_dtype"],
-                      gib(c["kv_budget_bytes_per_gpu"]), f"{c['kv_tokens']:,}", f"{c['requests']:,.2f}",
-                      "yes" if c["fits"] else "no")
-    return [table, *payload["notes"]]

@@ -24,3 +24,6 @@ def test_size_command_is_light() -> None:
     loaded = _modules_after("from kvplan.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
                             "    main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])")
     assert not loaded & set(HEAVY)
+    # progress bars, note merging and the other commands are imported where they are used, not here
+    assert not loaded & {"rich.progress", "kvplan.cli.progress", "kvplan.render.notes", "kvplan.cli.fit",
+                         "kvplan.planning.fit", "kvplan.cli.sweep"}
