@@ -1,7 +1,8 @@
-"""`kvplan capacity` and `kvplan fit`."""
+"""`kvplan capacity`."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -18,12 +19,12 @@ from kvplan.cli.common import (
     Tp,
     emit,
     reports_errors,
-    warn,
 )
+from kvplan.cli.values import kv_budget as kv_budget_option
 from kvplan.config import ModelConfig, load_model
 from kvplan.engines import Settings
 from kvplan.errors import InputError
-from kvplan.units import parse_bytes, parse_positive_tokens
+from kvplan.units import parse_memory_size, parse_positive_tokens
 
 Gpu = Annotated[str | None, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ... (default H100).")]
 GpuMem = Annotated[str | None, typer.Option("--gpu-mem", help="Override the GPU's memory, e.g. 79GiB.")]
@@ -76,8 +77,8 @@ LoraRank = Annotated[int | None, typer.Option("--max-lora-rank", help="vLLM --en
 NonTorch = Annotated[str | None, typer.Option("--non-torch", help="Non-torch memory per GPU instead of kvplan's "
                                               "estimate (context, NCCL), e.g. 2.1GiB as vLLM logs it.")]
 Dp = Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")]
-NoHybrid = Annotated[bool, typer.Option(help="vLLM: windows kept in full.")]
-NoAsync = Annotated[bool, typer.Option(help="vLLM: one batch fewer in flight.")]
+NoHybrid = Annotated[bool, typer.Option("--disable-hybrid-kv-cache-manager", help="vLLM: windows kept in full.")]
+NoAsync = Annotated[bool, typer.Option("--no-async-scheduling", help="vLLM: one batch fewer in flight.")]
 Plot = Annotated[str | None, typer.Option("--plot", help="Also draw max concurrency vs context to this PNG/SVG "
                                           "file (needs the plot extra).")]
 
@@ -107,14 +108,17 @@ def capacity(
     and its verdict (exit 1 when it would refuse to start; the answer is still printed)."""
     from kvplan.render.capacity import capacity_payload, capacity_tables, explain_lines
 
+    if plot:  # before any work: a bad path or a missing matplotlib is one line, not a table then a failure
+        from kvplan.render.plot import check_plot_path
+
+        check_plot_path(plot)
     kwargs = _capacity_kwargs(locals())
     m = load_model(model, revision=revision)
     results = _run(m, engine, kwargs)
     payloads = [capacity_payload(r) for r in results]
-    for p in payloads:
-        warn([n for n in p["notes"] if n.startswith("warning:")])
     lines = [line for r in results for line in explain_lines(r)] if explain else None
-    emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
+    notes = [(p["engine"] if len(payloads) > 1 else "", n) for p in payloads for n in p["notes"]]
+    emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines, notes=notes)
     if plot:
         _plot(m, plot, [r.engine for r in results] if engine.strip().lower() == "all" else [engine], kwargs)
     if any(p["refusal"] for p in payloads):
@@ -123,15 +127,14 @@ def capacity(
 
 def _capacity_kwargs(o: dict[str, Any]) -> dict[str, Any]:
     """`kvplan capacity` options -> capacity() keyword arguments."""
-    from kvplan.planning.budget import parse_budget
+    def size(text: str | None, name: str) -> int | None:
+        return parse_memory_size(text, name) if text is not None else None
 
-    def size(text: str | None) -> int | None:
-        return parse_bytes(text) if text is not None else None
-
-    return dict(gpu=o["gpu"], gpu_memory_bytes=size(o["gpu_mem"]), tp=o["tp"], pp=o["pp"], dcp=o["dcp"],
-                kv_dtype=o["kv_dtype"], max_model_len=parse_positive_tokens(o["max_model_len"], "--max-model-len")
-                if o["max_model_len"] else None, kv_budget_bytes=parse_budget(o["kv_budget"]) if o["kv_budget"] else None,
-                overhead_bytes=size(o["overhead"]), non_torch_bytes=size(o["non_torch"]),
+    return dict(gpu=o["gpu"], gpu_memory_bytes=size(o["gpu_mem"], "gpu_memory_bytes"), tp=o["tp"], pp=o["pp"],
+                dcp=o["dcp"], kv_dtype=o["kv_dtype"],
+                max_model_len=parse_positive_tokens(o["max_model_len"], "--max-model-len") if o["max_model_len"] else None,
+                kv_budget_bytes=kv_budget_option(o["kv_budget"]) if o["kv_budget"] else None,
+                overhead_bytes=size(o["overhead"], "overhead_bytes"), non_torch_bytes=size(o["non_torch"], "non_torch_bytes"),
                 weights_dtype=o["weights_dtype"], quant_group=o["quant_group"], state_dtype=o["state_dtype"],
                 settings=_settings(o))
 
@@ -148,28 +151,4 @@ def _plot(m: ModelConfig, path: str, engines: list[str], kwargs: dict[str, Any])
     where = f"on {gpu}" if gpu else "with the given KV budget" if budget else "on the default GPU"
     plot_capacity(curve.series(labelled=False), path,
                   title=f"Max concurrency vs context {where}: {m.model_id}, tp {tp} pp {pp}")
-
-
-@reports_errors
-def fit(
-    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
-    context: Annotated[str, typer.Option("--context", help="Tokens per request (32k).")],
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests served at once.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ...")] = "H100",
-    engine: Engine = "vllm",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="auto, fp8, ... or any (try auto and fp8).")] = "auto",
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
-    max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Largest tp × pp (default 8 nodes).")] = None,
-    gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False, revision: Revision = None,
-) -> None:
-    """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens."""
-    from kvplan.planning.fit import fit as run
-    from kvplan.render.capacity import fit_payload, fit_tables
-
-    if engine.strip().lower() == "all":
-        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
-    result = run(load_model(model, revision=revision), gpu=gpu, context=parse_positive_tokens(context, "--context"), concurrency=concurrency,
-                 engine=engine, kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus,
-                 gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None,
-                 overhead_bytes=parse_bytes(overhead) if overhead is not None else None)
-    emit(fit_payload(result), json, fit_tables)
+    print(f"kvplan: wrote {path}", file=sys.stderr)

@@ -5,7 +5,6 @@ Importing this module is cheap: torch is imported inside the command (``require_
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -92,18 +91,15 @@ def _run(targets: list[tuple[str, str]], opts: ProbeOptions, device: torch.devic
         return distributed.under_torchrun(targets, opts, device)
     if tp > 1:
         return 0, distributed.spawn(tp, targets, opts, device)
-    if not sys.stderr.isatty():
-        return 0, [probe_model(model, dtype, opts, device) for model, dtype in targets]
-    from rich.console import Console
-    from rich.progress import Progress
+    from kvplan.cli.progress import progress
 
     results = []
-    with Progress(console=Console(stderr=True), transient=True) as progress:  # long GPU allocations show
-        task = progress.add_task("probing", total=len(targets))
-        for model, dtype in targets:
-            progress.update(task, description=f"{model} ({dtype})")
+    with progress("probing") as step:  # long GPU allocations show
+        for i, (model, dtype) in enumerate(targets):
+            step.describe(f"{model} ({dtype})")
+            step(i, len(targets))
             results.append(probe_model(model, dtype, opts, device))
-            progress.advance(task)
+        step(len(targets), len(targets))
     return 0, results
 
 

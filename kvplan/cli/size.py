@@ -24,12 +24,11 @@ from kvplan.cli.common import (
     emit,
     overrides,
     reports_errors,
-    warn,
 )
 from kvplan.config import bundled_index, load_model
 from kvplan.formulas import KvCacheResult, kv_cache
 from kvplan.render.size import model_row, models_tables, size_payload, size_tables
-from kvplan.units import parse_positive_tokens, parse_tokens
+from kvplan.units import parse_count, parse_positive_tokens, parse_tokens
 
 SeqLen = Annotated[str | None, typer.Option("--seq-len", help="Tokens per sequence (4096, 32k); default: the "
                                             "model's max length.")]
@@ -70,18 +69,17 @@ def size(
     """KV cache per token, per sequence and per GPU."""
     m = load_model(model, revision=revision)
     result = kv_cache(
-        m, tp=tp, pp=pp, dcp=dcp, batch=parse_positive_tokens(batch, "--batch"),
+        m, tp=tp, pp=pp, dcp=dcp, batch=parse_count(batch, "--batch"),
         seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len is not None else None,
         kv_dtype=kv_dtype, block_size=block_size, quant_group=quant_group,
         overrides=overrides(attention, kv_heads, layer_types, window, m.num_layers), state_dtype=state_dtype)
-    warn(result.notes)
     payload, tables = _workload(result, size_payload(result), shared_prefix, beam_width, prompt_len, allocator)
     lines = None
     if explain:
         from kvplan.render.explain import explain as explain_lines
 
         lines = explain_lines(result)
-    emit(payload, json, tables, lines)
+    emit(payload, json, tables, lines, notes=result.notes)
 
 
 @reports_errors

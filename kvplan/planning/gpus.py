@@ -102,7 +102,7 @@ ALIASES: dict[str, str] = {
     "h100nvl": "H100-NVL", "h100nvl94g": "H100-NVL", "h10094g": "H100-NVL",
     "h200": "H200", "h200141g": "H200", "h200sxm": "H200", "h200sxm141g": "H200",
     "a10040g": "A100-40G", "a100sxm440g": "A100-40G", "a100pcie40g": "A100-40G",
-    "a100": "A100-80G", "a10080g": "A100-80G", "a100sxm480g": "A100-80G", "a100pcie80g": "A100-80G",
+    "a10080g": "A100-80G", "a100sxm480g": "A100-80G", "a100pcie80g": "A100-80G",
     "a10080gpcie": "A100-80G",
     "l40s": "L40S", "l40s48g": "L40S", "l4": "L4", "l424g": "L4",
     "a10g": "A10G", "a10g24g": "A10G", "a10": "A10", "a1024g": "A10",
@@ -114,7 +114,7 @@ ALIASES: dict[str, str] = {
     "b200": "B200", "b200180g": "B200", "b200192g": "B200",
     "mi300x": "MI300X", "mi300x192g": "MI300X", "mi325x": "MI325X", "mi325x256g": "MI325X",
     "t4": "T4", "t416g": "T4",
-    "v100": "V100-16G", "v10016g": "V100-16G", "v100sxm216g": "V100-16G", "v100pcie16g": "V100-16G",
+    "v10016g": "V100-16G", "v100sxm216g": "V100-16G", "v100pcie16g": "V100-16G",
     "v10032g": "V100-32G", "v100sxm232g": "V100-32G", "v100pcie32g": "V100-32G",
 }
 _VENDOR_WORDS = re.compile(r"^(nvidia|amd|geforce|tesla|instinct|radeon)+")
@@ -131,10 +131,26 @@ def gpu_names() -> list[str]:
     return list(GPUS)
 
 
+def size_variants(name: str) -> list[str]:
+    """Catalog names that are `name` plus a memory size: A100 -> [A100-40G, A100-80G]."""
+    key = _normalize(name)
+    return [n for n in GPUS if re.fullmatch(re.escape(key) + r"\d+g", _normalize(n))]
+
+
 def lookup_gpu(name: str) -> Gpu:
-    """`H100`, `h100-80g`, `NVIDIA H100 80GB HBM3`, `rtx4090`, `4090` -> the catalog entry."""
+    """`H100`, `h100-80g`, `NVIDIA H100 80GB HBM3`, `rtx4090`, `4090` -> the catalog entry.
+
+    A name the catalog holds in several memory sizes (A100: 40 and 80 GB; V100: 16 and 32 GB) is
+    ambiguous and refused with the candidates. H100 is not: H100-SXM and H100-PCIe are both 80 GB,
+    and "H100" means the SXM part, the common one (H100 NVL has its own name). A catalog name
+    itself (GH200 = the 96 GB part) is never ambiguous.
+    """
     key = _normalize(name)
     canonical = {_normalize(n): n for n in GPUS}
+    variants = size_variants(name)
+    if key not in canonical and len(variants) > 1:
+        raise InputError(f"GPU {name!r} is ambiguous: the catalog has it in {len(variants)} memory sizes "
+                         f"({', '.join(variants)}); name one of them", arg="gpu")
     hit = canonical.get(key) or ALIASES.get(key)
     if hit is None:
         raise InputError(f"unknown GPU {name!r}; {_suggest(name)} (or give its memory with gpu_memory_bytes, e.g. "

@@ -1,4 +1,4 @@
-"""CapacityResult / FitResult -> the JSON payload and the rich tables drawn from it.
+"""CapacityResult -> the JSON payload and the rich tables drawn from it.
 
 The payload keys of `kvplan capacity --json` are a contract (README, "JSON contract"); others may
 be added. Bytes stay ints in payloads; GiB appears only in table cells. The layer groups are read
@@ -14,11 +14,10 @@ from kvplan.formulas.sizing import KvCacheResult
 from kvplan.planning.capacity import CapacityResult
 from kvplan.render import gib, gib_number
 from kvplan.render.size import group_payload
+from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-
-    from kvplan.planning.fit import FitResult
 
 
 def _layer_groups(result: CapacityResult) -> list[dict[str, Any]]:
@@ -171,13 +170,11 @@ def _floor_cell(floor: dict[str, Any] | None) -> str:
 
 
 def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[RenderableType]:
-    from rich.table import Table
-
     payloads = payload if isinstance(payload, list) else [payload]
     par = payloads[0]["parallel"]
     title = (f"{payloads[0]['model']}: tp {par['tp']} pp {par['pp']} dcp {par['dcp']}, "
              f"max_model_len {payloads[0]['max_model_len']:,}")
-    table = Table(title=title, title_justify="left", min_width=len(title))  # the title on one line
+    table = Table(title=title, title_justify="left", stack="columns")  # too narrow: one block per engine
     table.add_column("")
     for p in payloads:
         table.add_column(p["engine"], justify="right")
@@ -186,19 +183,18 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
         table.add_row(label, *(r[i][1] for r in rows))
     out: list[RenderableType] = [table]
     if len(payloads) == 1 and payloads[0]["budget_terms"]:
-        out += [budget_table(payloads[0]), "\n".join(payloads[0]["budget_rule"])]
+        from rich.text import Text
+
+        out += [budget_table(payloads[0]), Text("\n".join(payloads[0]["budget_rule"]))]
     if len(payloads) == 1:
         groups = Table(title="layer groups (most loaded GPU)", title_justify="left")
         for name in ("kind", "layers (GPU)", "engine groups", "block", "page/layer", "blocks/request"):
             groups.add_column(name, justify="left" if name == "kind" else "right")
         for g in payloads[0]["layer_groups"]:
             groups.add_row(g["engine_kind"], f"{g.get('num_layers', '-')} ({g.get('num_layers_per_gpu', '-')})",
-                           *(str(g[k]) if g[k] is not None else "-" for k in
+                           *(f"{g[k]:,}" if g[k] is not None else "-" for k in
                              ("engine_groups", "block_size", "page_bytes_per_layer", "blocks_per_request")))
         out.append(groups)
-    notes = [f"{p['engine']}: {n}" for p in payloads for n in p["notes"]]
-    if notes:
-        out.append("\n".join(notes))
     return out + _verdicts(payloads)
 
 
@@ -210,10 +206,8 @@ def _verdicts(payloads: list[dict[str, Any]]) -> list[RenderableType]:
             for p in payloads if p["refusal"]]
 
 
-def budget_table(p: dict[str, Any]) -> RenderableType:
+def budget_table(p: dict[str, Any]) -> Table:
     """What the engine subtracts before the KV cache, term by term."""
-    from rich.table import Table
-
     table = Table(title=f"KV budget per GPU ({p['engine_version']}; sources: --explain)", title_justify="left")
     for name in ("term", "bytes", "GiB", ""):
         table.add_column(name, justify="right" if name in ("bytes", "GiB") else "left")
@@ -222,28 +216,3 @@ def budget_table(p: dict[str, Any]) -> RenderableType:
     kv = p["kv_budget_bytes_per_gpu"]
     table.add_row("= KV budget", f"{kv:,}", gib_number(kv), "")
     return table
-
-
-def fit_payload(result: FitResult) -> dict[str, Any]:
-    best = result.best
-    return {"model": result.model_id, "engine": result.engine, "gpu": result.gpu, "context": result.context,
-            "concurrency": result.concurrency, "gpus_per_node": result.gpus_per_node,
-            "best": None if best is None else best.as_dict(),
-            "alternatives": [c.as_dict() for c in result.candidates], "notes": list(result.notes)}
-
-
-def fit_tables(payload: dict[str, Any]) -> list[RenderableType]:
-    from rich.table import Table
-
-    best = payload["best"]
-    title = (f"{payload['model']} on {payload['gpu']} ({payload['engine']}): {payload['concurrency']} × "
-             f"{payload['context']:,} tokens -> " + (f"tp {best['tp']} pp {best['pp']} KV {best['kv_dtype']}"
-                                                     if best else "nothing fits"))
-    table = Table(title=title, title_justify="left")
-    for name in ("rank", "GPUs", "tp", "pp", "KV dtype", "KV budget/GPU", "KV tokens", "requests", "fits"):
-        table.add_column(name, justify="right")
-    for i, c in enumerate(payload["alternatives"], 1):
-        table.add_row(str(i), str(c["num_gpus"]), str(c["tp"]), str(c["pp"]), c["kv_dtype"],
-                      gib(c["kv_budget_bytes_per_gpu"]), f"{c['kv_tokens']:,}", f"{c['requests']:,.2f}",
-                      "yes" if c["fits"] else "no")
-    return [table, *payload["notes"]]

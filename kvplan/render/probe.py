@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.probe.compare import GroupResult, ProbeResult
+from kvplan.render.tables import Table
 
 
 def _finite(error: float) -> float | None:
@@ -71,8 +72,6 @@ def _opt(value: float | int | None, fmt: str) -> str:
 
 
 def probe_tables(payload: dict[str, Any]) -> list[Any]:
-    from rich.table import Table
-
     table = Table(title=f"kvplan probe on {payload['device']} (tolerance {payload['tolerance']})",
                   title_justify="left")
     rows = payload["results"]

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from kvplan.reconcile import Check, Number, Reconciliation, Skipped
+from kvplan.render.tables import Table
 from kvplan.units import GIB
 
 if TYPE_CHECKING:
@@ -72,14 +73,14 @@ def _kvplan_text(check: dict[str, Any]) -> str:
 
 
 def reconcile_tables(payload: dict[str, Any]) -> list[RenderableType]:
-    from rich.table import Table
     from rich.text import Text
 
     version = payload["version"] or "version not printed"
     table = Table(title=f"{payload['engine']} {version}: {payload['model']}", title_justify="left")
     for name, justify in (("quantity", "left"), ("worker", "left"), ("logged", "right"), ("kvplan", "right"),
-                          ("match", "center"), ("why", "left")):
+                          ("match", "center")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("why", wrap=True)  # prose: the one column that may wrap, between words
     for c in payload["checks"]:
         table.add_row(c["quantity"], _workers(c), c["logged_text"], _kvplan_text(c), "yes" if c["match"] else "NO",
                       c["explanation"])

@@ -40,6 +40,17 @@ class CapacityPoint:
                 self.requests_at_max_len, fits)
 
 
+def check_engines(engines: Sequence[str], gpu: str | None) -> None:
+    """Engine names and the GPU, checked once up front: a typo is bad input, not a refused point."""
+    from kvplan.engines import get_engine
+    from kvplan.planning.gpus import lookup_gpu
+
+    for name in engines:
+        get_engine(name)
+    if gpu:
+        lookup_gpu(gpu)
+
+
 def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | None, tp: int = 1, pp: int = 1,
                    kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None,
                    **options: Any) -> CapacityPoint:

@@ -30,6 +30,9 @@ def test_size_command_is_light() -> None:
     loaded = _modules_after("from kvplan.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
                             "    main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])")
     assert not loaded & set(HEAVY)
+    # progress bars, note merging and the other commands are imported where they are used, not here
+    assert not loaded & {"rich.progress", "kvplan.cli.progress", "kvplan.render.notes", "kvplan.cli.fit",
+                         "kvplan.planning.fit", "kvplan.cli.sweep"}
 
 
 @pytest.mark.parametrize(("name", "code", "imports_hub"), [("acme/tiny", 0, False), ("acme/elsewhere", 2, True)],

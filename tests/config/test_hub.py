@@ -520,10 +520,10 @@ def comparable(out: str) -> object:
 def test_every_command_takes_a_revision(hub: Hub, run_cli, command: str) -> None:
     """`acme/llama-copy --revision v2` is Qwen3-8B's config: each command prints what it prints for the bundled
     Qwen/Qwen3-8B (bar the name), and never Llama-2-70b's numbers, which main holds."""
-    args = REVISION_COMMANDS[command]
-    code, out, err = run_cli(command, "acme/llama-copy", *args, "--revision", "v2", "--json")
+    args, copies = REVISION_COMMANDS[command], 2 if command == "compare" else 1  # compare takes two or more
+    code, out, err = run_cli(command, *["acme/llama-copy"] * copies, *args, "--revision", "v2", "--json")
     assert code == 0, err
-    code, bundled, err = run_cli(command, "Qwen/Qwen3-8B", *args, "--json")
+    code, bundled, err = run_cli(command, *["Qwen/Qwen3-8B"] * copies, *args, "--json")
     assert code == 0, err
     assert comparable(out.replace("acme/llama-copy", "Qwen/Qwen3-8B")) == comparable(bundled)
     assert {s.path.split("/resolve/")[1] for s in hub.seen} == {"v2/config.json"}

@@ -84,8 +84,8 @@ def test_compare_engines_cli(run_cli):
     vllm = {c["engine"]: c for c in llama["capacity"]}["vllm"]
     assert (vllm["kv_tokens"], vllm["max_concurrency"], vllm["error"]) == (163_840, 40.0, None)
     assert [c["engine"] for c in llama["capacity"]] == ["vllm", "sglang"]
-    code, out, err = run_cli("compare", "Qwen/Qwen3-32B", "--seq-len", "64k", "--engine", "vllm",
-                             "--kv-budget", "20GiB")
+    code, out, err = run_cli("compare", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B", "--seq-len", "64k",
+                             "--engine", "vllm", "--kv-budget", "20GiB")
     assert code == 0, err
     assert "capacity per engine" in out and "40,960" in err
 
