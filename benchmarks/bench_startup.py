@@ -3,10 +3,11 @@
 1. Cold wall time of `kvplan size meta-llama/Llama-2-70b --tp 4`, interleaved run by run with the
    floor app (benchmarks/floor_app.py: typer + one config.json + one rich table). Targets: median
    <= 0.20 s and <= 1.25x the floor.
-2. That the `size` path never imports torch, transformers or numpy.
+2. That the `size` path never imports torch, transformers, numpy or huggingface_hub.
 3. kv_cache() evaluations per second in-process (target >= 200k/s).
 
-Run: python benchmarks/bench_startup.py [--runs 21]
+Run: python benchmarks/bench_startup.py [--runs 21] [--baseline DIR]  (DIR: another source tree, timed
+in the same interleaved run for a before/after comparison)
 """
 
 from __future__ import annotations
@@ -24,23 +25,32 @@ CONFIG = ROOT / "configs" / "meta-llama" / "Llama-2-70b-hf" / "config.json"
 KVPLAN = [sys.executable, "-c", "import sys; from kvplan.cli import main; sys.exit(main())",
           "size", "meta-llama/Llama-2-70b", "--tp", "4"]
 FLOOR = [sys.executable, str(ROOT / "benchmarks" / "floor_app.py"), str(CONFIG), "--tp", "4"]
-HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib")
+HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib", "huggingface_hub")
 
 
-def wall_s(cmd: list[str]) -> float:
+def wall_s(cmd: list[str], cwd: Path | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
     return time.perf_counter() - start
 
 
-def startup(runs: int) -> dict[str, float]:
-    kv, floor = [], []
-    wall_s(KVPLAN), wall_s(FLOOR)  # warm the page cache and .pyc files
+def startup(runs: int, baseline: Path | None = None) -> dict[str, float]:
+    """Medians of kvplan, the floor app and (optionally) kvplan from another source tree, run by run interleaved."""
+    kv, floor, base = [], [], []
+    wall_s(KVPLAN, ROOT), wall_s(FLOOR)  # warm the page cache and .pyc files
+    if baseline:
+        wall_s(KVPLAN, baseline)
     for _ in range(runs):
-        kv.append(wall_s(KVPLAN))
+        kv.append(wall_s(KVPLAN, ROOT))
         floor.append(wall_s(FLOOR))
-    return {"kvplan_median_s": statistics.median(kv), "floor_median_s": statistics.median(floor),
-            "ratio": statistics.median(kv) / statistics.median(floor)}
+        if baseline:
+            base.append(wall_s(KVPLAN, baseline))
+    report = {"kvplan_median_s": statistics.median(kv), "floor_median_s": statistics.median(floor),
+              "ratio": statistics.median(kv) / statistics.median(floor)}
+    if baseline:
+        report |= {"baseline_median_s": statistics.median(base),
+                   "baseline_ratio": statistics.median(base) / statistics.median(floor)}
+    return report
 
 
 def heavy_imports() -> list[str]:
@@ -68,8 +78,10 @@ def throughput(seconds: float = 2.0) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--baseline", type=Path, help="another kvplan source tree (e.g. `git archive` of main) "
+                        "timed in the same run, for a before/after figure")
     args = parser.parse_args()
-    report = startup(args.runs)
+    report = startup(args.runs, args.baseline)
     report["heavy_modules_imported"] = heavy_imports()  # type: ignore[assignment]
     report["kv_cache_per_s"] = throughput()
     print(json.dumps(report, indent=2))

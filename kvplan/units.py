@@ -22,6 +22,10 @@ _BYTE_SUFFIX = {
 # At most 30 digits either side of the point: exact arithmetic below, no giant-integer parsing.
 _NUMBER = re.compile(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 GIB = 1024**3
+MIB = 1024**2
+# Token counts beyond this are typos: the longest configured context (Llama 4 Scout's 10M tokens) is under 2**24.
+MAX_TOKENS = 2**31
+MAX_COUNT = 2**31  # the same bound for counts of sequences and requests
 
 
 def cdiv(a: int, b: int) -> int:
@@ -55,14 +59,51 @@ def parse_bytes(text: str | int) -> int:
 
 
 def parse_positive_tokens(text: str | int, name: str) -> int:
-    """parse_tokens, refusing zero and negative values with the option's name."""
+    """parse_tokens, refusing zero, negative values and lengths past MAX_TOKENS with the option's name."""
     try:
         value = parse_tokens(text)
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
     if value <= 0:
         raise InputError(f"{name} must be positive, got {text!r}")
+    if value > MAX_TOKENS:
+        raise InputError(f"{name} {text!r} is beyond any model's length: kvplan takes at most 2**31 = "
+                         f"{MAX_TOKENS:,} tokens")
     return value
+
+
+def parse_count(text: str | int, name: str) -> int:
+    """A positive whole number of things (sequences, requests, GPUs): `64`, `4k` = 4,096; at most MAX_COUNT."""
+    match = _NUMBER.match(str(text))
+    if not match or match.group(2).lower() not in _TOKEN_SUFFIX:
+        raise InputError(f"{name} must be a whole number like 64 or 4k, got {text!r}")
+    value = Fraction(match.group(1)) * _TOKEN_SUFFIX[match.group(2).lower()]
+    if value.denominator != 1:
+        raise InputError(f"{name} must be a whole number, got {text!r}")
+    if value <= 0:
+        raise InputError(f"{name} must be positive, got {text!r}")
+    if value > MAX_COUNT:
+        raise InputError(f"{name} must be at most 2**31 = {MAX_COUNT:,}, got {text!r}")
+    return int(value)
+
+
+def parse_memory_size(text: str | int, name: str) -> int:
+    """parse_bytes for a memory size (GPU memory, KV budget, overhead): 0, or at least 1 MiB. A bare `80` is
+    80 bytes, which nobody means: it is refused with the unit it probably lacks."""
+    try:
+        value = parse_bytes(text)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}", arg=name) from None
+    check_memory_size(value, str(text), name)
+    return value
+
+
+def check_memory_size(value: int, text: str, name: str) -> None:
+    """Refuse 0 < value < 1 MiB: `80` -> "did you mean 80GiB?"."""
+    if 0 < value < MIB:
+        match = _NUMBER.match(text)
+        hint = f"did you mean {match.group(1)}GiB?" if match and not match.group(2) else "give at least 1MiB"
+        raise InputError(f"{name} {text.strip()!r} is {value:,} B, under 1 MiB: {hint}", arg=name)
 
 
 def format_gib(num_bytes: float, digits: int = 2, grouped: bool = False) -> str:

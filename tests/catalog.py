@@ -3,8 +3,9 @@
 Every bundled config is a real one (configs/SOURCES.md). A few name an architecture kvplan does not
 model; kvplan answers those with one line naming the field, never a number (REFUSED). Two leave the
 text model's fields to the transformers config class defaults, which kvplan applies once the class
-default table exists (NEEDS_CLASS_DEFAULTS): until then they refuse naming the missing field, after
-that they are sized like every other config, and the tests follow whichever holds.
+default table (config/defaults.py) supplies them (NEEDS_CLASS_DEFAULTS): with the table they are sized
+like every other config; without it they would refuse naming the missing field, and the tests follow
+whichever holds.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ WEIGHTS_NOT_COUNTED = frozenset({
     "allenai/Olmo-3.1-32B-Instruct", "bigcode/starcoder2-7b", "CohereForAI/c4ai-command-r-v01",
     "deepseek-ai/DeepSeek-V3.2", "google/gemma-4-26B-A4B", "ibm-granite/granite-4.0-tiny-preview",
     "LGAI-EXAONE/EXAONE-4.0-32B", "LGAI-EXAONE/EXAONE-4.5-33B", "LiquidAI/LFM2-1.2B", "LiquidAI/LFM2.5-VL-1.6B",
+    "llava-hf/llava-1.5-7b-hf",  # the language model is counted, not the CLIP tower and projector
     "meta-llama/Llama-4-Scout-17B-16E-Instruct", "microsoft/phi-1", "MiniMaxAI/MiniMax-M1-80k",
     "MiniMaxAI/MiniMax-M2.7", "mistralai/Devstral-Small-2-24B-Instruct", "mistralai/Voxtral-Mini-3B-2507",
     "moonshotai/Kimi-K2.5", "moonshotai/Kimi-K3", "moonshotai/Kimi-Linear-48B-A3B-Instruct",

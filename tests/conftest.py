@@ -14,9 +14,21 @@ from typer.testing import CliRunner
 import kvplan
 from kvplan.cli import app
 
-# Triton kernels run in the interpreter on CPU; the flag is read when triton is first imported, and any test
-# module may be the first to import it (nothing above imports triton).
-os.environ.setdefault("TRITON_INTERPRET", "1")
+
+def _cuda_visible() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+# Triton kernels run compiled on a CUDA device, and in the interpreter only where none is visible; the flag
+# is read when triton is first imported, and any test module may be the first to import it (nothing above
+# imports triton).
+HAS_CUDA = _cuda_visible()
+if not HAS_CUDA:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +44,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 CONFIGS = ROOT / "configs"
 
 
+@pytest.fixture(autouse=True)
+def _hub_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reaches the real hub: offline, and an endpoint that refuses at once should that be lifted.
+    tests/config/test_hub.py turns the network back on, towards its local stand-in."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+
+
 @pytest.fixture(scope="session")
 def model():
     """model("meta-llama/Llama-2-70b-hf") -> ModelConfig (cached)."""
@@ -43,6 +63,14 @@ def model():
         return cache[name]
 
     return load
+
+
+@pytest.fixture(scope="session")
+def kernel_device():
+    """Where the kernel tests run: cuda:0 (compiled) when visible, else the CPU (interpreted)."""
+    import torch
+
+    return torch.device("cuda", 0) if HAS_CUDA else torch.device("cpu")
 
 
 @pytest.fixture

@@ -64,19 +64,28 @@ def _heads(draw: st.DrawFn) -> tuple[int, int, int]:
     return kv * group, kv, draw(head_dims)
 
 
+# Classes whose num_key_value_heads defaults to num_attention_heads (Qwen2/3 and Mistral default to a
+# constant 32 / 8 instead), and whose head_dim defaults to hidden_size // heads (Qwen3's is 128).
+DERIVED_KV_HEADS = ("llama", "phi3", "x")
+DERIVED_HEAD_DIM = ("llama", "mistral", "qwen2", "phi3", "x")
+
+
 @st.composite
 def dense_doc(draw: st.DrawFn) -> Doc:
     """Llama-family GQA/MHA/MQA, head_dim explicit or hidden_size // heads."""
     heads, kv, head_dim = _heads(draw)
     layers = draw(st.integers(1, 160))
-    doc = {**_common(draw), "model_type": draw(st.sampled_from(["llama", "mistral", "qwen2", "qwen3", "phi3", "x"])),
+    model_type = draw(st.sampled_from(["llama", "mistral", "qwen2", "qwen3", "phi3", "x"]))
+    doc = {**_common(draw), "model_type": model_type,
            "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv}
-    if draw(st.booleans()):
+    if model_type == "mistral":
+        doc["sliding_window"] = None  # MistralConfig's default is a 4096 window; Mistral-7B-Instruct-v0.3 writes null
+    if draw(st.booleans()) or model_type not in DERIVED_HEAD_DIM:
         doc["head_dim"] = head_dim
         doc["hidden_size"] = draw(st.integers(1, 1 << 15))
     else:
         doc["hidden_size"] = heads * head_dim
-    if draw(st.booleans()) and kv == heads:
+    if draw(st.booleans()) and kv == heads and model_type in DERIVED_KV_HEADS:
         del doc["num_key_value_heads"]  # MHA: KV heads default to the attention heads
     return doc, Expected(layers, heads, kv, head_dim, frozenset({"full"}))
 

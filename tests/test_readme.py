@@ -22,3 +22,12 @@ def test_readme_size_output_is_current(run_cli) -> None:
     assert code == 0
     for number in ("327,680", "81,920", "1,342,177,280", "335,544,320"):
         assert number in shown and number in out
+
+
+def test_readme_reconcile_output_is_current(run_cli) -> None:
+    command = "kvplan reconcile tests/data/logs/vllm-v066-internvl3-78b-tp8-l40s.log --model Qwen/Qwen2.5-72B"
+    shown = README.read_text().split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    code, out, _ = run_cli(*command.split()[1:])
+    assert code == 0
+    for text in ("3.06-3.10 GiB", "5,054-5,070", "9.89x", "6,553", "4 of 4 recomputed numbers match"):
+        assert text in shown and text in out

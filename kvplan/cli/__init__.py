@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from kvplan.errors import KvplanError
+
+# The CLI process skips pydantic's plugin discovery (an importlib.metadata scan of every installed
+# distribution, ~3% of `kvplan size`'s start-up); kvplan registers no pydantic plugin.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 # name -> (module, function). Commands are imported only when the app that runs them is built, so
 # `kvplan size` neither imports nor builds the parameters of the other commands (start-up time).
@@ -17,21 +22,43 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "size": ("kvplan.cli.size", "size"),
     "models": ("kvplan.cli.size", "models"),
     "capacity": ("kvplan.cli.capacity", "capacity"),
-    "fit": ("kvplan.cli.capacity", "fit"),
+    "fit": ("kvplan.cli.fit", "fit"),
     "compare": ("kvplan.cli.compare", "compare"),
     "sweep": ("kvplan.cli.sweep", "sweep"),
     "waste": ("kvplan.cli.waste", "waste"),
     "probe": ("kvplan.cli.probe", "probe"),
+    "reconcile": ("kvplan.cli.reconcile", "reconcile"),
+    "report": ("kvplan.cli.report", "report"),
 }
 
 
+COMPLETE_VAR = "_KVPLAN_COMPLETE"  # set by the shell completion script (click's protocol)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"kvplan {version('kvplan')}")
+        except PackageNotFoundError:
+            print("kvplan (not installed: run from a source tree)")
+        raise typer.Exit()
+
+
+Version = Annotated[bool, typer.Option("--version", "-V", callback=_print_version, is_eager=True,
+                                       help="Print kvplan's version and exit.")]
+
+
 @cache
-def build_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
-    """A typer app with these commands (the full app by default)."""
-    app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+def build_app(names: tuple[str, ...] = tuple(COMMANDS), completion: bool = True) -> typer.Typer:
+    """A typer app with these commands (the full app by default). `completion` adds --install-completion and
+    --show-completion to `kvplan` itself; a single command's app leaves them out (start-up time)."""
+    app = typer.Typer(no_args_is_help=True, add_completion=completion, pretty_exceptions_enable=False,
+                      context_settings={"help_option_names": ["-h", "--help"]})
 
     @app.callback()
-    def kvplan() -> None:
+    def kvplan(version: Version = False) -> None:
         """Exact KV-cache memory planning for LLM inference."""
 
     for name in names:
@@ -47,9 +74,10 @@ def __getattr__(name: str) -> Any:
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
-    """Only the command being run, when the first argument names one; else the full app (help, errors)."""
-    if argv and argv[0] in COMMANDS:
-        return build_app((argv[0],))
+    """Only the command being run, when the first argument names one; else the full app (help, version,
+    completion, errors)."""
+    if argv and argv[0] in COMMANDS and COMPLETE_VAR not in os.environ:
+        return build_app((argv[0],), completion=False)
     return build_app()
 
 
@@ -59,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     Click's exceptions are matched by shape (typer vendors its own click in recent releases).
     """
     try:
-        args = sys.argv[1:] if argv is None else argv
+        args = (sys.argv[1:] if argv is None else argv) or ["--help"]  # bare `kvplan`: the help, exit 0
         code = _app_for(args)(args=args, standalone_mode=False, prog_name="kvplan")
     except KvplanError as exc:
         from kvplan.cli.common import error_message

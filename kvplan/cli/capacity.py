@@ -1,7 +1,8 @@
-"""`kvplan capacity` and `kvplan fit`."""
+"""`kvplan capacity`."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -13,57 +14,77 @@ from kvplan.cli.common import (
     KvDtypeOpt,
     Pp,
     QuantGroup,
+    Revision,
     SsmStateDtype,
     StateDtype,
     Tp,
     emit,
     reports_errors,
-    warn,
 )
+from kvplan.cli.values import kv_budget as kv_budget_option
+from kvplan.config import ModelConfig, load_model
 from kvplan.engines import Settings
 from kvplan.errors import InputError
-from kvplan.units import parse_bytes, parse_positive_tokens
+from kvplan.units import parse_memory_size, parse_positive_tokens
 
 Gpu = Annotated[str | None, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ... (default H100).")]
 GpuMem = Annotated[str | None, typer.Option("--gpu-mem", help="Override the GPU's memory, e.g. 79GiB.")]
-Engine = Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | hf | all.")]
+Engine = Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | hf | all (the newest releases), or "
+                                     "a release: vllm@0.33, vllm@0.11, vllm@0.10, vllm@0.9, vllm@0.8, vllm@0.7, "
+                                     "vllm@0.6.4, sglang@0.5.2, ...")]
 Overhead = Annotated[str | None, typer.Option("--overhead", help="Per-GPU overhead instead of kvplan's estimate.")]
 BlockSizeOpt = Annotated[int | None, typer.Option(
     "--block-size", help="vLLM block / SGLang page / TRT-LLM tokens_per_block (default: the engine's).")]
 
 
-def _settings(block_size: int | None, batched: str | None, util: float | None, mfs: float | None,
-              free_frac: float | None, dp: int, no_hybrid: bool, no_async: bool) -> Settings:
-    for name, value in (("--gpu-memory-utilization", util), ("--mem-fraction-static", mfs),
-                        ("--free-gpu-memory-fraction", free_frac)):
-        if value is not None and not 0 < value <= 1:
-            raise InputError(f"{name} must be in (0, 1], got {value}")
-    if block_size is not None and block_size <= 0:
-        raise InputError(f"--block-size must be positive, got {block_size}")
-    return Settings(block_size=block_size, gpu_memory_utilization=util, mem_fraction_static=mfs,
-                    free_gpu_memory_fraction=free_frac, dp=dp, hybrid_kv_cache_manager=not no_hybrid,
-                    async_scheduling=not no_async,
-                    max_num_batched_tokens=parse_positive_tokens(batched, "--max-num-batched-tokens")
-                    if batched else None)
+def _settings(o: dict[str, Any]) -> Settings:
+    """The engine options of `kvplan capacity` (and `report`) -> Settings (None: the release's default).
+    Options a command does not have are taken as not given."""
+    o = {**dict.fromkeys(("max_num_seqs", "sampler", "moe_backend", "max_lora_rank")), "enforce_eager": False,
+         "entry_point": "serve", **o}
+    for name in ("gpu_memory_utilization", "mem_fraction_static", "free_gpu_memory_fraction"):
+        if o[name] is not None and not 0 < o[name] <= 1:
+            raise InputError(f"{name} must be in (0, 1], got {o[name]}", arg=name)
+    batched = o["max_num_batched_tokens"]
+    return Settings(block_size=o["block_size"], gpu_memory_utilization=o["gpu_memory_utilization"],
+                    mem_fraction_static=o["mem_fraction_static"], free_gpu_memory_fraction=o["free_gpu_memory_fraction"],
+                    dp=o["dp"], hybrid_kv_cache_manager=not o["disable_hybrid_kv_cache_manager"],
+                    async_scheduling=False if o["no_async_scheduling"] else None, entry_point=o["entry_point"],
+                    max_num_batched_tokens=parse_positive_tokens(batched, "--max-num-batched-tokens") if batched else None,
+                    max_num_seqs=o["max_num_seqs"], sampler=o["sampler"], enforce_eager=o["enforce_eager"],
+                    moe_backend=o["moe_backend"], max_lora_rank=o["max_lora_rank"])
 
 
 MaxModelLen = Annotated[str | None, typer.Option("--max-model-len", help="Tokens (32k); default: the model's.")]
 KvBudget = Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU as the engine logs it (20GiB; "
                                               "or 12.13GiB,11GiB per PP stage); skips the estimate.")]
 WeightsDtype = Annotated[str | None, typer.Option("--weights-dtype", help="bf16, fp16, fp8, int4.")]
-GpuUtil = Annotated[float | None, typer.Option(help="vLLM fraction of total memory (0.92, vLLM 0.33).")]
+GpuUtil = Annotated[float | None, typer.Option(help="vLLM fraction of total memory (0.92 in 0.33, 0.9 before).")]
 MemFraction = Annotated[float | None, typer.Option(help="SGLang fraction of free memory incl. weights "
-                                                   "(default by TP, SGLang 0.4).")]
+                                                   "(default: from the GPU's nvidia-smi memory and its reserve).")]
 FreeFraction = Annotated[float | None, typer.Option(help="TRT-LLM fraction of memory free after load (0.9).")]
-Batched = Annotated[str | None, typer.Option(help="vLLM (8192 on an H100, 0.33).")]
+Batched = Annotated[str | None, typer.Option(help="vLLM profile-run tokens (default: the release's, by GPU class "
+                                             "and entry point; 8192 for vllm serve on an H100).")]
+MaxSeqs = Annotated[int | None, typer.Option("--max-num-seqs", help="vLLM sampler rows of the profile run (default "
+                                             "by GPU class: 1024 on an H100, 256 below 70 GiB).")]
+EntryPoint = Annotated[str, typer.Option("--entry-point", help="vLLM: serve (vllm serve) or llm (the LLM class): "
+                                         "their scheduler defaults differ.")]
+Sampler = Annotated[str | None, typer.Option("--sampler", help="vLLM profile-run sampler: sort (38 B/logit) or "
+                                             "flashinfer (~15 B/logit); default: the release's.")]
+Eager = Annotated[bool, typer.Option("--enforce-eager", help="vLLM/TRT-LLM: no CUDA graphs, eager profile forward.")]
+MoeBackend = Annotated[str | None, typer.Option("--moe-backend", help="vLLM MXFP4 experts: marlin (padded) or triton.")]
+LoraRank = Annotated[int | None, typer.Option("--max-lora-rank", help="vLLM --enable-lora: one LoRA slot of this "
+                                              "rank is allocated with the weights.")]
+NonTorch = Annotated[str | None, typer.Option("--non-torch", help="Non-torch memory per GPU instead of kvplan's "
+                                              "estimate (context, NCCL), e.g. 2.1GiB as vLLM logs it.")]
 Dp = Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")]
-NoHybrid = Annotated[bool, typer.Option(help="vLLM: windows kept in full.")]
-NoAsync = Annotated[bool, typer.Option(help="vLLM: one batch fewer in flight.")]
+NoHybrid = Annotated[bool, typer.Option("--disable-hybrid-kv-cache-manager", help="vLLM: windows kept in full.")]
+NoAsync = Annotated[bool, typer.Option("--no-async-scheduling", help="vLLM: one batch fewer in flight.")]
 Plot = Annotated[str | None, typer.Option("--plot", help="Also draw max concurrency vs context to this PNG/SVG "
                                           "file (needs the plot extra).")]
 
 
-def _run(model: str, engine: str, kwargs: dict[str, Any]) -> list[Any]:
+def _run(model: ModelConfig, engine: str, kwargs: dict[str, Any]) -> list[Any]:
     from kvplan.planning.capacity import capacity as run
     from kvplan.planning.capacity import capacity_all
 
@@ -72,72 +93,63 @@ def _run(model: str, engine: str, kwargs: dict[str, Any]) -> list[Any]:
 
 @reports_errors
 def capacity(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
     gpu: Gpu = None, tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, max_model_len: MaxModelLen = None, engine: Engine = "vllm",
     kv_dtype: KvDtypeOpt = "auto", block_size: BlockSizeOpt = None, kv_budget: KvBudget = None, gpu_mem: GpuMem = None,
     overhead: Overhead = None, weights_dtype: WeightsDtype = None, gpu_memory_utilization: GpuUtil = None,
     mem_fraction_static: MemFraction = None, free_gpu_memory_fraction: FreeFraction = None,
-    max_num_batched_tokens: Batched = None, dp: Dp = 1, disable_hybrid_kv_cache_manager: NoHybrid = False,
-    no_async_scheduling: NoAsync = False, quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto",
-    json: Json = False, explain: Explain = False, plot: Plot = None, ssm_state_dtype: SsmStateDtype = "auto",
+    max_num_batched_tokens: Batched = None, max_num_seqs: MaxSeqs = None, entry_point: EntryPoint = "serve",
+    sampler: Sampler = None, enforce_eager: Eager = False, moe_backend: MoeBackend = None,
+    max_lora_rank: LoraRank = None, non_torch: NonTorch = None, dp: Dp = 1,
+    disable_hybrid_kv_cache_manager: NoHybrid = False, no_async_scheduling: NoAsync = False,
+    quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto", json: Json = False, explain: Explain = False,
+    plot: Plot = None, revision: Revision = None, ssm_state_dtype: SsmStateDtype = "auto",
 ) -> None:
-    """KV capacity an engine reaches on a GPU: blocks, tokens, concurrency (vLLM exact given the budget)."""
-    from kvplan.planning.budget import parse_budget
+    """KV capacity an engine release reaches on a GPU: its budget term by term, blocks, tokens, concurrency,
+    and its verdict (exit 1 when it would refuse to start; the answer is still printed)."""
     from kvplan.render.capacity import capacity_payload, capacity_tables, explain_lines
 
-    kwargs: dict[str, Any] = dict(
-        gpu=gpu, gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None, tp=tp, pp=pp, dcp=dcp,
-        kv_dtype=kv_dtype, max_model_len=parse_positive_tokens(max_model_len, "--max-model-len")
-        if max_model_len else None, kv_budget_bytes=parse_budget(kv_budget) if kv_budget else None,
-        overhead_bytes=parse_bytes(overhead) if overhead is not None else None, weights_dtype=weights_dtype,
-        quant_group=quant_group, state_dtype=state_dtype, ssm_state_dtype=ssm_state_dtype, settings=_settings(block_size, max_num_batched_tokens, gpu_memory_utilization, mem_fraction_static,
-                           free_gpu_memory_fraction, dp, disable_hybrid_kv_cache_manager, no_async_scheduling))
-    results = _run(model, engine, kwargs)
+    if plot:  # before any work: a bad path or a missing matplotlib is one line, not a table then a failure
+        from kvplan.render.plot import check_plot_path
+
+        check_plot_path(plot)
+    kwargs = _capacity_kwargs(locals())
+    m = load_model(model, revision=revision)
+    results = _run(m, engine, kwargs)
     payloads = [capacity_payload(r) for r in results]
-    for p in payloads:
-        warn([n for n in p["notes"] if n.startswith("warning:")])
     lines = [line for r in results for line in explain_lines(r)] if explain else None
-    emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines)
+    notes = [(p["engine"] if len(payloads) > 1 else "", n) for p in payloads for n in p["notes"]]
+    emit(payloads if len(payloads) > 1 else payloads[0], json, capacity_tables, lines, notes=notes)
     if plot:
-        _plot(model, plot, [r.engine for r in results], kwargs)
+        _plot(m, plot, [r.engine for r in results] if engine.strip().lower() == "all" else [engine], kwargs)
+    if any(p["refusal"] for p in payloads):
+        raise typer.Exit(1)
 
 
-def _plot(model: str, path: str, engines: list[str], kwargs: dict[str, Any]) -> None:
+def _capacity_kwargs(o: dict[str, Any]) -> dict[str, Any]:
+    """`kvplan capacity` options -> capacity() keyword arguments."""
+    def size(text: str | None, name: str) -> int | None:
+        return parse_memory_size(text, name) if text is not None else None
+
+    return dict(gpu=o["gpu"], gpu_memory_bytes=size(o["gpu_mem"], "gpu_memory_bytes"), tp=o["tp"], pp=o["pp"],
+                dcp=o["dcp"], kv_dtype=o["kv_dtype"],
+                max_model_len=parse_positive_tokens(o["max_model_len"], "--max-model-len") if o["max_model_len"] else None,
+                kv_budget_bytes=kv_budget_option(o["kv_budget"]) if o["kv_budget"] else None,
+                overhead_bytes=size(o["overhead"], "overhead_bytes"), non_torch_bytes=size(o["non_torch"], "non_torch_bytes"),
+                weights_dtype=o["weights_dtype"], quant_group=o["quant_group"], state_dtype=o["state_dtype"],
+                ssm_state_dtype=o["ssm_state_dtype"], settings=_settings(o))
+
+
+def _plot(m: ModelConfig, path: str, engines: list[str], kwargs: dict[str, Any]) -> None:
     """Max concurrency vs context, from 1k to max_model_len, for each engine asked."""
-    from kvplan.config import load_model
     from kvplan.render.plot import check_plot_path, plot_capacity
     from kvplan.workflows.capacity_curve import capacity_curve, context_lengths
 
     check_plot_path(path)
-    m = load_model(model)
     gpu, tp, pp, budget = kwargs["gpu"], kwargs["tp"], kwargs["pp"], kwargs["kv_budget_bytes"]
     curve = capacity_curve(m, seq_lens=context_lengths(kwargs["max_model_len"] or m.max_model_len or 2048),
                            engines=engines, gpu=gpu, tp=tp, pp=pp, kv_dtype=kwargs["kv_dtype"], kv_budget_bytes=budget)
     where = f"on {gpu}" if gpu else "with the given KV budget" if budget else "on the default GPU"
     plot_capacity(curve.series(labelled=False), path,
                   title=f"Max concurrency vs context {where}: {m.model_id}, tp {tp} pp {pp}")
-
-
-@reports_errors
-def fit(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
-    context: Annotated[str, typer.Option("--context", help="Tokens per request (32k).")],
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests served at once.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU type: H100, H200, A100-80G, ...")] = "H100",
-    engine: Engine = "vllm",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="auto, fp8, ... or any (try auto and fp8).")] = "auto",
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
-    max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Largest tp × pp (default 8 nodes).")] = None,
-    gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False,
-) -> None:
-    """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens."""
-    from kvplan.planning.fit import fit as run
-    from kvplan.render.capacity import fit_payload, fit_tables
-
-    if engine.strip().lower() == "all":
-        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
-    result = run(model, gpu=gpu, context=parse_positive_tokens(context, "--context"), concurrency=concurrency,
-                 engine=engine, kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus,
-                 gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None,
-                 overhead_bytes=parse_bytes(overhead) if overhead is not None else None)
-    emit(fit_payload(result), json, fit_tables)
+    print(f"kvplan: wrote {path}", file=sys.stderr)

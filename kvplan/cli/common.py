@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -30,7 +30,12 @@ FLAGS: dict[str, str] = {
     "concurrency": "--concurrency", "gpus_per_node": "--gpus-per-node", "allocator": "--allocator",
     "prompt_len": "--prompt-len", "shared_prefix": "--shared-prefix", "beam_width": "--beam-width",
     "max_seq_len": "--max-seq-len", "lengths": "--lengths", "seq_lens": "--seq-len", "batches": "--batch",
-    "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine",
+    "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine", "model": "--model",
+    "revision": "--revision",
+    "free_gpu_memory_fraction": "--free-gpu-memory-fraction", "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_num_seqs": "--max-num-seqs", "entry_point": "--entry-point", "sampler": "--sampler",
+    "moe_backend": "--moe-backend", "max_lora_rank": "--max-lora-rank", "non_torch_bytes": "--non-torch",
+    "gpu": "--gpu", "prices": "--price", "max_gpus": "--max-gpus", "max_replicas": "--max-replicas",
 }
 
 
@@ -39,7 +44,8 @@ def error_message(exc: KvplanError) -> str:
     message = str(exc)
     for name in exc.arg_names:
         if name in FLAGS:
-            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", FLAGS[name], message)
+            # not inside a path or an id ('/models/x', 'org/model'): those are values, not arguments
+            message = re.sub(rf"(?<![\w/-]){re.escape(name)}(?![\w/-])", FLAGS[name], message)
     return message
 
 
@@ -69,21 +75,43 @@ def warn(notes: list[str] | tuple[str, ...]) -> None:
             print(f"kvplan: {note}", file=sys.stderr)
 
 
-def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explain: list[str] | None = None) -> None:
-    """Print the payload as JSON, or as the tables drawn from it (and the explanation)."""
+Notes = Sequence[str | tuple[str, str]]  # a note, or (whose, note): an engine's under --engine all
+PIPE_WIDTH = 200  # piped or redirected output: whole rows for files and logs, not the 80 columns of no terminal
+
+
+def print_notes(notes: Notes, as_json: bool) -> None:
+    """Notes on stderr, each once (see kvplan.render.notes); with --json only the warnings (JSON holds the rest)."""
+    if not notes:
+        return
+    from kvplan.render.notes import merge_notes
+
+    labelled = [n if isinstance(n, tuple) else ("", n) for n in notes]
+    if as_json:
+        labelled = [(label, text) for label, text in labelled if text.startswith("warning:")]
+    for line in merge_notes(labelled):
+        print(f"kvplan: {line}", file=sys.stderr)
+
+
+def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explain: list[str] | None = None,
+         notes: Notes = ()) -> None:
+    """Print the payload as JSON, or as the tables drawn from it (and the explanation); then the notes on
+    stderr. Tables draw whole cells at the console's width: the terminal's, or PIPE_WIDTH when piped."""
     if as_json:
         if explain is not None and isinstance(payload, dict):
             payload = {**payload, "explain": explain}
         print(to_json(payload))
+        print_notes(notes, as_json)
         return
     from rich.console import Console
+    from rich.text import Text
 
-    # Piped output is not cut to 80 columns: tables are for reading in files and logs too.
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    # A Text (an engine's own message) is never wrapped, so it can be compared with the engine's log line for line.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
     for table in tables(payload):
-        console.print(table)
+        console.print(table, soft_wrap=isinstance(table, Text))
     for line in explain or []:
         console.print(line, markup=False)
+    print_notes(notes, as_json)
 
 
 def overrides(attention: str | None, kv_heads: int | None, layer_types: str | None, window: str | None,
@@ -115,6 +143,8 @@ LayerTypes = Annotated[str | None, typer.Option("--layer-types",
 Window = Annotated[str | None, typer.Option("--window", help="Window (sliding) or chunk size (chunked), tokens.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]
+Revision = Annotated[str | None, typer.Option("--revision", help="Hub revision (branch, tag or commit) of the "
+                                              "model's config, from the HF cache or the hub; never the bundled copy.")]
 StateDtype = Annotated[str, typer.Option("--state-dtype", help="Linear/Mamba conv state dtype, and the recurrent "
                                          "state's unless --ssm-state-dtype (vLLM's mamba_cache_dtype): auto (the "
                                          "model's), fp32, bf16, fp16.")]

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.common import BlockSize, Dcp, Json, KvDtypeOpt, Pp, QuantGroup, Tp, emit, reports_errors, warn
-from kvplan.units import parse_positive_tokens
+from kvplan.cli.common import BlockSize, Dcp, Json, KvDtypeOpt, Pp, QuantGroup, Revision, Tp, emit, reports_errors
+from kvplan.config import load_model
+from kvplan.errors import InputError
+from kvplan.units import parse_count, parse_positive_tokens
 
 if TYPE_CHECKING:
     from kvplan.workflows.compare import Comparison
@@ -28,25 +30,28 @@ def compare(
     gpu: Annotated[str | None, typer.Option("--gpu", help="With --engine: the GPU (H100, A100-80G...).")] = None,
     kv_budget: Annotated[str | None, typer.Option("--kv-budget", help="With --engine: KV memory per GPU "
                                                   "(20GiB), instead of the GPU's estimate.")] = None,
+    revision: Revision = None,
 ) -> None:
     """Bytes per token, per sequence and per GPU of several models, side by side."""
-    from kvplan.planning.budget import parse_budget
+    from kvplan.cli.values import kv_budget as kv_budget_option
     from kvplan.render.workflows import compare_payload, compare_tables
     from kvplan.workflows.compare import compare as run_compare
     from kvplan.workflows.ranges import parse_str_axis
 
+    if len(models) < 2:
+        raise InputError(f"compare takes two or more models, got {len(models)}; for one model use kvplan size "
+                         f"{models[0] if models else 'MODEL'}")
     if plot:
         from kvplan.render.plot import check_plot_path
 
         check_plot_path(plot)
     engines = parse_str_axis(engine, "--engine") if engine else ()
-    budget = parse_budget(kv_budget) if kv_budget and engines else None
-    result = run_compare(models, seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len else None,
-                         batch=parse_positive_tokens(batch, "--batch"), tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype,
+    budget = kv_budget_option(kv_budget) if kv_budget and engines else None
+    result = run_compare([load_model(m, revision=revision) for m in models], seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len else None,
+                         batch=parse_count(batch, "--batch"), tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype,
                          block_size=block_size, quant_group=quant_group, engines=engines, gpu=gpu,
                          kv_budget_bytes=budget)
-    warn(result.notes)
-    emit(compare_payload(result), json, compare_tables)
+    emit(compare_payload(result), json, compare_tables, notes=result.notes)
     if plot:
         _plot(result, plot, tp, pp)
 

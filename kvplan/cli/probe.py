@@ -5,7 +5,6 @@ Importing this module is cheap: torch is imported inside the command (``require_
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -71,45 +70,6 @@ def plan_targets(models: list[str] | None, kv_dtype: str | None, opts: ProbeOpti
     return targets, skipped
 
 
-def _opt(value: float | int | None, fmt: str) -> str:
-    return fmt.format(value) if value is not None else "-"
-
-
-def probe_tables(payload: dict[str, Any]) -> list[Any]:
-    from rich.table import Table
-
-    table = Table(title=f"kvplan probe on {payload['device']} (tolerance {payload['tolerance']})",
-                  title_justify="left")
-    rows = payload["results"]
-    on_gpu = any(r["driver_bytes"] is not None for r in rows)  # CPU runs have no driver view nor GB/s
-    columns = ["model", "rank", "kv dtype", "blocks", "predicted B", "measured B", "error", "kernels", "ok"]
-    columns[6:6] = ["driver B", "write GB/s", "decode GB/s"] if on_gpu else []
-    for name in columns:
-        table.add_column(name, justify="left" if name in ("model", "kv dtype", "kernels") else "right")
-    for r in rows:
-        cells = {"model": r["model"], "rank": str(r["tp_rank"]), "kv dtype": r["kv_dtype"],
-                 "blocks": f"{r['num_blocks']:,}", "predicted B": f"{r['predicted_bytes']:,}",
-                 "measured B": f"{r['measured_bytes']:,}", "driver B": _opt(r["driver_bytes"], "{:,}"),
-                 "write GB/s": _opt(r["write_gbps"], "{:,.0f}"), "decode GB/s": _opt(r["decode_gbps"], "{:,.0f}"),
-                 "error": _opt(r["error"], "{:.2%}"), "kernels": r["kernel_check"], "ok": "yes" if r["ok"] else "NO"}
-        table.add_row(*(cells[name] for name in columns))
-    tables: list[Any] = [table]
-    notes = [*payload.get("skipped", []),
-             *(f"{r['model']} ({r['kv_dtype']}): {n}" for r in payload["results"] for n in r["kernel_notes"])]
-    if payload.get("bandwidth_note"):
-        notes.append(payload["bandwidth_note"])
-    for row in payload.get("replication", []):
-        notes.append(f"{row['model']}: all {row['tp']} ranks hold {row['all_ranks_measured_bytes']:,} B = "
-                     f"{row['replication']:.2f}× the unsharded prediction")
-    if payload.get("capacity"):
-        c = payload["capacity"]
-        notes.append(f"capacity: {c['allocated_blocks']:,} blocks allocated in {c['free_bytes']:,} B free; "
-                     f"kvplan: {c['capacity_blocks']}, free // block: {c['formula_blocks']:,} ({c['note']})")
-    from rich.text import Text
-
-    return tables + [Text(note) for note in dict.fromkeys(notes)]
-
-
 def _world_tp(tp: int) -> int:
     """Under torchrun the world is the TP group: --tp must be 1 (then it is taken from WORLD_SIZE) or match."""
     from kvplan.probe.distributed import torchrun_world
@@ -131,18 +91,15 @@ def _run(targets: list[tuple[str, str]], opts: ProbeOptions, device: torch.devic
         return distributed.under_torchrun(targets, opts, device)
     if tp > 1:
         return 0, distributed.spawn(tp, targets, opts, device)
-    if not sys.stderr.isatty():
-        return 0, [probe_model(model, dtype, opts, device) for model, dtype in targets]
-    from rich.console import Console
-    from rich.progress import Progress
+    from kvplan.cli.progress import progress
 
     results = []
-    with Progress(console=Console(stderr=True), transient=True) as progress:  # long GPU allocations show
-        task = progress.add_task("probing", total=len(targets))
-        for model, dtype in targets:
-            progress.update(task, description=f"{model} ({dtype})")
+    with progress("probing") as step:  # long GPU allocations show
+        for i, (model, dtype) in enumerate(targets):
+            step.describe(f"{model} ({dtype})")
+            step(i, len(targets))
             results.append(probe_model(model, dtype, opts, device))
-            progress.advance(task)
+        step(len(targets), len(targets))
     return 0, results
 
 
@@ -170,10 +127,10 @@ def probe(
     kernel_check: KernelCheck = True, json: Json = False,
 ) -> None:
     """Allocate real caches from kvplan's specs; report predicted vs measured bytes and kernel checks."""
+    dev = resolve_device(device, gpu)  # first: without torch, one line naming the extra, before any torch import
     from kvplan.probe.bench import peak_gbps
-    from kvplan.probe.compare import probe_payload
+    from kvplan.render.probe import probe_payload, probe_tables
 
-    dev = resolve_device(device, gpu)
     tp = _world_tp(tp)
     if tolerance < 0:
         raise KvplanError("--tolerance must be >= 0")
@@ -215,8 +172,9 @@ def _options(on_gpu: bool, block_size: int, blocks: int | None, seqs: int | None
 def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> list[dict[str, Any]]:
     from kvplan.config import load_model
     from kvplan.formulas.per_token import StateDtypes
-    from kvplan.probe.compare import predicted_group_bytes, replication_rows
+    from kvplan.probe.compare import predicted_group_bytes
     from kvplan.probe.run import probe_layout
+    from kvplan.render.probe import replication_rows
 
     whole = {}  # the unsharded prediction (g.spec, not g.spec_per_gpu): what one copy of the cache takes
     for r in results:

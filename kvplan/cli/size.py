@@ -17,6 +17,7 @@ from kvplan.cli.common import (
     LayerTypes,
     Pp,
     QuantGroup,
+    Revision,
     SsmStateDtype,
     StateDtype,
     Tp,
@@ -24,13 +25,12 @@ from kvplan.cli.common import (
     emit,
     overrides,
     reports_errors,
-    warn,
 )
 from kvplan.config import bundled_index, load_model
 from kvplan.errors import KvplanError
 from kvplan.formulas import KvCacheResult, kv_cache
 from kvplan.render.size import model_row, models_tables, size_payload, size_tables
-from kvplan.units import parse_positive_tokens, parse_tokens
+from kvplan.units import parse_count, parse_positive_tokens, parse_tokens
 
 SeqLen = Annotated[str | None, typer.Option("--seq-len", help="Tokens per sequence (4096, 32k); default: the "
                                             "model's max length.")]
@@ -61,29 +61,29 @@ def _workload(result: KvCacheResult, payload: dict[str, Any], shared_prefix: str
 
 @reports_errors
 def size(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
     tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, seq_len: SeqLen = None, batch: Batch = "1", kv_dtype: KvDtypeOpt = "auto",
     block_size: BlockSize = 16, quant_group: QuantGroup = 8, attention: Attention = None, kv_heads: KvHeads = None,
     layer_types: LayerTypes = None, window: Window = None, json: Json = False, explain: Explain = False,
     state_dtype: StateDtype = "auto", shared_prefix: SharedPrefix = "0", beam_width: BeamWidth = 1,
-    prompt_len: PromptLen = None, allocator: Allocator = None, ssm_state_dtype: SsmStateDtype = "auto",
+    prompt_len: PromptLen = None, allocator: Allocator = None, revision: Revision = None,
+    ssm_state_dtype: SsmStateDtype = "auto",
 ) -> None:
     """KV cache per token, per sequence and per GPU."""
-    m = load_model(model)
+    m = load_model(model, revision=revision)
     result = kv_cache(
-        m, tp=tp, pp=pp, dcp=dcp, batch=parse_positive_tokens(batch, "--batch"),
+        m, tp=tp, pp=pp, dcp=dcp, batch=parse_count(batch, "--batch"),
         seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len is not None else None,
         kv_dtype=kv_dtype, block_size=block_size, quant_group=quant_group,
         overrides=overrides(attention, kv_heads, layer_types, window, m.num_layers), state_dtype=state_dtype,
         ssm_state_dtype=ssm_state_dtype)
-    warn(result.notes)
     payload, tables = _workload(result, size_payload(result), shared_prefix, beam_width, prompt_len, allocator)
     lines = None
     if explain:
         from kvplan.render.explain import explain as explain_lines
 
         lines = explain_lines(result)
-    emit(payload, json, tables, lines)
+    emit(payload, json, tables, lines, notes=result.notes)
 
 
 @reports_errors
@@ -95,5 +95,4 @@ def models(json: Json = False) -> None:
             rows.append(model_row(kv_cache(load_model(model_id), seq_len=1)))
         except KvplanError as exc:  # a config kvplan refuses names the field in one line
             refused.append(f"warning: not sized: {model_id}: {str(exc).rpartition('config.json: ')[2]}")
-    warn(refused)
-    emit(rows, json, models_tables)
+    emit(rows, json, models_tables, notes=refused)

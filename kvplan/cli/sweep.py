@@ -7,12 +7,26 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.common import BlockSize, KvDtypeOpt, emit, reports_errors
+from kvplan.cli.common import BlockSize, KvDtypeOpt, Revision, emit, print_notes, reports_errors
+from kvplan.cli.values import kv_budget as kv_budget_option
+from kvplan.config import load_model
 
 if TYPE_CHECKING:
     from kvplan.workflows.sweep import EngineAxis, Sweep
 
 Axis = "`a..b` doubles from a to b (1k..128k); or a comma list (1,2,4)."
+
+
+Csv = Annotated[str | None, typer.Option("--csv", help="Write CSV to this file ('-': stdout).")]
+JsonLines = Annotated[bool, typer.Option("--json", help="Print JSON lines, one object per point.")]
+Plot = Annotated[str | None, typer.Option("--plot", help="Draw KV memory (or, with --engine, concurrency) vs context to "
+                                          "a .png/.svg file (needs kvplan\\[plot]).")]
+Gpu = Annotated[str | None, typer.Option("--gpu", help="The GPU: the engines' budget with --engine, and the plot's "
+                                         "memory line (H100, A100-40G...).")]
+KvBudget = Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU (20GiB): the plot's budget line, "
+                                              "and the engines' budget with --engine.")]
+Engine = Annotated[str | None, typer.Option("--engine", help="Add capacity columns for these engines "
+                                            "(vllm,sglang,trtllm,hf); --plot then draws concurrency.")]
 
 
 @reports_errors
@@ -22,47 +36,59 @@ def sweep(
     batch: Annotated[str, typer.Option("--batch", help=f"Sequences: {Axis}")] = "1",
     tp: Annotated[str, typer.Option("--tp", help=f"Tensor-parallel sizes: {Axis}")] = "1",
     pp: Annotated[str, typer.Option("--pp", help=f"Pipeline-parallel sizes: {Axis}")] = "1",
-    kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16,
-    csv: Annotated[str | None, typer.Option("--csv", help="Write CSV to this file ('-': stdout).")] = None,
-    json: Annotated[bool, typer.Option("--json", help="Print JSON lines, one object per point.")] = False,
-    plot: Annotated[str | None, typer.Option("--plot", help="Draw KV memory vs context to a .png/.svg file.")] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="Plot: draw this GPU's memory (H100, A100-40G...).")] = None,
-    kv_budget: Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU (20GiB): the plot's "
-                                                  "budget line, and the engines' budget with --engine.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="Add capacity columns for these engines "
-                                               "(vllm,sglang,trtllm,hf); --plot then draws concurrency.")] = None,
+    kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, csv: Csv = None, json: JsonLines = False,
+    plot: Plot = None, gpu: Gpu = None, kv_budget: KvBudget = None, engine: Engine = None, revision: Revision = None,
 ) -> None:
-    """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch."""
+    """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch.
+
+    A table (first 200 rows) unless --json or --csv is given; --plot FILE draws the plot as well.
+    """
+    from kvplan.cli.progress import progress
+    from kvplan.render.notes import summarize_skipped
     from kvplan.render.workflows import sweep_tables
+    from kvplan.units import parse_count
     from kvplan.workflows.ranges import parse_int_axis, parse_str_axis
     from kvplan.workflows.sweep import sweep as run_sweep
 
+    _check_files(plot, csv)
+    with progress("sweeping") as step:
+        result = run_sweep([load_model(m, revision=revision) for m in models], seq_lens=parse_int_axis(seq_len, "--seq-len"),
+                           batches=parse_int_axis(batch, "--batch", parse_count),
+                           tps=parse_int_axis(tp, "--tp", parse_count), pps=parse_int_axis(pp, "--pp", parse_count),
+                           kv_dtypes=parse_str_axis(kv_dtype, "--kv-dtype"), block_size=block_size,
+                           engines=_engines(engine, gpu, kv_budget), progress=step)
+    _write(result, csv, json)
+    if plot:
+        _plot(result, plot, gpu, kv_budget)
+    notes = summarize_skipped(result.notes)
+    if json or csv:
+        print_notes(notes, as_json=False)
+    else:
+        emit(result, False, sweep_tables, notes=notes)
+
+
+def _check_files(plot: str | None, csv: str | None) -> None:
+    """Before any work: a plot or CSV file that cannot be written is one line and exit 2."""
     if plot:
         from kvplan.render.plot import check_plot_path
 
         check_plot_path(plot)
-    result = run_sweep(models, seq_lens=parse_int_axis(seq_len, "--seq-len"), batches=parse_int_axis(batch, "--batch"),
-                       tps=parse_int_axis(tp, "--tp"), pps=parse_int_axis(pp, "--pp"),
-                       kv_dtypes=parse_str_axis(kv_dtype, "--kv-dtype"), block_size=block_size,
-                       engines=_engines(engine, gpu, kv_budget))
-    for note in result.notes:
-        print(f"kvplan: {note}", file=sys.stderr)
-    _write(result, csv, json)
-    if plot:
-        _plot(result, plot, gpu, kv_budget)
-    if not (csv or json or plot):
-        emit(result, False, sweep_tables)
+    if csv and csv != "-":
+        from kvplan.cli.files import check_output_file
 
+        check_output_file(csv, "--csv")
 
 def _write(result: Sweep, csv: str | None, json: bool) -> None:
     """CSV to a file or stdout ('-'), and JSON lines to stdout."""
+    from kvplan.cli.files import write_text_file
     from kvplan.render.workflows import write_csv, write_json_lines
 
     if csv == "-":
         write_csv(result, sys.stdout)
     elif csv:
-        with open(csv, "w", newline="") as out:
-            write_csv(result, out)
+        write_text_file(csv, "--csv", lambda out: write_csv(result, out))
+        print(f"kvplan: wrote {csv} ({len(result.rows):,} row{'s' if len(result.rows) != 1 else ''})",
+              file=sys.stderr)
     if json:
         write_json_lines(result, sys.stdout)
 
@@ -70,17 +96,15 @@ def _write(result: Sweep, csv: str | None, json: bool) -> None:
 def _engines(engine: str | None, gpu: str | None, kv_budget: str | None) -> EngineAxis | None:
     if not engine:
         return None
-    from kvplan.planning.budget import parse_budget
     from kvplan.workflows.ranges import parse_str_axis
     from kvplan.workflows.sweep import EngineAxis
 
     return EngineAxis(engines=parse_str_axis(engine, "--engine"), gpu=gpu,
-                      kv_budget_bytes=parse_budget(kv_budget) if kv_budget else None)
+                      kv_budget_bytes=kv_budget_option(kv_budget) if kv_budget else None)
 
 
 def _plot(result: Sweep, path: str, gpu: str | None, kv_budget: str | None) -> None:
     from kvplan.render.plot import capacity_series, memory_series, plot_capacity, plot_memory
-    from kvplan.units import parse_bytes
 
     names = list(dict.fromkeys(row[0] for row in result.rows))
     models = names[0] if len(names) == 1 else f"{len(names)} models"
@@ -98,7 +122,35 @@ def _plot(result: Sweep, path: str, gpu: str | None, kv_budget: str | None) -> N
         from kvplan.planning.gpus import lookup_gpu
 
         device = lookup_gpu(gpu)
+    budget = min(kv_budget_option(kv_budget)) if kv_budget else None
     plot_memory(memory_series(result), path, title=f"KV cache per GPU vs context: {models}",
                 gpu_name=device.name if device else None, gpu_memory_bytes=device.memory_bytes if device else None,
-                kv_budget_bytes=parse_bytes(kv_budget) if kv_budget else None)
+                kv_budget_bytes=budget, room_bytes=_room(result, device.memory_bytes) if device else None,
+                max_lengths=_max_lengths(names))
     print(f"kvplan: wrote {path}", file=sys.stderr)
+
+
+def _room(result: Sweep, memory_bytes: int) -> dict[str, int]:
+    """GPU memory minus the weights per GPU, per (model, tp, pp) of the sweep (at most 6; models whose
+    weights kvplan cannot count are left out)."""
+    from kvplan.config import load_model
+    from kvplan.errors import KvplanError
+    from kvplan.planning.weights import weight_bytes_per_gpu
+
+    layouts = list(dict.fromkeys((row[0], row[1], row[2]) for row in result.rows))[:6]
+    many = len({name for name, _, _ in layouts}) > 1
+    room = {}
+    for name, tp, pp in layouts:
+        try:
+            weights = weight_bytes_per_gpu(load_model(name), tp=tp, pp=pp)
+        except KvplanError:
+            continue
+        room[(f"{name} " if many else "") + f"tp{tp} pp{pp}"] = memory_bytes - weights
+    return room
+
+
+def _max_lengths(names: list[str]) -> dict[str, int]:
+    from kvplan.config import load_model
+
+    models = [load_model(name) for name in names]
+    return {m.model_id: m.max_model_len for m in models if m.max_model_len}

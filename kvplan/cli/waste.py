@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.common import BlockSize, Json, KvDtypeOpt, Pp, Tp, emit, reports_errors
+from kvplan.cli.common import BlockSize, Json, KvDtypeOpt, Pp, Revision, Tp, emit, reports_errors
+from kvplan.config import load_model
 from kvplan.units import parse_positive_tokens
 
 SPEC_HELP = "uniform:LO..HI:N, normal:MEAN,STD:N, lognormal:MEDIAN,SIGMA:N or fixed:LEN:N"  # see workflows/lengths.py
@@ -14,10 +15,11 @@ SPEC_HELP = "uniform:LO..HI:N, normal:MEAN,STD:N, lognormal:MEDIAN,SIGMA:N or fi
 
 @reports_errors
 def waste(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
     max_seq_len: Annotated[str, typer.Option("--max-seq-len", help="Tokens preallocated per sequence (4096, 4k).")],
     lengths: Annotated[str, typer.Option("--lengths", help=f"File with one length per line, or {SPEC_HELP}.")],
     tp: Tp = 1, pp: Pp = 1, kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, json: Json = False,
+    revision: Revision = None,
 ) -> None:
     """Memory each allocator needs for the given sequence lengths, and the share that is waste."""
     from kvplan.render.workflows import waste_payload, waste_tables
@@ -25,6 +27,6 @@ def waste(
     from kvplan.workflows.waste import waste as run_waste
 
     max_len = parse_positive_tokens(max_seq_len, "--max-seq-len")
-    result = run_waste(model, lengths=lengths_from(lengths, max_len), max_seq_len=max_len, tp=tp, pp=pp,
+    result = run_waste(load_model(model, revision=revision), lengths=lengths_from(lengths, max_len), max_seq_len=max_len, tp=tp, pp=pp,
                        kv_dtype=kv_dtype, block_size=block_size)
     emit(waste_payload(result), json, waste_tables)

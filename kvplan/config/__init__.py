@@ -1,4 +1,4 @@
-"""Reading model configs: resolution (path, bundled id, HF cache) and normalization.
+"""Reading model configs: resolution (path, bundled id, HF cache, hub) and normalization.
 
 The only package that reads files. A name is resolved and its file read on every call; a small
 file's parse is cached on its bytes (``hf.load_file``), so sweeps and comparisons that name a model
@@ -17,12 +17,15 @@ from kvplan.config.resolve import bundled_index, resolve
 __all__ = ["ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize", "resolve"]
 
 
-def load_model(name: str) -> ModelConfig:
-    """A model id, alias or path -> its normalized ModelConfig (never downloads, never runs code).
+def load_model(name: str, revision: str | None = None) -> ModelConfig:
+    """A model id, alias or path -> its normalized ModelConfig. An `org/name` id found neither bundled nor
+    in the HF cache has its config.json fetched from the hub (unless HF_HUB_OFFLINE); `revision` pins a
+    hub revision. Never weights, never code: the config is read as JSON.
 
-    A name whose own config is not bundled but resolves to a sibling (an alias row, -Instruct/-Base,
-    a date suffix) is sized with that architecture twin, and the result says so in a warning."""
-    path, model_id = resolve(name)
+    A name whose own config is not bundled but resolves to a bundled sibling (an alias row,
+    -Instruct/-Base, a date suffix) is sized with that architecture twin, and the result says so in a
+    warning."""
+    path, model_id = resolve(name, revision)
     model = load_file(path, model_id=model_id)
     if model_id in bundled_index() and _short(name) != _short(model_id):
         note = (f"warning: {name.strip()} has no bundled config; sized with {model_id}, an architecture twin "

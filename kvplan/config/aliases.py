@@ -1,4 +1,4 @@
-"""Model quirks as data: field aliases across config families, family defaults, model-id aliases.
+"""Model quirks as data: field aliases across config families, hand-written family defaults, model-id aliases.
 
 A new model family is a new row here (plus a configs/ fixture), never a new branch in the
 formulas. Sources: vLLM's ``get_total_num_kv_heads`` order and ``derive_max_model_len_and_key``
@@ -93,7 +93,8 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Fields the weights model reads (kvplan.planning.weights), beyond the KV fields above: first present wins.
+# Fields the weights and budget models read (kvplan.planning.weights, kvplan.planning.profile_run), beyond the
+# KV fields above: first present wins.
 WEIGHT_FIELDS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size", "padded_vocab_size"),  # padded_vocab_size: ChatGLM
     "intermediate_size": ("intermediate_size", "ffn_hidden_size", "n_inner"),  # ffn_hidden_size: ChatGLM
@@ -112,35 +113,40 @@ WEIGHT_FIELDS: dict[str, tuple[str, ...]] = {
     "linear_key_head_dim": ("linear_key_head_dim",),
     "linear_value_head_dim": ("linear_value_head_dim",),
     "linear_conv_kernel_dim": ("linear_conv_kernel_dim",),
+    "num_experts_per_tok": ("num_experts_per_tok", "experts_per_token", "moe_topk"),  # moe_topk: Hunyuan
+    "max_position_embeddings": ("max_position_embeddings", "n_positions"),  # rotary cos/sin cache length
+    "rope_scaling": ("rope_scaling", "rope_parameters"),  # rope_parameters: transformers 5
+    "partial_rotary_factor": ("partial_rotary_factor",),  # rotary on a fraction of head_dim
 }
 
-# Values of transformers' (or the remote code's) config classes that a config.json may leave out,
-# for the fields above.
+# Class defaults the generated table (config/defaults.py, class_defaults.json) cannot hold, by model_type:
+# remote-code classes transformers does not ship. Applied only where the file names none of the field's keys.
 WEIGHT_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"vocab_size": 262208},  # Gemma3TextConfig
-    "gemma3": {"vocab_size": 262208},
-    "chatglm": {"tie_word_embeddings": False},  # separate output_layer
+    "chatglm": {"tie_word_embeddings": False},  # remote ChatGLMConfig: separate output_layer
 }
 
 # Nested configs that hold the language model's fields (multimodal wrappers).
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 
-# Defaults of transformers' config classes (or the remote-code classes) that a config.json may omit,
-# keyed by model_type. Only fields that change the KV cache are listed.
+# Class defaults of the KV fields that the generated table (config/defaults.py) cannot hold, by model_type:
+# remote-code classes, and patterns that transformers' __init__ turns into layer_types (the table records
+# constants only). Applied only where the file names none of the field's keys.
 FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": {"sliding_window_pattern": 2},  # Gemma2Config: even layers sliding
-    "gemma3": {"sliding_window_pattern": 6, "max_model_len": 131072},
-    "gemma3_text": {"sliding_window_pattern": 6, "max_model_len": 131072},  # Gemma3TextConfig
-    "cohere2": {"sliding_window_pattern": 4},
-    "falcon": {"multi_query": True},  # FalconConfig(multi_query=True)
+    "gemma3": {"sliding_window_pattern": 6},  # Gemma3TextConfig: kwargs sliding_window_pattern, default 6
+    "gemma3_text": {"sliding_window_pattern": 6},
+    "cohere2": {"sliding_window_pattern": 4},  # Cohere2Config: kwargs sliding_window_pattern, default 4
     "RefinedWebModel": {"multi_query": True},  # falcon-7b's remote RWConfig
     "RefinedWeb": {"new_decoder_architecture": True},  # falcon-40b: grouped KV via n_head_kv
-    "gpt_bigcode": {"multi_query": True},
-    "qwen2": {"use_sliding_window": False},
-    "qwen3": {"use_sliding_window": False},
-    "qwen3_moe": {"use_sliding_window": False},
-    "llama4_text": {"attention_chunk_size": 8192},
-    "chatglm": {"multi_query_attention": False},
+    "chatglm": {"multi_query_attention": False},  # remote ChatGLMConfig
+}
+
+# Fields a config class's __init__ derives from another key when the file names that key: no class default
+# then (transformers NemotronHConfig turns hybrid_override_pattern into layers_block_type and takes the
+# layer count from layers_block_type's length).
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "layers_block_type": ("hybrid_override_pattern",),
+    "num_layers": ("layers_block_type",),
 }
 
 # HF's layer_types strings -> kvplan layer kinds.

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kvplan.config.aliases import FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
+from kvplan.config.aliases import DERIVED_FROM, FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
 from kvplan.config.build import (
     checkpoint_kv_dtype,
     coarse_kinds,
@@ -25,6 +25,7 @@ from kvplan.config.build import (
     nas_kv_heads,
     refuse_unmodelled,
 )
+from kvplan.config.defaults import WRAPPER_KEYS, class_defaults, is_named, omitted_default
 from kvplan.config.geometry import Geometry, sliding_window
 from kvplan.config.layers import derive_layer_kinds
 from kvplan.config.model import ModelConfig
@@ -65,11 +66,15 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def language_model_fields(raw: dict[str, Any]) -> dict[str, Any]:
-    """The text model's fields: a nested text_config/llm_config wins, the wrapper fills gaps."""
+    """The text model's fields: a nested text_config/llm_config wins, the wrapper fills gaps, and a
+    key the wrapper decides (WRAPPER_KEYS) that neither names takes the wrapper class's default (the
+    merged fields carry the text class's model_type, whose defaults are not the wrapper's)."""
     for key in TEXT_CONFIG_KEYS:
         nested = raw.get(key)
         if isinstance(nested, dict):
-            return {**{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
+            own = class_defaults(raw.get("model_type"))
+            decided = {k: own[k] for k in WRAPPER_KEYS if k in own and not is_named(raw, k) and k not in nested}
+            return {**decided, **{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
     return raw
 
 
@@ -93,9 +98,11 @@ def canonical_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
                              key=lambda p: p[1])
         if present:
             origin[name], values[name] = present[0]
-    for name, value in FAMILY_DEFAULTS.get(str(values["model_type"]), {}).items():
-        if name not in origin:
-            values[name], origin[name] = value, f"{name} (default of {values['model_type']})"
+    for name, keys in FIELD_ALIASES.items():  # keys the file leaves out: their config class's defaults
+        if name in origin or any(is_named(fields, k) for k in DERIVED_FROM.get(name, ())):
+            continue
+        if found := omitted_default(fields, keys, name=name, hand=FAMILY_DEFAULTS):
+            values[name], origin[name] = found.value, f"{found.key} (default of {found.model_type})"
     return values, origin
 
 

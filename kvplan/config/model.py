@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.config.aliases import WEIGHT_DEFAULTS, WEIGHT_FIELDS
+from kvplan.config.defaults import omitted_default
 from kvplan.specs import LayerSpec, LinearState
 
 
@@ -51,11 +52,12 @@ class ModelConfig:
 
     def field(self, name: str, default: Any = None) -> Any:
         """A config field the KV model does not normalize (vocab_size, intermediate_size, ...), through
-        the alias table: the first key present, else the family's class default, else `default`."""
+        the alias table: the first key present, else its class default (config.defaults), else `default`."""
         for key in WEIGHT_FIELDS[name]:
             if self.raw.get(key) is not None:
                 return self.raw[key]
-        return WEIGHT_DEFAULTS.get(str(self.model_type), {}).get(name, default)
+        found = omitted_default(self.raw, WEIGHT_FIELDS[name], name=name, hand=WEIGHT_DEFAULTS)
+        return default if found is None else found.value
 
     @property
     def is_mla(self) -> bool:

@@ -1,19 +1,23 @@
-"""MODEL argument -> config file, in the issue's order: a path, a bundled id, the local HF cache.
+"""MODEL argument -> config file, in the issue's order: a path, a bundled id, the local HF cache, the hub.
 
-Nothing here touches the network: the Hugging Face hub is only ever read through a cache that
-is already on disk.
+Only the last step touches the network (hub.py), and only for an `org/name` id found nowhere on disk,
+with HF_HUB_OFFLINE unset. A `revision` pins a hub revision: it skips the bundled configs (a
+snapshot of no particular revision) and is looked up in the cache, then on the hub.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
 from kvplan.config.aliases import MODEL_ID_ALIASES
+from kvplan.config.hub import check_revision, fetch_config, is_offline, is_repo_id
 from kvplan.errors import ConfigError
 
 CONFIG_NAMES = ("config.json", "params.json")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 _VARIANT_SUFFIXES = ("-hf", "-instruct", "-it", "-chat", "-base", "-thinking", "-pt")
 
 
@@ -70,25 +74,40 @@ def hf_cache_dirs() -> list[Path]:
     return [Path(home).expanduser() / "hub"]
 
 
-def find_in_hf_cache(name: str) -> Path | None:
-    """models--org--name/snapshots/<rev>/config.json; the revision refs/main points at first."""
+def find_in_hf_cache(name: str, revision: str | None = None) -> Path | None:
+    """models--org--name/snapshots/<commit>/config.json (or params.json), in the snapshots _snapshots lists."""
     if name.count("/") != 1:
         return None
     org, repo = name.split("/")
     for cache in hf_cache_dirs():
-        folder = cache / f"models--{org}--{repo}"
-        if not folder.is_dir():
-            matches = [p for p in cache.glob("models--*") if p.name.lower() == folder.name.lower()]
-            if not matches:
-                continue
-            folder = matches[0]
-        ref = folder / "refs" / "main"
-        revisions = [ref.read_text().strip()] if ref.is_file() else []
-        snapshots = sorted((folder / "snapshots").glob("*"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for snapshot in [folder / "snapshots" / r for r in revisions] + snapshots:
-            if (snapshot / "config.json").is_file():
-                return snapshot / "config.json"
+        folder = _repo_folder(cache, f"models--{org}--{repo}")
+        for snapshot in _snapshots(folder, revision) if folder else []:
+            for config in CONFIG_NAMES:
+                if (snapshot / config).is_file():
+                    return snapshot / config
     return None
+
+
+def _repo_folder(cache: Path, name: str) -> Path | None:
+    """cache/name, matched case-insensitively as the hub matches ids."""
+    if (cache / name).is_dir():
+        return cache / name
+    matches = [p for p in cache.glob("models--*") if p.name.lower() == name.lower()]
+    return matches[0] if matches else None
+
+
+def _snapshots(folder: Path, revision: str | None) -> list[Path]:
+    """The snapshots to look in, best first: the commit refs/<revision> names (refs/main by default) or
+    the commit `revision` spells. Only a cache with no refs at all (not written by huggingface_hub)
+    falls back to its newest snapshot: where refs exist, another ref's snapshot is not main."""
+    ref = folder / "refs" / (revision or "main")
+    commits = [ref.read_text().strip()] if ref.is_file() else []
+    if revision is not None and _COMMIT.fullmatch(revision):
+        commits.append(revision)
+    if revision is None and not any((folder / "refs").glob("**/*")):
+        newest = sorted((folder / "snapshots").glob("*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        commits += [p.name for p in newest]
+    return [folder / "snapshots" / c for c in commits]
 
 
 def config_in_path(path: Path) -> Path:
@@ -115,25 +134,47 @@ def existing_path(name: str) -> Path | None:
         return None
 
 
-def resolve(name: str) -> tuple[Path, str]:
-    """MODEL -> (config file, model id). Raises ConfigError naming the closest bundled ids."""
+def resolve(name: str, revision: str | None = None) -> tuple[Path, str]:
+    """MODEL -> (config file, model id): a path, a bundled id (without `revision`), the HF cache, the hub.
+    Raises ConfigError naming the closest bundled ids."""
     if not name or not name.strip():
         raise ConfigError("no model given; run `kvplan models` for the bundled ids")
+    if revision is not None:
+        check_revision(revision)
     path = existing_path(name)
     if path is not None:
+        if revision is not None:
+            raise ConfigError(f"{name!r} is a local path; revision names a revision on the hub", arg="revision")
         return config_in_path(path), name
     if looks_like_path(name):
         raise ConfigError(f"no such file or folder: {name!r}")
     bundled = find_bundled(name)
-    if bundled:
+    if bundled and revision is None:
         return bundled_index()[bundled], bundled
+    # With a revision, an org-less alias stands for the repo its bundled config came from.
+    repo_id = name.strip() if is_repo_id(name.strip()) else bundled if revision is not None else None
+    if repo_id is None:  # an org-less name or no valid repo id: never a cache key, never a request
+        raise ConfigError(f"unknown model {name!r}; {suggest(name)}")
+    return from_cache_or_hub(name, repo_id, revision), repo_id
+
+
+def from_cache_or_hub(name: str, repo_id: str, revision: str | None) -> Path:
+    """The cached config of repo_id at revision, else the one the hub sends (unless HF_HUB_OFFLINE)."""
     try:
-        cached = find_in_hf_cache(name.strip())
+        cached = find_in_hf_cache(repo_id, revision)
     except (OSError, ValueError):  # a name the file system refuses, or a damaged cache entry
         cached = None
     if cached:
-        return cached, name.strip()
-    raise ConfigError(f"unknown model {name!r}; {suggest(name)}")
+        return cached
+    at = f" at revision {revision!r}" if revision else ""
+    if is_offline():
+        raise ConfigError(f"unknown model {name!r}{at}: not bundled, not in the HF cache, and HF_HUB_OFFLINE "
+                          f"keeps kvplan off the hub; {suggest(name)}")
+    fetched = fetch_config(repo_id, revision, hf_cache_dirs()[0])
+    if fetched is None:
+        raise ConfigError(f"unknown model {name!r}: not bundled, not in the HF cache, not on the hub (if it is "
+                          f"private, set HF_TOKEN or run `hf auth login`); {suggest(name)}")
+    return fetched
 
 
 def suggest(name: str) -> str:

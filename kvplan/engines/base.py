@@ -1,10 +1,15 @@
 """What every engine profile shares: the question asked, the knobs, and the answer's shape.
 
-An engine profile declares only how it differs from the others:
+An engine profile follows one release of its engine (``version``) and declares only how it differs:
+- ``resolve(request)``: the release's defaults filled into the request's ``Settings`` (scheduler
+  sizes by GPU memory class and entry point, sampler path, in-flight batches, token-log style);
 - ``policy(request)``: how it lays the cache out (``LayoutPolicy``: head split, attention TP,
   MLA latent or decompressed, tokens a window layer keeps), and ``supports_dcp``;
-- ``kv_budget``: how it turns GPU memory, weights and overhead into KV memory per GPU;
-- ``plan``: how it cuts that memory into blocks and tokens, on the layout it is handed.
+- ``budget_rules(request)``: what its start-up profiling subtracts, as data (``BudgetRules``);
+  ``kvplan.planning.budget`` turns that into named ``BudgetTerm``s from the model's dimensions;
+- ``kv_budget(request, terms)``: how it turns GPU memory and those terms into KV memory per GPU;
+- ``plan``: how it cuts that memory into blocks and tokens, on the layout it is handed, and whether
+  it refuses (a ``Refusal`` is an answer: the plan is still returned with its numbers).
 ``kvplan.planning.capacity`` builds the layout once (``build_layout`` with the engine's policy)
 and chains them; the CLI only renders the frozen ``EnginePlan``.
 """
@@ -12,7 +17,7 @@ and chains them; the CLI only renders the frozen ``EnginePlan``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import DEFAULT_QUANT_GROUP
@@ -20,23 +25,52 @@ from kvplan.errors import InputError
 from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout, LayoutPolicy
 
+EntryPoint = Literal["serve", "llm"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
-    """Engine knobs. ``None`` means the engine's own default (named in each profile)."""
+    """Engine knobs. ``None`` means the release's own default (``Engine.resolve`` fills it in)."""
 
     block_size: int | None = None  # vLLM block / SGLang page / TRT-LLM tokens_per_block
-    max_num_batched_tokens: int | None = None  # vLLM
-    async_scheduling: bool = True  # vLLM 0.33 default: one more batch in flight
+    max_num_batched_tokens: int | None = None  # vLLM (TRT-LLM max_num_tokens): by GPU class and entry point
+    max_num_seqs: int | None = None  # vLLM: by GPU class and entry point (profile-run sampler rows)
+    entry_point: EntryPoint = "serve"  # vLLM: `vllm serve` or the `LLM` class (their scheduler defaults differ)
+    async_scheduling: bool | None = None  # vLLM 0.33 default: one more batch in flight
+    in_flight_batches: int | None = None  # vLLM: batches a request may have scheduled (0.33: pp + async; before: 1)
     prefix_caching: bool | None = None  # vLLM: None = its default (on; off for attention-free models)
     hybrid_kv_cache_manager: bool = True  # vLLM --disable-hybrid-kv-cache-manager turns it off
-    legacy_token_log: bool = False  # vLLM before 0.33: tokens = num_blocks // groups × block
+    legacy_token_log: bool | None = None  # vLLM before 0.33: tokens = num_blocks // groups × block
+    enforce_eager: bool = False  # vLLM/TRT-LLM: no CUDA graphs; the profile forward runs eagerly
+    sampler: str | None = None  # vLLM top-k/top-p path of the profile run: sort | flashinfer
+    moe_backend: str | None = None  # vLLM MXFP4 experts: marlin | triton (weights are laid out per backend)
+    max_lora_rank: int | None = None  # vLLM --enable-lora --max-lora-rank: LoRA slots allocated with the weights
     gpu_memory_utilization: float | None = None  # vLLM
     mem_fraction_static: float | None = None  # SGLang
     free_gpu_memory_fraction: float | None = None  # TRT-LLM
     dp: int = 1  # SGLang DP attention size
     swa_full_tokens_ratio: float = 0.8  # SGLang hybrid SWA pool
-    max_num_seqs: int = 1024  # vLLM 0.33 H100 default (profile run, logits)
+    chunked_prefill_size: int | None = None  # SGLang: by GPU memory class (its memory reserve follows it)
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("entry_point", ("serve", "llm")), ("sampler", (None, "sort", "flashinfer")),
+                              ("moe_backend", (None, "marlin", "triton"))):
+            if getattr(self, name) not in allowed:
+                raise InputError(f"{name} must be one of {', '.join(a for a in allowed if a)}, got "
+                                 f"{getattr(self, name)!r}", arg=name)
+        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "max_lora_rank", "chunked_prefill_size"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise InputError(f"{name} must be positive, got {value}", arg=name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Device:
+    """The GPU a capacity question is asked for, as the engines read it."""
+
+    name: str | None  # catalog name (H100-SXM); None: only the memory is known
+    memory_bytes: int  # torch total_memory (vLLM total_gpu_memory)
+    smi_memory_mib: int | None = None  # nvidia-smi memory.total (SGLang sizes its reserve from it)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +84,7 @@ class Request:
     kv_dtype: str = "auto"
     max_model_len: int
     gpu_name: str | None = None  # picks vLLM's attention backend (H100 when None)
+    device: Device | None = None  # the GPU's memory (scheduler defaults, budgets); None: an H100's defaults
     settings: Settings = field(default_factory=Settings)
     overrides: Overrides | None = None
     quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
@@ -72,6 +107,16 @@ class GroupRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Refusal:
+    """An engine's "no", as it says it: its message with its numbers, and its own estimate of the
+    longest max_model_len that would fit (None where the engine gives none)."""
+
+    message: str
+    estimated_max_model_len: int | None = None
+    stage: int | None = None  # the PP stage that refused (None: every stage, or no stages)
+
+
+@dataclass(frozen=True, kw_only=True)
 class EnginePlan:
     engine: str
     version: str  # the release whose defaults and rules this profile follows
@@ -87,6 +132,49 @@ class EnginePlan:
     groups: tuple[GroupRow, ...]
     notes: tuple[str, ...] = ()
     explain: tuple[str, ...] = ()
+    log_lines: tuple[str, ...] = ()  # what the engine logs about its cache (vLLM), refusal included
+    refusal: Refusal | None = None  # the engine refuses to start with this memory (the numbers above still hold)
+
+
+TermKind = Literal["weights", "weights_extra", "activation", "persistent", "non_torch", "cuda_graphs", "given"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetTerm:
+    """One thing an engine subtracts from GPU memory before the KV cache, per GPU."""
+
+    name: str
+    bytes: int
+    exact: bool  # derived from the model and the engine's code (True) or an estimate/measurement (False)
+    source: str  # where the rule or the number comes from
+    kind: TermKind
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileRun:
+    """An engine's start-up profile run, as data: what runs and what is alive at its peak."""
+
+    tokens: int  # the forward pass runs over this many tokens (max_num_batched_tokens)
+    eager: bool  # eager forward (V0, --enforce-eager); else torch.compile'd piecewise graphs
+    sampler_rows: int  # logit rows the dummy sampler takes (0: no sampler)
+    sampler_path: str  # sort | flashinfer | v0 (bytes per logit: BudgetRules.sampler_bytes_per_logit)
+    sampler_bytes_per_logit: float
+    full_hidden_at_sampler: bool  # the T × hidden output stays alive through the sampler
+    sampled_row_copies: int  # copies of the R sampled hidden rows alive (V1: the rows + rand_like)
+    persistent_rows: int = 0  # vLLM 0.33: max_num_seqs rows of penalty state (output_bin_counts, prompt_bin_mask)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetRules:
+    """What a release subtracts before the KV cache, as data; ``kvplan.planning.budget`` sizes each part."""
+
+    profile: ProfileRun | None  # None: activations are not measured (SGLang keeps a reserve instead)
+    non_torch: tuple[str, ...]  # named non-torch terms it subtracts (sizes in kvplan.planning.budget)
+    nccl_groups: int = 0  # process groups whose NCCL/all-reduce buffers it subtracts
+    cuda_graphs: bool = False  # graph memory is subtracted (captured or estimated before the KV cache)
+    mxfp4_backend: str | None = None  # MXFP4 expert layout: marlin pads the experts, triton swizzles them
+    lora_rank: int | None = None  # LoRA slots allocated with the weights
+    mla_absorbed: bool = False  # vLLM 0.7 V0: absorbed MLA matrices built at load time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,14 +194,24 @@ def kv_stages(budgets: tuple[int, ...], stage_bytes: list[int], what: str) -> li
     return pairs
 
 
+def term_bytes(terms: tuple[BudgetTerm, ...], kinds: tuple[TermKind, ...] | None = None) -> int:
+    """Σ bytes of the terms (of these kinds)."""
+    return sum(t.bytes for t in terms if kinds is None or t.kind in kinds)
+
+
 class Engine(Protocol):
     name: str
     version: str  # the release whose rules and defaults the profile follows
     supports_dcp: bool
 
+    def resolve(self, request: Request) -> Request: ...
+
     def policy(self, request: Request) -> LayoutPolicy: ...
 
-    def kv_budget(self, gpu_memory_bytes: int, weights_bytes: int, overhead_bytes: int,
-                  settings: Settings, tp: int) -> BudgetSteps: ...
+    def budget_rules(self, request: Request) -> BudgetRules: ...
+
+    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps: ...
+
+    def no_memory(self, request: Request) -> Refusal: ...
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan: ...

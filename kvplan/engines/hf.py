@@ -10,11 +10,26 @@ sharding heads like the engines. transformers logs no capacity.
 
 from __future__ import annotations
 
-from kvplan.engines.base import BudgetSteps, EnginePlan, GroupRow, Request, Settings, kv_stages
-from kvplan.errors import CapacityError
+from dataclasses import replace
+
+from kvplan.engines.base import (
+    BudgetRules,
+    BudgetSteps,
+    BudgetTerm,
+    EnginePlan,
+    GroupRow,
+    ProfileRun,
+    Refusal,
+    Request,
+    kv_stages,
+    term_bytes,
+)
+from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, held_tokens
 
 VERSION = "transformers 5.x"
+PREFILL_TOKENS = 8192  # the prompt batch whose eager forward the estimate charges (no engine default exists)
+NO_MEMORY = "transformers: no memory left for the KV cache after the weights, activations and non-torch memory"
 
 
 class HfEngine:
@@ -22,28 +37,43 @@ class HfEngine:
     version = VERSION
     supports_dcp = False
 
+    def __init__(self, release_key: str = "5") -> None:
+        if release_key != "5":
+            raise InputError(f"unknown transformers release {release_key!r}; kvplan follows: 5", arg="engine")
+
+    def resolve(self, request: Request) -> Request:
+        return request
+
     def policy(self, request: Request) -> LayoutPolicy:
         return LayoutPolicy(mla="decompressed", windows="window-1")
 
-    def kv_budget(self, gpu_memory_bytes: int, weights_bytes: int, overhead_bytes: int,
-                  settings: Settings, tp: int) -> BudgetSteps:
-        budget = gpu_memory_bytes - weights_bytes - overhead_bytes
+    def budget_rules(self, request: Request) -> BudgetRules:
+        """An eager prefill of a batch of prompts and one row of fp32 logits; no graphs."""
+        run = ProfileRun(tokens=request.settings.max_num_batched_tokens or PREFILL_TOKENS, eager=True, sampler_rows=1,
+                         sampler_path="fp32 logits", sampler_bytes_per_logit=4.0, full_hidden_at_sampler=False,
+                         sampled_row_copies=0)
+        return BudgetRules(profile=run, non_torch=("cuda_context",), nccl_groups=int(request.tp > 1))
+
+    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
+        assert request.device is not None
+        budget = request.device.memory_bytes - term_bytes(terms)
         return BudgetSteps(kv_budget_bytes=budget, lines=(
-            f"KV = {gpu_memory_bytes:,} − weights {weights_bytes:,} − overhead {overhead_bytes:,} = {budget:,} B "
-            "(no memory fraction)",))
+            f"KV = {request.device.memory_bytes:,} − Σ terms {term_bytes(terms):,} = {budget:,} B (no memory fraction)",))
+
+    def no_memory(self, request: Request) -> Refusal:
+        return Refusal(message=NO_MEMORY)
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
-        return _plan(request, layout, budgets_per_stage)
+        plan = _plan(request, layout, budgets_per_stage)
+        return replace(plan, refusal=self.no_memory(request)) if plan.kv_tokens <= 0 else plan
 
 
 def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
     per_request = [stage.sequence_bytes(req.max_model_len) for stage in layout.stages]
     heavy = max(range(req.pp), key=lambda k: per_request[k])
     pairs = kv_stages(budgets, per_request, "a request's cache")
-    requests = min(b // r for b, r in pairs)
-    tokens = min(b * req.max_model_len // r for b, r in pairs)
-    if tokens <= 0:
-        raise CapacityError("transformers: no memory left for the KV cache after weights and overhead")
+    requests = max(0, min(b // r for b, r in pairs))
+    tokens = max(0, min(b * req.max_model_len // r for b, r in pairs))
     notes = ["contiguous cache: DynamicCache grows by torch.cat (a layer briefly needs old + new tensors); "
              "StaticCache preallocates max_cache_len"]
     if req.model.is_mla and req.overrides is None:

@@ -1,8 +1,10 @@
 """TensorRT-LLM profile: the PyTorch flow's KVCacheManager
 (``tensorrt_llm/_torch/pyexecutor/resource_manager.py``, ``_util.py`` ``KvCacheCreator``).
 
-Budget: ``free_gpu_memory_fraction × (total − weights − activations/overhead)``: the fraction
-applies to memory free after the model is loaded and a dummy batch ran. Layout: ``ceil(Hkv / tp)``
+Budget: ``free_gpu_memory_fraction × (total − peak)`` with ``peak = torch peak + (used − torch
+allocated)`` after dummy context requests of ``max_num_tokens`` ran (``KvCacheCreator``
+``_cal_max_memory``): the fraction applies to memory free after the weights, the activations, the
+CUDA context, NCCL and graphs; the temporary KV pool of the estimation is added back. Layout: ``ceil(Hkv / tp)``
 heads per rank (MLA: one K-only latent); every layer keeps max_seq_len tokens unless
 ``max_attention_window`` is set, which kvplan does not model, so windows count as full. Tokens:
 ``max_tokens = budget // bytes_per_token``; ``blocks = ceil(max_tokens / tokens_per_block)``; min
@@ -11,15 +13,30 @@ over ranks. TRT-LLM logs no concurrency.
 
 from __future__ import annotations
 
-from kvplan.engines.base import BudgetSteps, EnginePlan, GroupRow, Request, Settings, kv_stages
-from kvplan.errors import CapacityError, InputError
+from dataclasses import replace
+
+from kvplan.engines.base import (
+    BudgetRules,
+    BudgetSteps,
+    BudgetTerm,
+    EnginePlan,
+    GroupRow,
+    ProfileRun,
+    Refusal,
+    Request,
+    kv_stages,
+    term_bytes,
+)
+from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 from kvplan.specs import AttnSpec, Composite, LayerSpec, MLAAttn
 from kvplan.units import cdiv
 
-VERSION = "TensorRT-LLM 1.x"  # PyTorch flow, LLM-API KvCacheConfig defaults (tensorrt_llm/llmapi/llm_args.py)
+VERSION = "TensorRT-LLM 1.x (PyTorch backend)"  # LLM-API KvCacheConfig defaults (tensorrt_llm/llmapi/llm_args.py)
 FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction / kDefaultGpuMemFraction
 TOKENS_PER_BLOCK = 32  # LLM-API KvCacheConfig (PyTorch backend); the legacy TRT engine flow used 64
+MAX_NUM_TOKENS = 8192  # LLM-API BuildConfig.max_num_tokens: the dummy context requests' total
+NO_MEMORY = "TensorRT-LLM: no memory left for the KV cache after the weights, activations and non-torch memory"
 
 
 def estimator_bytes_per_token(spec: LayerSpec, tp: int, element_bits: int) -> int:
@@ -38,21 +55,46 @@ class TrtllmEngine:
     version = VERSION
     supports_dcp = False
 
+    def __init__(self, release_key: str = "1") -> None:
+        if release_key != "1":
+            raise InputError(f"unknown TensorRT-LLM release {release_key!r}; kvplan follows: 1 (PyTorch backend)",
+                             arg="engine")
+
+    def resolve(self, request: Request) -> Request:
+        s = request.settings
+        return replace(request, settings=replace(
+            s, max_num_batched_tokens=s.max_num_batched_tokens or MAX_NUM_TOKENS,
+            free_gpu_memory_fraction=s.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION))
+
     def policy(self, request: Request) -> LayoutPolicy:
         return LayoutPolicy(head_split="ceil", windows="full")
 
-    def kv_budget(self, gpu_memory_bytes: int, weights_bytes: int, overhead_bytes: int,
-                  settings: Settings, tp: int) -> BudgetSteps:
-        fraction = settings.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
-        free = gpu_memory_bytes - weights_bytes - overhead_bytes
+    def budget_rules(self, request: Request) -> BudgetRules:
+        """Everything on the device at the estimation's peak counts: the dummy forward, context, cuBLAS,
+        NCCL and graphs captured before it."""
+        s = self.resolve(request).settings
+        assert s.max_num_batched_tokens is not None
+        run = ProfileRun(tokens=s.max_num_batched_tokens, eager=True, sampler_rows=0, sampler_path="none",
+                         sampler_bytes_per_logit=0.0, full_hidden_at_sampler=False, sampled_row_copies=0)
+        return BudgetRules(profile=run, non_torch=("cuda_context", "cublas_handles"),
+                           nccl_groups=int(request.tp > 1) + int(request.pp > 1), cuda_graphs=not s.enforce_eager)
+
+    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
+        assert request.device is not None
+        fraction = self.resolve(request).settings.free_gpu_memory_fraction
+        assert fraction is not None
+        free = request.device.memory_bytes - term_bytes(terms)
         budget = int(free * fraction)
         return BudgetSteps(kv_budget_bytes=budget, lines=(
-            f"free after load = {gpu_memory_bytes:,} − weights {weights_bytes:,} − activations/overhead "
-            f"{overhead_bytes:,} = {free:,} B",
-            f"KV = free × free_gpu_memory_fraction {fraction} = {budget:,} B"))
+            f"free after the estimation run = {request.device.memory_bytes:,} − Σ terms {term_bytes(terms):,} = "
+            f"{free:,} B", f"KV = free × free_gpu_memory_fraction {fraction} = {budget:,} B"))
+
+    def no_memory(self, request: Request) -> Refusal:
+        return Refusal(message=NO_MEMORY)
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
-        return _plan(request, layout, budgets_per_stage)
+        plan = _plan(request, layout, budgets_per_stage)
+        return replace(plan, refusal=self.no_memory(request)) if plan.kv_tokens <= 0 else plan
 
 
 def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
@@ -61,9 +103,7 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
                          arg="kv_dtype")
     tpb = req.settings.block_size or TOKENS_PER_BLOCK
     per_token = [stage.bytes_per_token() for stage in layout.stages]
-    tokens = min(b // c for b, c in kv_stages(budgets, per_token, "bytes per token"))
-    if tokens <= 0:
-        raise CapacityError("TensorRT-LLM: no memory left for the KV cache after weights and activations")
+    tokens = max(0, min(b // c for b, c in kv_stages(budgets, per_token, "bytes per token")))
     blocks, blocks_per_request = cdiv(tokens, tpb), cdiv(req.max_model_len, tpb)
     heavy = max(range(req.pp), key=lambda k: per_token[k])
     reserve = blocks_per_request * tpb * per_token[heavy]

@@ -1,51 +1,68 @@
-"""The KV budget per GPU: GPU memory, weights and overhead, turned into KV memory the engine's way.
+"""The KV budget per GPU: GPU memory minus what the engine subtracts first, term by term.
 
 Either given (``kv_budget_bytes``: what the engine logs as its KV memory, e.g. vLLM's "Available
-KV cache memory", one value or one per PP stage) or estimated: the engine's memory fraction as
-that engine applies it (``Engine.kv_budget``), minus the weights (``kvplan.planning.weights``) and
-an *estimated* overhead (``estimate_overhead``, overridable with ``overhead_bytes``).
+KV cache memory", one value or one per PP stage) or built from the model's dimensions and the
+engine release's rules (``Engine.budget_rules``), one named ``BudgetTerm`` at a time, each marked
+exact (derived from the config and the engine's code) or an estimate:
 
-The overhead estimate (per GPU) is a model, not a measurement:
-- non-torch: CUDA context + cuBLAS workspaces 512 MiB, + 512 MiB of NCCL buffers when tp·pp > 1;
-- activations (profile-run peak): ``tokens × (4·hidden + 2·intermediate / tp) × 2 B`` for one
-  batch of ``tokens`` = max_num_batched_tokens (8192), plus fp32 logits of ``min(tokens,
-  max_num_seqs)`` rows × vocab;
-- CUDA graphs: 512 MiB (vLLM, TRT-LLM capture decode graphs).
-SGLang takes activations and graphs out of its ``1 − mem_fraction_static`` reserve, so only the
-non-torch part is subtracted there; transformers runs eagerly (no graphs).
+- weights as loaded: the checkpoint (``kvplan.planning.weights``, per PP stage) plus what the load adds
+  (``weights.loaded``: rotary caches, MXFP4 Marlin padding, LoRA slots, V0 MLA absorbed matrices);
+- the profile run's activation peak (``profile_run``: forward, or the sampler on the last stage);
+- persistent buffers counted by the release (vLLM 0.33's penalty state);
+- non-torch memory the release subtracts: measured or logged sizes below (CUDA context, cuBLAS
+  handles, non-torch growth after vLLM's snapshot) and NCCL buffers per process group (an estimate);
+- CUDA graphs, where the release budgets them before the KV cache (vLLM 0.33, TRT-LLM; an estimate).
+The engine then applies its own rule (``Engine.kv_budget``: a fraction of total memory, of free
+memory at start, of memory free after the profile). ``overhead_bytes`` replaces every term but the
+weights; ``non_torch_bytes`` replaces the non-torch terms.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.config.model import ModelConfig
-from kvplan.engines import Engine, Settings
+from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Request
+from kvplan.engines.base import term_bytes
 from kvplan.errors import InputError, KvplanError
+from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.gpus import lookup_gpu
-from kvplan.planning.weights import weight_bytes_per_gpu
+from kvplan.planning.profile_run import activation_term, persistent_term
+from kvplan.planning.weights import weight_bytes_per_stage
+from kvplan.planning.weights.loaded import loaded_extras
 from kvplan.units import format_gib, parse_bytes
 
-MIB = 1024**2
-CUDA_CONTEXT_BYTES = 512 * MIB
-NCCL_BYTES = 512 * MIB
-CUDA_GRAPH_BYTES = 512 * MIB
-ACTIVATION_TOKENS = 8192
+MIB, GIB = 1024**2, 1024**3
 DEFAULT_GPU = "H100"
+# Non-torch memory an engine may subtract: (bytes, source). Measured or read off logs; never fitted.
+NON_TORCH: dict[str, tuple[str, int, str]] = {
+    "cuda_context": ("CUDA context", 552_402_944,
+                     "measured after torch.cuda.init() on an H100 (driver 580, torch 2.11, CUDA 13)"),
+    "cublas_handles": ("cuBLAS handles", 165_675_008, "measured outside torch on the same H100"),
+    "context_cublas_absolute": ("CUDA context + cuBLAS (non-torch, absolute)", int(0.35 * GIB),
+                                "vLLM 0.6.4 log non_torch_memory=0.35GiB on an RTX 3090, torch 2.5 / CUDA 12 "
+                                "(vllm-project/vllm#10517)"),
+    "non_torch_growth": ("non-torch growth after the snapshot", int(0.05 * GIB),
+                         "0.01-0.16 GiB at tp 1 in eight vLLM V0/V1 logs (T4, RTX 2060, A100, H100)"),
+}
+NCCL_BYTES_PER_GROUP = 256 * MIB  # estimate; a tp-8 A100 V0 log shows 2.10 GiB with custom all-reduce
+CUDA_GRAPH_BYTES = 512 * MIB  # estimate; vLLM logs show 0.10-1.03 GiB of capture memory
 
 
 @dataclass(frozen=True, kw_only=True)
 class Overhead:
+    """Everything subtracted besides the checkpoint's weights, summed by kind (JSON ``overhead``)."""
+
     non_torch_bytes: int
-    activation_bytes: int
+    activation_bytes: int  # the profile run's peak plus persistent buffers
     cuda_graph_bytes: int
+    weights_extra_bytes: int = 0  # allocated with the weights: rotary caches, kernel padding, LoRA slots
     source: str = "estimate"
 
     @property
     def total_bytes(self) -> int:
-        return self.non_torch_bytes + self.activation_bytes + self.cuda_graph_bytes
+        return self.non_torch_bytes + self.activation_bytes + self.cuda_graph_bytes + self.weights_extra_bytes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +74,8 @@ class Budget:
     gpu_memory_bytes: int | None = None
     weights_bytes_per_gpu: int | None = None
     overhead: Overhead | None = None
+    terms: tuple[BudgetTerm, ...] = ()  # of the stage with the smallest budget (the one that decides)
+    rule: tuple[str, ...] = ()  # the engine's arithmetic on those terms
     lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -69,21 +88,8 @@ class Memory:
     gpu_memory_bytes: int | None = None
     kv_budget_bytes: tuple[int, ...] | None = None
     overhead_bytes: int | None = None
+    non_torch_bytes: int | None = None
     weights_dtype: str | None = None
-
-
-def estimate_overhead(model: ModelConfig, engine: str, tp: int, pp: int, settings: Settings) -> Overhead:
-    """The documented overhead model above, per GPU."""
-    non_torch = CUDA_CONTEXT_BYTES + (NCCL_BYTES if tp * pp > 1 else 0)
-    if engine == "sglang":
-        return Overhead(non_torch_bytes=non_torch, activation_bytes=0, cuda_graph_bytes=0)
-    tokens = settings.max_num_batched_tokens or ACTIVATION_TOKENS
-    hidden = model.hidden_size
-    intermediate = int(model.field("intermediate_size") or 4 * hidden)
-    vocab = int(model.field("vocab_size") or 0)
-    activations = tokens * (4 * hidden + 2 * intermediate // tp) * 2 + min(tokens, settings.max_num_seqs) * vocab * 4
-    graphs = 0 if engine == "hf" else CUDA_GRAPH_BYTES
-    return Overhead(non_torch_bytes=non_torch, activation_bytes=activations, cuda_graph_bytes=graphs)
 
 
 def parse_budget(text: str) -> tuple[int, ...]:
@@ -103,80 +109,134 @@ def parse_budget(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _weights(model: ModelConfig, tp: int, pp: int, weights_dtype: str | None, needed: bool) -> int | None:
-    try:
-        return weight_bytes_per_gpu(model, tp=tp, pp=pp, weights_dtype=weights_dtype)
-    except KvplanError:
-        if needed:
-            raise
-        return None  # a budget was given: the weights are informative only
-
-
-def _gpu(memory: Memory, needed: bool) -> tuple[str | None, int | None, str]:
-    """(catalog name, memory bytes, where the figure comes from); nothing when it is not needed."""
+def device(memory: Memory, needed: bool) -> tuple[Device | None, str]:
+    """The GPU (catalog row, or just its memory) and where its figure comes from; None when not needed."""
     if memory.gpu is None and memory.gpu_memory_bytes is None and not needed:
-        return None, None, ""
+        return None, ""
     if memory.gpu_memory_bytes is not None and memory.gpu_memory_bytes <= 0:
         raise InputError(f"gpu_memory_bytes must be positive, got {memory.gpu_memory_bytes} bytes",
                          arg="gpu_memory_bytes")
     found = lookup_gpu(memory.gpu or DEFAULT_GPU)
     if memory.gpu_memory_bytes is None:
-        return found.name, found.memory_bytes, found.source
-    return found.name, memory.gpu_memory_bytes, "gpu_memory_bytes"
+        return Device(name=found.name, memory_bytes=found.memory_bytes, smi_memory_mib=found.smi_memory_mib), found.source
+    return Device(name=found.name, memory_bytes=memory.gpu_memory_bytes), "gpu_memory_bytes"
 
 
-def kv_budget(profile: Engine, model: ModelConfig, tp: int, pp: int, settings: Settings, memory: Memory) -> Budget:
-    """The budget per PP stage: given, or estimated from the GPU, the weights and the overhead."""
-    given = memory.kv_budget_bytes
+def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
+    out = [BudgetTerm(name=NON_TORCH[key][0], bytes=NON_TORCH[key][1], exact=False, source=NON_TORCH[key][2],
+                      kind="non_torch") for key in rules.non_torch]
+    if rules.nccl_groups:
+        out.append(BudgetTerm(name=f"NCCL buffers ({rules.nccl_groups} process group(s))",
+                              bytes=rules.nccl_groups * NCCL_BYTES_PER_GROUP, exact=False, kind="non_torch",
+                              source="estimate: 256 MiB per TP/PP group"))
+    return out
+
+
+def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int) -> tuple[BudgetTerm, ...]:
+    """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
+    layers = pp_layer_counts(request.model.num_layers, request.pp)[stage]
+    terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=True, kind="weights",
+                        source="parameter counts from the config × the weight format, this GPU's share"),
+             *loaded_extras(request.model, rules, request.tp, layers)]
+    if rules.profile is not None:
+        terms.append(activation_term(request.model, request.tp, rules.profile, last_stage=stage == request.pp - 1))
+        terms += [t for t in (persistent_term(request.model, rules.profile),) if t]
+    terms += non_torch_terms(rules)
+    if rules.cuda_graphs:
+        terms.append(BudgetTerm(name="CUDA graphs", bytes=CUDA_GRAPH_BYTES, exact=False, kind="cuda_graphs",
+                                source="estimate: 0.10-1.03 GiB of capture memory in public logs; 0 with enforce_eager"))
+    return tuple(terms)
+
+
+def overridden(terms: tuple[BudgetTerm, ...], memory: Memory) -> tuple[BudgetTerm, ...]:
+    """The terms with the user's figures in place of estimates."""
+    if memory.overhead_bytes is not None:
+        keep = tuple(t for t in terms if t.kind == "weights")
+        return (*keep, BudgetTerm(name="overhead (given)", bytes=memory.overhead_bytes, exact=True, kind="given",
+                                  source="overhead_bytes"))
+    if memory.non_torch_bytes is not None:
+        keep = tuple(t for t in terms if t.kind != "non_torch")
+        return (*keep, BudgetTerm(name="non-torch (given)", bytes=memory.non_torch_bytes, exact=True,
+                                  kind="non_torch", source="non_torch_bytes"))
+    return terms
+
+
+def overhead(terms: tuple[BudgetTerm, ...], memory: Memory) -> Overhead:
+    source = "overhead_bytes" if memory.overhead_bytes is not None else "estimate"
+    return Overhead(non_torch_bytes=term_bytes(terms, ("non_torch", "given")),
+                    activation_bytes=term_bytes(terms, ("activation", "persistent")),
+                    cuda_graph_bytes=term_bytes(terms, ("cuda_graphs",)),
+                    weights_extra_bytes=term_bytes(terms, ("weights_extra",)), source=source)
+
+
+def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[tuple[int, tuple[BudgetTerm, ...], tuple[str, ...]]]:
+    """(KV bytes, terms, the engine's arithmetic) of each PP stage."""
+    rules = profile.budget_rules(request)
+    weights = weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp, weights_dtype=memory.weights_dtype)
+    out = []
+    for stage, w in enumerate(weights):
+        terms = overridden(stage_terms(request, rules, w, stage), memory)
+        steps = profile.kv_budget(request, terms)
+        out.append((steps.kv_budget_bytes, terms, steps.lines))
+    return out
+
+
+def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
+    """The budget per PP stage: given, or built from the terms the engine release subtracts."""
+    given, pp = memory.kv_budget_bytes, request.pp
     if given is not None and len(given) not in (1, pp):
         raise InputError(f"kv_budget has {len(given)} values; give 1 or one per PP stage ({pp})", arg="kv_budget")
-    name, gpu_bytes, source = _gpu(memory, needed=given is None)
-    weights = _weights(model, tp, pp, memory.weights_dtype, needed=given is None)
     if given is not None:
-        return Budget(per_stage=given if len(given) == pp else given * pp, gpu=name, gpu_memory_bytes=gpu_bytes,
+        weights = _informative_weights(request, memory)
+        return Budget(per_stage=given if len(given) == pp else given * pp,
+                      gpu=request.device.name if request.device else None,
+                      gpu_memory_bytes=request.device.memory_bytes if request.device else None,
                       weights_bytes_per_gpu=weights, lines=(f"KV budget given: {', '.join(f'{b:,}' for b in given)} B",))
-    assert gpu_bytes is not None and weights is not None
-    return _estimated(profile, model, tp, pp, settings, memory, (name, gpu_bytes, source), weights)
+    return _estimated(profile, request, memory)
 
 
-def _estimated(profile: Engine, model: ModelConfig, tp: int, pp: int, settings: Settings, memory: Memory,
-               gpu: tuple[str | None, int, str], weights: int) -> Budget:
-    name, gpu_bytes, source = gpu
-    overhead = estimate_overhead(model, profile.name, tp, pp, settings)
-    if memory.overhead_bytes is not None:
-        overhead = Overhead(non_torch_bytes=memory.overhead_bytes, activation_bytes=0, cuda_graph_bytes=0,
-                            source="overhead_bytes")
-    steps = profile.kv_budget(gpu_bytes, weights, overhead.total_bytes, settings, tp)
+def _informative_weights(request: Request, memory: Memory) -> int | None:
+    try:
+        return max(weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp,
+                                          weights_dtype=memory.weights_dtype))
+    except KvplanError:
+        return None  # a budget was given: the weights are informative only
+
+
+def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
+    assert request.device is not None
+    stages = stage_budgets(profile, request, memory)
+    binding = min(range(len(stages)), key=lambda k: stages[k][0])
+    _, terms, steps = stages[binding]
+    weights = max(term_bytes(t, ("weights",)) for _, t, _ in stages)
     notes = [] if memory.gpu is not None else [f"no GPU given: assumed {DEFAULT_GPU}"]
-    if overhead.source == "estimate":
-        notes.append(f"overhead is an estimate ({format_gib(overhead.total_bytes)} GiB); pass kv_budget with the "
-                     "engine's logged KV memory for exact numbers")
-    if pp > 1:
-        notes.append("weights of the heaviest PP rank are subtracted on every stage")
-    lines = (f"GPU memory {gpu_bytes:,} B ({source}); weights {weights:,} B per GPU (heaviest rank)",
-             f"overhead ({overhead.source}) = non-torch {overhead.non_torch_bytes:,} + activations "
-             f"{overhead.activation_bytes:,} + CUDA graphs {overhead.cuda_graph_bytes:,} = {overhead.total_bytes:,} B",
-             *steps.lines)
-    return Budget(per_stage=(steps.kv_budget_bytes,) * pp, gpu=name, gpu_memory_bytes=gpu_bytes,
-                  weights_bytes_per_gpu=weights, overhead=overhead, lines=lines, notes=tuple(notes))
+    estimated = [t.name for t in terms if not t.exact]
+    if estimated:
+        notes += [f"budget terms estimated: {', '.join(estimated)}",
+                  "for exact numbers give the KV memory the engine logs (kv_budget; --kv-budget on the command line)"]
+    lines = (f"GPU memory {request.device.memory_bytes:,} B; terms of PP stage {binding} (the smallest budget):",
+             *(f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
+               f"{t.source})" for t in terms), *steps)
+    return Budget(per_stage=tuple(s[0] for s in stages), gpu=request.device.name,
+                  gpu_memory_bytes=request.device.memory_bytes, weights_bytes_per_gpu=weights,
+                  overhead=overhead(terms, memory), terms=terms, rule=steps, lines=lines, notes=tuple(notes))
 
 
-def no_budget_warning(profile: Engine, model: ModelConfig, budget: Budget, tp: int, pp: int,
-                      settings: Settings) -> str:
+def no_budget_warning(profile: Engine, request: Request, budget: Budget, memory: Memory) -> str:
     """Why the budget is ≤ 0, and the smallest TP that would leave memory for the KV cache."""
-    overhead = budget.overhead.total_bytes if budget.overhead else 0
     head = (f"warning: KV budget is {format_gib(min(budget.per_stage))} GiB per GPU (≤ 0): GPU "
             f"{format_gib(budget.gpu_memory_bytes or 0)} GiB, weights {format_gib(budget.weights_bytes_per_gpu or 0)} "
-            f"GiB, overhead {format_gib(overhead)} GiB; no max-model-len fits at tp {tp} pp {pp}")
+            f"GiB, overhead {format_gib(budget.overhead.total_bytes if budget.overhead else 0)} GiB; no max-model-len "
+            f"fits at tp {request.tp} pp {request.pp}")
     if budget.gpu_memory_bytes is None or budget.weights_bytes_per_gpu is None:
         return head
     for bigger in (2, 4, 8, 16, 32, 64):
-        if bigger <= tp or model.num_attention_heads % bigger:
+        if bigger <= request.tp or request.model.num_attention_heads % bigger:
             continue
-        weights = _weights(model, bigger, pp, None, needed=False)
-        if weights is None:
+        try:
+            stages = stage_budgets(profile, profile.resolve(replace(request, tp=bigger)), memory)
+        except KvplanError:
             continue
-        o = estimate_overhead(model, profile.name, bigger, pp, settings).total_bytes
-        if profile.kv_budget(budget.gpu_memory_bytes, weights, o, settings, bigger).kv_budget_bytes > 0:
+        if min(s[0] for s in stages) > 0:
             return head + f"; smallest TP with a positive budget: {bigger}"
     return head + "; no TP up to 64 leaves memory for the KV cache"

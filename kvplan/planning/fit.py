@@ -1,16 +1,23 @@
-"""`kvplan fit`: the smallest parallel layout (then KV dtype) whose KV cache serves a load.
+"""`kvplan fit`: the setups whose KV cache serves a load, cheapest first.
 
-A layout serves ``concurrency`` requests of ``context`` tokens when the engine admits that many
-at once: vLLM's logged max concurrency for max_model_len = context, SGLang's and TRT-LLM's
-pools divided by one request, transformers' budget divided by one request's bytes.
+A setup is ``replicas`` data-parallel copies of one (tp, pp) layout on one GPU type, with one KV
+dtype. One replica serves ``floor(requests)`` requests of ``context`` tokens at once, where
+``requests`` is what the engine admits for max_model_len = context (vLLM's logged max concurrency,
+SGLang's and TRT-LLM's pools divided by one request, transformers' budget divided by one request's
+bytes; an engine that would refuse to start serves nobody). The setup needs ``replicas = ceil(concurrency / floor(requests))`` copies and holds
+``replicas × tp × pp`` GPUs, at most ``max_gpus``; with a price per GPU-hour it costs
+``GPUs × price`` per hour.
 
-Ranking: fewest GPUs (tp × pp), then smaller PP (TP stays inside a node, PP crosses nodes), then
-the more precise KV dtype (auto before fp8). TP runs over powers of two up to ``gpus_per_node``.
+Ranking (``RANKING``; ``RANKING_BY_GPUS`` without prices): cost per hour (a GPU type without a
+price ranks after every priced one), then GPUs, then fewer PP stages (TP stays inside a node, PP crosses nodes), then the more precise
+KV dtype (auto before fp8), then headroom (requests served in all), then smaller TP. TP runs over
+powers of two up to ``gpus_per_node``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvplan.config import as_model
@@ -18,86 +25,206 @@ from kvplan.config.model import ModelConfig
 from kvplan.engines import Settings
 from kvplan.errors import InputError, KvplanError
 from kvplan.planning.capacity import capacity
+from kvplan.planning.gpus import lookup_gpu
+from kvplan.units import cdiv
 
 ANY_KV_DTYPES = ("auto", "fp8")
 MAX_SHOWN = 12
+RANKING_BY_GPUS = ("GPUs, then fewer PP stages, then the more precise KV dtype, then more requests served, "
+                   "then smaller TP")
+RANKING = f"cost per hour (GPUs × price; unpriced GPU types last), then {RANKING_BY_GPUS}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Candidate:
+    gpu: str
     tp: int
     pp: int
     kv_dtype: str
+    replicas: int = 0  # 0: one replica cannot hold one request (or the layout is refused)
+    requests_per_replica: float = 0.0  # the engine's figure; a replica serves its floor at once
     kv_budget_bytes_per_gpu: int = 0
-    kv_tokens: int = 0
-    requests: float = 0.0
+    kv_tokens: int = 0  # per replica
+    price_per_gpu_hour: float | None = None
     fits: bool = False
     reason: str = ""
 
     @property
-    def num_gpus(self) -> int:
+    def gpus_per_replica(self) -> int:
         return self.tp * self.pp
 
+    @property
+    def num_gpus(self) -> int:
+        return max(self.replicas, 1) * self.gpus_per_replica
+
+    @property
+    def requests(self) -> int:
+        """Requests of the full context the whole setup serves at once."""
+        return self.replicas * int(self.requests_per_replica)
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        return None if self.price_per_gpu_hour is None else round(self.num_gpus * self.price_per_gpu_hour, 6)
+
     def as_dict(self) -> dict[str, Any]:
-        return {"tp": self.tp, "pp": self.pp, "num_gpus": self.num_gpus, "kv_dtype": self.kv_dtype,
-                "kv_budget_bytes_per_gpu": self.kv_budget_bytes_per_gpu, "kv_tokens": self.kv_tokens,
-                "requests": self.requests, "fits": self.fits, "reason": self.reason}
+        return {"gpu": self.gpu, "tp": self.tp, "pp": self.pp, "replicas": self.replicas,
+                "gpus_per_replica": self.gpus_per_replica, "num_gpus": self.num_gpus, "kv_dtype": self.kv_dtype,
+                "kv_budget_bytes_per_gpu": self.kv_budget_bytes_per_gpu, "kv_tokens_per_replica": self.kv_tokens,
+                "requests_per_replica": self.requests_per_replica, "requests": self.requests,
+                "price_per_gpu_hour": self.price_per_gpu_hour, "cost_per_hour": self.cost_per_hour,
+                "fits": self.fits, "reason": self.reason}
 
 
 @dataclass(frozen=True, kw_only=True)
 class FitResult:
     model_id: str
     engine: str
-    gpu: str
+    gpus: tuple[str, ...]  # catalog names, in the order asked
     context: int
     concurrency: int
     gpus_per_node: int
+    max_gpus: int
+    max_replicas: int | None
     best: Candidate | None
-    candidates: tuple[Candidate, ...]  # ranked: fitting layouts first
+    candidates: tuple[Candidate, ...]  # ranked: setups that serve the load first, at most MAX_SHOWN
+    num_evaluated: int = 0
+    ranking: str = RANKING
     notes: tuple[str, ...] = ()
 
 
-def _layouts(gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
+@dataclass(frozen=True, kw_only=True)
+class Load:
+    """What is asked, and the limits a setup must stay within."""
+
+    context: int
+    concurrency: int
+    max_gpus: int
+    max_replicas: int | None = None
+
+
+def layouts(gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
+    """(tp, pp) pairs: TP a power of two inside a node, PP the stage counts engines use, tp × pp ≤ max_gpus."""
     tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= gpus_per_node]
     pps = [p for p in (1, 2, 3, 4, 6, 8, 16) if p * tps[0] <= max_gpus]
     return [(t, p) for t in tps for p in pps if t * p <= max_gpus]
 
 
-def _try(model: ModelConfig, tp: int, pp: int, kv_dtype: str, concurrency: int, **kwargs: Any) -> Candidate:
+def replicate(c: Candidate, load: Load) -> Candidate:
+    """Replicas needed for the load: ceil(concurrency / floor(requests per replica)), within the limits."""
+    per_replica = int(c.requests_per_replica)
+    if per_replica < 1:
+        return replace(c, reason=f"one {load.context:,}-token request does not fit "
+                                 f"({c.requests_per_replica:.2f} per replica)")
+    replicas = cdiv(load.concurrency, per_replica)
+    limit = replicas if load.max_replicas is None else load.max_replicas
+    fitted = replace(c, replicas=replicas)
+    if replicas > limit:
+        return replace(c, replicas=limit, reason=f"{limit} replica{'s' * (limit != 1)} serve {limit * per_replica:,} < "
+                                                 f"{load.concurrency:,} requests")
+    if fitted.num_gpus > load.max_gpus:
+        return replace(fitted, reason=f"{replicas} replica{'s' * (replicas != 1)} need{'s' * (replicas == 1)} "
+                                      f"{fitted.num_gpus:,} GPUs, more than the {load.max_gpus:,} allowed")
+    return replace(fitted, fits=True)
+
+
+def _try(model: ModelConfig, gpu: str, tp: int, pp: int, kv_dtype: str, load: Load, price: float | None,
+         **kwargs: Any) -> Candidate:
+    """One layout on one GPU type: the engine's capacity for max_model_len = context, then the replicas."""
+    base = Candidate(gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, price_per_gpu_hour=price)
     try:
-        result = capacity(model, tp=tp, pp=pp, kv_dtype=kv_dtype, **kwargs)
-    except KvplanError as exc:
-        return Candidate(tp=tp, pp=pp, kv_dtype=kv_dtype, reason=str(exc))
+        result = capacity(model, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, max_model_len=load.context, **kwargs)
+    except KvplanError as exc:  # this layout cannot run (tp not dividing the heads, the engine refusing ...)
+        return replace(base, reason=str(exc))
     plan = result.plan
-    fits = plan.requests_at_max_len >= concurrency
-    return Candidate(tp=tp, pp=pp, kv_dtype=kv_dtype, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu),
-                     kv_tokens=plan.kv_tokens, requests=plan.requests_at_max_len, fits=fits,
-                     reason="" if fits else f"{plan.requests_at_max_len:.2f} < {concurrency} requests")
+    base = replace(base, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu), kv_tokens=plan.kv_tokens,
+                   requests_per_replica=plan.requests_at_max_len)
+    if plan.refusal is not None:  # the engine would not start: this setup serves nobody
+        return replace(base, reason=f"the engine refuses: {plan.refusal.message}")
+    return replicate(base, load)
 
 
-def fit(model: ModelConfig | str, *, gpu: str, context: int, concurrency: int, engine: str = "vllm",
-        kv_dtype: str = "auto", gpus_per_node: int = 8, max_gpus: int | None = None,
-        gpu_memory_bytes: int | None = None, overhead_bytes: int | None = None,
-        settings: Settings | None = None) -> FitResult:
-    """Smallest layout serving `concurrency` × `context` tokens, and the ranked alternatives."""
-    model = as_model(model)
-    if context <= 0 or concurrency <= 0 or gpus_per_node <= 0:
-        raise InputError("context, concurrency and gpus_per_node must be positive",
-                         arg=("context", "concurrency", "gpus_per_node"))
-    if model.max_model_len and context > model.max_model_len:
-        raise InputError(f"context {context:,} exceeds {model.model_id}'s maximum length {model.max_model_len:,}",
-                         arg="context")
+def rank_key(c: Candidate, dtypes: Sequence[str]) -> tuple[Any, ...]:
+    """RANKING as a sort key (setups that serve the load)."""
+    cost = c.cost_per_hour
+    return cost is None, cost or 0.0, c.num_gpus, c.pp, dtypes.index(c.kv_dtype), -c.requests, c.tp
+
+
+def _gpu_list(gpu: str | Sequence[str] | None, prices: Mapping[str, float]) -> tuple[str, ...]:
+    """Catalog names of the GPU types asked (default: the priced ones, else H100); unknown or ambiguous names
+    raise here, before any planning."""
+    names = [gpu] if isinstance(gpu, str) else list(gpu or prices or ["H100"])
+    if not names:
+        raise InputError("gpu: name at least one GPU type", arg="gpu")
+    return tuple(dict.fromkeys(lookup_gpu(n).name for n in names))
+
+
+def _price_table(prices: Mapping[str, float] | None) -> dict[str, float]:
+    out = {}
+    for name, price in (prices or {}).items():
+        if not price >= 0:  # also refuses NaN
+            raise InputError(f"prices: {name}={price} is not a price per GPU-hour (a number ≥ 0)", arg="prices")
+        out[lookup_gpu(name).name] = float(price)
+    return out
+
+
+def _check(model: ModelConfig, load: Load, gpus_per_node: int, dtypes: Sequence[str], engine: str) -> None:
+    from kvplan.dtypes import resolve_kv_dtype
+    from kvplan.engines import get_engine
+
+    get_engine(engine)
+    for d in dtypes:
+        resolve_kv_dtype(d, model.dtype)
+    for name, value in (("context", load.context), ("concurrency", load.concurrency),
+                        ("gpus_per_node", gpus_per_node), ("max_gpus", load.max_gpus),
+                        ("max_replicas", 1 if load.max_replicas is None else load.max_replicas)):
+        if value <= 0:
+            raise InputError(f"{name} must be positive, got {value}", arg=name)
+    if model.max_model_len and load.context > model.max_model_len:
+        raise InputError(f"context {load.context:,} exceeds {model.model_id}'s maximum length "
+                         f"{model.max_model_len:,}", arg="context")
+
+
+def fit(model: ModelConfig | str, *, gpu: str | Sequence[str] | None = None, context: int, concurrency: int,
+        engine: str = "vllm", kv_dtype: str = "auto", gpus_per_node: int = 8, max_gpus: int | None = None,
+        max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
+        gpu_memory_bytes: int | None = None, overhead_bytes: int | None = None, settings: Settings | None = None,
+        progress: Callable[[int, int], None] | None = None) -> FitResult:
+    """Every (GPU type, tp, pp, KV dtype) with the replicas it needs; ranked by RANKING."""
+    model, price = as_model(model), _price_table(prices)
+    gpus = _gpu_list(gpu, price)
     dtypes: tuple[str, ...] = ANY_KV_DTYPES if kv_dtype.strip().lower() == "any" else (kv_dtype,)
-    limit = max_gpus or 8 * gpus_per_node
-    kwargs: dict[str, Any] = dict(engine=engine, gpu=gpu, gpu_memory_bytes=gpu_memory_bytes, max_model_len=context,
-                  overhead_bytes=overhead_bytes, settings=settings)
-    found = [_try(model, tp, pp, d, concurrency, **kwargs) for tp, pp in _layouts(gpus_per_node, limit)
-             for d in dtypes]
-    good = sorted((c for c in found if c.fits), key=lambda c: (c.num_gpus, c.pp, dtypes.index(c.kv_dtype), c.tp))
-    bad = sorted((c for c in found if not c.fits), key=lambda c: (-c.requests, c.num_gpus))
-    notes: tuple[str, ...] = ("ranked by GPUs, then PP, then KV dtype precision; budgets use kvplan's overhead estimate",)
-    if not good:
-        notes += (f"nothing up to {limit} GPUs serves {concurrency} × {context:,} tokens; closest layouts shown",)
-    return FitResult(model_id=model.model_id, engine=engine, gpu=gpu, context=context, concurrency=concurrency,
-                     gpus_per_node=gpus_per_node, best=good[0] if good else None,
-                     candidates=tuple((good + bad)[:MAX_SHOWN]), notes=notes)
+    load = Load(context=context, concurrency=concurrency, max_gpus=max_gpus or 8 * gpus_per_node,
+                max_replicas=max_replicas)
+    _check(model, load, gpus_per_node, dtypes, engine)
+    if gpu_memory_bytes is not None and len(gpus) > 1:
+        raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
+                         arg=("gpu_memory_bytes", "gpu"))
+    grid = [(g, tp, pp, d) for g in gpus for tp, pp in layouts(gpus_per_node, load.max_gpus) for d in dtypes]
+    found = []
+    for i, (g, tp, pp, d) in enumerate(grid, 1):
+        found.append(_try(model, g, tp, pp, d, load, price.get(g), engine=engine, settings=settings,
+                          gpu_memory_bytes=gpu_memory_bytes, overhead_bytes=overhead_bytes))
+        if progress:
+            progress(i, len(grid))
+    good = sorted((c for c in found if c.fits), key=lambda c: rank_key(c, dtypes))
+    bad = sorted((c for c in found if not c.fits), key=lambda c: (-c.requests_per_replica, c.gpus_per_replica))
+    return FitResult(model_id=model.model_id, engine=engine, gpus=gpus, context=context, concurrency=concurrency,
+                     gpus_per_node=gpus_per_node, max_gpus=load.max_gpus, max_replicas=max_replicas,
+                     best=good[0] if good else None, candidates=tuple((good + bad)[:MAX_SHOWN]),
+                     num_evaluated=len(found), ranking=RANKING if price else RANKING_BY_GPUS,
+                     notes=_notes(gpus, price, load, bool(good), estimated=overhead_bytes is None))
+
+
+def _notes(gpus: Sequence[str], price: Mapping[str, float], load: Load, any_fits: bool,
+           estimated: bool) -> tuple[str, ...]:
+    notes = ["KV budgets subtract kvplan's overhead estimate from each GPU; give the measured overhead for exact "
+             "numbers"] if estimated else []
+    unpriced = [g for g in gpus if g not in price]
+    if price and unpriced:
+        notes.append(f"no price for {', '.join(unpriced)}: those setups rank after the priced ones")
+    if not any_fits:
+        n = load.max_replicas
+        replicas = f" and {n} replica{'s' * (n != 1)}" if n else ""
+        notes.append(f"nothing up to {load.max_gpus:,} GPUs{replicas} serves {load.concurrency:,} × "
+                     f"{load.context:,} tokens; the closest setups are shown")
+    return tuple(notes)

@@ -35,10 +35,11 @@ class Gpu:
     memory_bytes: int  # torch total_memory / vLLM total_gpu_memory, whole MiB
     bandwidth_bytes_per_s: int  # vendor peak, decimal units
     source: str  # where memory_bytes comes from (a public reading), and how it was read
+    smi_memory_mib: int | None = None  # nvidia-smi memory.total (SGLang's G); None: no public reading
 
     def with_memory(self, memory_bytes: int, source: str = "gpu_memory_bytes") -> Gpu:
-        """The same GPU with a user-given memory size (``--gpu-mem``)."""
-        return replace(self, memory_bytes=memory_bytes, source=source)
+        """The same GPU with a user-given memory size (``--gpu-mem``); the catalog's nvidia-smi reading goes with it."""
+        return replace(self, memory_bytes=memory_bytes, source=source, smi_memory_mib=None)
 
 
 def _mib(gib: float) -> int:
@@ -46,6 +47,10 @@ def _mib(gib: float) -> int:
     return round(gib * 1024) * MIB
 
 
+# nvidia-smi totals (smi_memory_mib): the public readings of the same rows' sources list (google/gvisor#10413 and
+# modal-labs/modal-client#2797 for H100 81559, A100 40960/81920, L40S 46068, L4 23034, A10G 23028, T4 15360;
+# NVIDIA/gpu-admin-tools#4 H100 NVL 95830; vllm-project/vllm#7553 RTX 4090 24564; noonghunna/club-3090#390
+# RTX 3090 24576; unidentified public files for H200 143771, RTX 5090 32607, GH200 97871, B200 183359, V100).
 # Bandwidth sources (vendor data sheets, peak): NVIDIA H100 Tensor Core GPU datasheet (SXM 3.35 TB/s,
 # PCIe 2 TB/s, NVL 3.9 TB/s); H200 datasheet (4.8 TB/s); A100 datasheet (40GB 1,555 GB/s, 80GB SXM
 # 2,039 GB/s); L40S datasheet (864 GB/s); L4 datasheet (300 GB/s); A10 datasheet (600 GB/s; AWS
@@ -54,38 +59,38 @@ def _mib(gib: float) -> int:
 # T4 datasheet (320 GB/s); V100 datasheet (SXM2 900 GB/s).
 GPUS: dict[str, Gpu] = {g.name: g for g in (
     Gpu("H100-SXM", _mib(79.18), 3350 * GB_PER_S,
-        "vLLM total_gpu_memory 79.18 GiB (vllm-project/vllm#23192; same in llm-d-planner empirical results)"),
+        "vLLM total_gpu_memory 79.18 GiB (vllm-project/vllm#23192; same in llm-d-planner empirical results)", smi_memory_mib=81559),
     # nvidia-smi reads 81559 MiB on both the SXM and the PCIe card, so the SXM torch figure stands in.
     Gpu("H100-PCIe", _mib(79.18), 2000 * GB_PER_S,
-        "H100 SXM's 79.18 GiB (vllm-project/vllm#23192): nvidia-smi reads 81559 MiB on both cards"),
-    Gpu("H100-NVL", _mib(93.02), 3900 * GB_PER_S, "torch 93.02 GiB (vllm-project/vllm#16712)"),
+        "H100 SXM's 79.18 GiB (vllm-project/vllm#23192): nvidia-smi reads 81559 MiB on both cards", smi_memory_mib=81559),
+    Gpu("H100-NVL", _mib(93.02), 3900 * GB_PER_S, "torch 93.02 GiB (vllm-project/vllm#16712)", smi_memory_mib=95830),
     # 139.80 GiB: two readings (torch and vLLM) agree; vllm-project/vllm#34553 has 139.81.
-    Gpu("H200", _mib(139.80), 4800 * GB_PER_S, "torch/vLLM 139.8 GiB (two public readings agree; vllm-project/vllm#34553 has 139.81)"),
+    Gpu("H200", _mib(139.80), 4800 * GB_PER_S, "torch/vLLM 139.8 GiB (two public readings agree; vllm-project/vllm#34553 has 139.81)", smi_memory_mib=143771),
     Gpu("A100-40G", _mib(39.557), 1555 * GB_PER_S,
-        "torch 39.557 GiB (unslothai/notebooks Gemma3_(27B)_A100 @ bdda2efc; vllm#8731 has 39.56)"),
-    Gpu("A100-80G", _mib(79.15), 2039 * GB_PER_S, "torch 79.15 GiB (vllm-project/vllm#4408 and #8903)"),
-    Gpu("L40S", _mib(44.53), 864 * GB_PER_S, "torch 44.53 GiB (vllm-project/vllm#15598)"),
-    Gpu("L4", _mib(22.05), 300 * GB_PER_S, "torch 22.05 GiB (vllm-project/vllm#20214; vLLM log in #33297)"),
-    Gpu("A10G", _mib(22.184), 600 * GB_PER_S, "torch 22.184 GiB (unslothai/notebooks Llama3.2_(1B)-RAFT @ bdda2efc)"),
+        "torch 39.557 GiB (unslothai/notebooks Gemma3_(27B)_A100 @ bdda2efc; vllm#8731 has 39.56)", smi_memory_mib=40960),
+    Gpu("A100-80G", _mib(79.15), 2039 * GB_PER_S, "torch 79.15 GiB (vllm-project/vllm#4408 and #8903)", smi_memory_mib=81920),
+    Gpu("L40S", _mib(44.53), 864 * GB_PER_S, "torch 44.53 GiB (vllm-project/vllm#15598)", smi_memory_mib=46068),
+    Gpu("L4", _mib(22.05), 300 * GB_PER_S, "torch 22.05 GiB (vllm-project/vllm#20214; vLLM log in #33297)", smi_memory_mib=23034),
+    Gpu("A10G", _mib(22.184), 600 * GB_PER_S, "torch 22.184 GiB (unslothai/notebooks Llama3.2_(1B)-RAFT @ bdda2efc)", smi_memory_mib=23028),
     Gpu("A10", _mib(21.99), 600 * GB_PER_S, "torch 21.99 GiB (vllm-project/vllm#16128)"),
-    Gpu("RTX-4090", _mib(23.64), 1008 * GB_PER_S, "torch 23.64 GiB (vllm-project/vllm#16896)"),
+    Gpu("RTX-4090", _mib(23.64), 1008 * GB_PER_S, "torch 23.64 GiB (vllm-project/vllm#16896)", smi_memory_mib=24564),
     Gpu("RTX-3090", _mib(23.56), 936 * GB_PER_S,
-        "torch 23.56 GiB (noonghunna/club-3090 docs/CLIFFS.md @ 4a29ab57; vLLM log in wtdcode/vllm-backport#34)"),
+        "torch 23.56 GiB (noonghunna/club-3090 docs/CLIFFS.md @ 4a29ab57; vLLM log in wtdcode/vllm-backport#34)", smi_memory_mib=24576),
     # 31.84 GiB = nvidia-smi's 32607 MiB; vllm#40291's 31.35 is likely a display-attached card.
-    Gpu("RTX-5090", _mib(31.84), 1792 * GB_PER_S, "torch 31.84 GiB (vllm-project/vllm#23050)"),
+    Gpu("RTX-5090", _mib(31.84), 1792 * GB_PER_S, "torch 31.84 GiB (vllm-project/vllm#23050)", smi_memory_mib=32607),
     # GH200 comes with 96 GB HBM3 or 144 GB HBM3e. The 96 GB part has only an nvidia-smi reading
     # (97871 MiB, which on other GPUs sits 250-900 MiB above torch's figure); the 144 GB one a vLLM log.
-    Gpu("GH200", 97871 * MIB, 4000 * GB_PER_S, "nvidia-smi 97871 MiB (a public reading, repository not identified; no torch reading)"),
+    Gpu("GH200", 97871 * MIB, 4000 * GB_PER_S, "nvidia-smi 97871 MiB (a public reading, repository not identified; no torch reading)", smi_memory_mib=97871),
     Gpu("GH200-144G", _mib(142.5), 4900 * GB_PER_S, "vLLM total_gpu_memory 142.5 GiB (vllm-project/vllm#35313)"),
-    Gpu("B200", _mib(178.36), 8000 * GB_PER_S, "torch 178.36 GiB (a public reading, repository not identified)"),
+    Gpu("B200", _mib(178.36), 8000 * GB_PER_S, "torch 178.36 GiB (a public reading, repository not identified)", smi_memory_mib=183359),
     Gpu("MI300X", _mib(191.98), 5300 * GB_PER_S, "torch 191.98 GiB (a public reading, repository not identified)"),
     Gpu("MI325X", _mib(255.98), 6000 * GB_PER_S, "torch 255.98 GiB (vllm-project/vllm#41962)"),
     Gpu("T4", _mib(14.748), 320 * GB_PER_S,
-        "torch 14.748 GiB (unslothai/notebooks CodeGemma_(7B) @ bdda2efc; vLLM log 14.74 in Qwen3_(4B)-GRPO)"),
+        "torch 14.748 GiB (unslothai/notebooks CodeGemma_(7B) @ bdda2efc; vLLM log 14.74 in Qwen3_(4B)-GRPO)", smi_memory_mib=15360),
     # No public torch reading for V100: nvidia-smi's non-round total (16160 / 32510 MiB) is used,
     # which on other GPUs sits 250-900 MiB above torch's figure. Pass --gpu-mem when it matters.
-    Gpu("V100-16G", 16160 * MIB, 900 * GB_PER_S, "nvidia-smi 16160 MiB (public readings, repository not identified; no torch reading)"),
-    Gpu("V100-32G", 32510 * MIB, 900 * GB_PER_S, "nvidia-smi 32510 MiB (a public reading, repository not identified; no torch reading)"),
+    Gpu("V100-16G", 16160 * MIB, 900 * GB_PER_S, "nvidia-smi 16160 MiB (public readings, repository not identified; no torch reading)", smi_memory_mib=16160),
+    Gpu("V100-32G", 32510 * MIB, 900 * GB_PER_S, "nvidia-smi 32510 MiB (a public reading, repository not identified; no torch reading)", smi_memory_mib=32510),
 )}
 
 # Normalized alias -> catalog name. Keys are what _normalize() leaves: lower case, letters and
@@ -97,7 +102,7 @@ ALIASES: dict[str, str] = {
     "h100nvl": "H100-NVL", "h100nvl94g": "H100-NVL", "h10094g": "H100-NVL",
     "h200": "H200", "h200141g": "H200", "h200sxm": "H200", "h200sxm141g": "H200",
     "a10040g": "A100-40G", "a100sxm440g": "A100-40G", "a100pcie40g": "A100-40G",
-    "a100": "A100-80G", "a10080g": "A100-80G", "a100sxm480g": "A100-80G", "a100pcie80g": "A100-80G",
+    "a10080g": "A100-80G", "a100sxm480g": "A100-80G", "a100pcie80g": "A100-80G",
     "a10080gpcie": "A100-80G",
     "l40s": "L40S", "l40s48g": "L40S", "l4": "L4", "l424g": "L4",
     "a10g": "A10G", "a10g24g": "A10G", "a10": "A10", "a1024g": "A10",
@@ -109,7 +114,7 @@ ALIASES: dict[str, str] = {
     "b200": "B200", "b200180g": "B200", "b200192g": "B200",
     "mi300x": "MI300X", "mi300x192g": "MI300X", "mi325x": "MI325X", "mi325x256g": "MI325X",
     "t4": "T4", "t416g": "T4",
-    "v100": "V100-16G", "v10016g": "V100-16G", "v100sxm216g": "V100-16G", "v100pcie16g": "V100-16G",
+    "v10016g": "V100-16G", "v100sxm216g": "V100-16G", "v100pcie16g": "V100-16G",
     "v10032g": "V100-32G", "v100sxm232g": "V100-32G", "v100pcie32g": "V100-32G",
 }
 _VENDOR_WORDS = re.compile(r"^(nvidia|amd|geforce|tesla|instinct|radeon)+")
@@ -126,10 +131,26 @@ def gpu_names() -> list[str]:
     return list(GPUS)
 
 
+def size_variants(name: str) -> list[str]:
+    """Catalog names that are `name` plus a memory size: A100 -> [A100-40G, A100-80G]."""
+    key = _normalize(name)
+    return [n for n in GPUS if re.fullmatch(re.escape(key) + r"\d+g", _normalize(n))]
+
+
 def lookup_gpu(name: str) -> Gpu:
-    """`H100`, `h100-80g`, `NVIDIA H100 80GB HBM3`, `rtx4090`, `4090` -> the catalog entry."""
+    """`H100`, `h100-80g`, `NVIDIA H100 80GB HBM3`, `rtx4090`, `4090` -> the catalog entry.
+
+    A name the catalog holds in several memory sizes (A100: 40 and 80 GB; V100: 16 and 32 GB) is
+    ambiguous and refused with the candidates. H100 is not: H100-SXM and H100-PCIe are both 80 GB,
+    and "H100" means the SXM part, the common one (H100 NVL has its own name). A catalog name
+    itself (GH200 = the 96 GB part) is never ambiguous.
+    """
     key = _normalize(name)
     canonical = {_normalize(n): n for n in GPUS}
+    variants = size_variants(name)
+    if key not in canonical and len(variants) > 1:
+        raise InputError(f"GPU {name!r} is ambiguous: the catalog has it in {len(variants)} memory sizes "
+                         f"({', '.join(variants)}); name one of them", arg="gpu")
     hit = canonical.get(key) or ALIASES.get(key)
     if hit is None:
         raise InputError(f"unknown GPU {name!r}; {_suggest(name)} (or give its memory with gpu_memory_bytes, e.g. "

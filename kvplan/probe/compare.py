@@ -1,4 +1,5 @@
-"""Predicted vs measured bytes: the probe's result types and its payload. No torch here.
+"""Predicted vs measured bytes: the probe's result types. No torch here (the payload and tables are
+``kvplan.render.probe``).
 
 Predicted bytes come only from ``kvplan.formulas`` (never from the tensors):
 attention/MLA group = ``num_layers × page_bytes(spec_per_gpu, kv_dtype, block_size) × num_blocks``;
@@ -8,13 +9,13 @@ linear-state group = ``num_layers × state_bytes_per_sequence(spec_per_gpu, stat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kvplan.formulas import KvDtype, page_bytes, state_bytes_per_sequence
 from kvplan.formulas.per_token import StateDtypes
 from kvplan.specs import LayerSpec
 
 KernelCheck = str  # "pass" | "fail" | "skipped"
+PER_SEQUENCE_KINDS = ("linear", "none")  # groups that hold per-sequence state, not pages
 
 
 def predicted_group_bytes(spec: LayerSpec, num_layers: int, kv_dtype: KvDtype, state_dtype: KvDtype | StateDtypes,
@@ -68,10 +69,17 @@ class ProbeResult:
     kernel_notes: tuple[str, ...] = ()
     write_gbps: float | None = None
     decode_gbps: float | None = None
+    decode_step_s: float | None = None  # one decode step over every layer's allocated pages, measured
+    decode_step_bytes: int | None = None  # the bytes that step read
 
     @property
     def predicted_bytes(self) -> int:
         return sum(g.predicted_bytes for g in self.groups)
+
+    @property
+    def kv_bytes(self) -> int:
+        """The paged (attention/MLA) part of the prediction: what a decode step over the full cache reads."""
+        return sum(g.predicted_bytes for g in self.groups if g.kind not in PER_SEQUENCE_KINDS)
 
     @property
     def measured_bytes(self) -> int:
@@ -93,48 +101,3 @@ class ProbeResult:
         """Every group and the total within tolerance, and no kernel check failed."""
         errors = [self.error, *(g.error for g in self.groups)]
         return all(abs(e) <= tolerance for e in errors) and self.kernel_check != "fail"
-
-
-def _finite(error: float) -> float | None:
-    """JSON has no infinity: a group predicted empty that holds bytes reads as null (and fails)."""
-    return error if error != float("inf") else None
-
-
-def _group_dict(g: GroupResult) -> dict[str, Any]:
-    return {"kind": g.kind, "num_layers": g.num_layers, "predicted_bytes": g.predicted_bytes,
-            "measured_bytes": g.measured_bytes, "reserved_bytes": g.reserved_bytes,
-            "driver_bytes": g.driver_bytes, "error": _finite(g.error)}
-
-
-def result_dict(r: ProbeResult, tolerance: float, peak_gbps: float | None = None) -> dict[str, Any]:
-    return {
-        "model": r.model, "tp": r.tp, "tp_rank": r.tp_rank, "kv_dtype": r.kv_dtype, "layout": r.layout,
-        "num_blocks": r.num_blocks, "block_size": r.block_size, "num_seqs": r.num_seqs,
-        "predicted_bytes": r.predicted_bytes, "measured_bytes": r.measured_bytes,
-        "reserved_bytes": r.reserved_bytes, "driver_bytes": r.driver_bytes, "error": _finite(r.error),
-        "kernel_check": r.kernel_check, "kernel_notes": list(r.kernel_notes),
-        "write_gbps": r.write_gbps, "decode_gbps": r.decode_gbps,
-        "write_fraction_of_peak": r.write_gbps / peak_gbps if r.write_gbps and peak_gbps else None,
-        "ok": r.passes(tolerance), "groups": [_group_dict(g) for g in r.groups],
-    }
-
-
-def replication_rows(results: list[ProbeResult], whole_bytes: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
-    """Per (model, kv dtype) under TP: Σ measured over ranks / the unsharded prediction (1.0: no replica)."""
-    rows = []
-    for (model, kv_dtype), whole in whole_bytes.items():
-        ranks = [r for r in results if (r.model, r.kv_dtype) == (model, kv_dtype)]
-        measured = sum(r.measured_bytes for r in ranks)
-        rows.append({"model": model, "kv_dtype": kv_dtype, "tp": len(ranks), "all_ranks_measured_bytes": measured,
-                     "unsharded_predicted_bytes": whole, "replication": measured / whole if whole else None})
-    return rows
-
-
-def probe_payload(device: str, results: list[ProbeResult], tolerance: float, *, peak_gbps: float | None = None,
-                  bandwidth_note: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON contract: {device, results: [...], ok} plus the tolerance and bandwidth context."""
-    rows = [result_dict(r, tolerance, peak_gbps) for r in results]
-    payload: dict[str, Any] = {"device": device, "tolerance": tolerance, "peak_gbps": peak_gbps,
-                               "bandwidth_note": bandwidth_note, "results": rows,
-                               "ok": bool(rows) and all(row["ok"] for row in rows)}
-    return {**payload, **(extra or {})}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from types import ModuleType
 
 import torch
 
@@ -18,10 +19,10 @@ from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
 from kvplan.probe import bench, check
-from kvplan.probe.allocate import FP8_VIEWS, CacheShape, Tensors, kv_views
+from kvplan.probe.allocate import CacheShape, Tensors
 from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
 from kvplan.probe.measure import allocate_measured, release
-from kvplan.specs import MLAAttn
+from kvplan.probe.pages import Pages, pages_of
 
 # (model, kv dtype): GQA, MQA, MLA, sliding/full hybrid, linear hybrid, fp8, int4 with fp16 group scales.
 DEFAULT_TARGETS: tuple[tuple[str, str], ...] = (
@@ -71,14 +72,15 @@ def probe_model(model_id: str, kv_dtype: str, opts: ProbeOptions, device: torch.
     try:
         with on_device:
             groups = _allocate_all(layout, opts, device, allocated)
-            verdict, notes, gbps = _kernels(allocated, model.num_attention_heads // tp, opts, device, rank)
+            verdict, notes, timings = _kernels(allocated, model.num_attention_heads // tp, opts, device, rank)
     finally:
         allocated.clear()  # the only references to the tensors: clearing frees them, also on error/Ctrl-C
         release(device)
     return ProbeResult(model=model.model_id, tp=tp, tp_rank=rank, kv_dtype=layout.kv_dtype.name,
                        layout=opts.layout, num_blocks=opts.num_blocks, block_size=opts.block_size,
                        num_seqs=opts.num_seqs, groups=tuple(groups), kernel_check=verdict,
-                       kernel_notes=notes, write_gbps=gbps[0], decode_gbps=gbps[1])
+                       kernel_notes=notes, write_gbps=timings.write_gbps, decode_gbps=timings.decode_gbps,
+                       decode_step_s=timings.decode_step_s, decode_step_bytes=timings.decode_step_bytes)
 
 
 def _allocate_all(layout: Layout, opts: ProbeOptions, device: torch.device,
@@ -97,10 +99,18 @@ def _allocate_all(layout: Layout, opts: ProbeOptions, device: torch.device,
     return groups
 
 
+@dataclass(frozen=True, slots=True)
+class Timings:
+    write_gbps: float | None = None
+    decode_gbps: float | None = None
+    decode_step_s: float | None = None
+    decode_step_bytes: int | None = None
+
+
 def _kernels(allocated: list[tuple[CacheShape, list[Tensors]]], num_heads: int, opts: ProbeOptions,
-             device: torch.device, rank: int) -> tuple[str, tuple[str, ...], tuple[float | None, float | None]]:
+             device: torch.device, rank: int) -> tuple[str, tuple[str, ...], Timings]:
     if not opts.check_kernels:
-        return "skipped", ("kernel check not requested",), (None, None)
+        return "skipped", ("kernel check not requested",), Timings()
     ops, has_triton = check.load_ops(device)
     gen = torch.Generator().manual_seed(opts.seed + rank)
     pool = check.BlockPool(opts.num_blocks, gen)
@@ -109,30 +119,41 @@ def _kernels(allocated: list[tuple[CacheShape, list[Tensors]]], num_heads: int, 
     if not has_triton:
         outcomes.append(check.Outcome("skipped", "triton is not installed: ran the torch reference only"))
     notes = tuple(f"{o.status}: {o.note}" for o in outcomes if o.status != "pass")
-    gbps = _bandwidth(ops, allocated, num_heads, device) if opts.time_kernels and has_triton else (None, None)
-    return check.verdict(outcomes, has_triton), notes, gbps
+    timings = Timings()
+    if opts.time_kernels and has_triton and device.type == "cuda":
+        timings, skipped = _bandwidth(ops, allocated, num_heads, device)
+        notes += skipped
+    return check.verdict(outcomes, has_triton), notes, timings
 
 
-def _bandwidth(ops: object, allocated: list[tuple[CacheShape, list[Tensors]]], num_heads: int,
-               device: torch.device) -> tuple[float | None, float | None]:
-    """Time both kernels on layer 0 of the first paged group (CUDA only)."""
-    from types import ModuleType
-
-    if device.type != "cuda" or not isinstance(ops, ModuleType):
-        return None, None
+def _paged_layers(allocated: list[tuple[CacheShape, list[Tensors]]]) -> list[tuple[CacheShape, list[Pages]]]:
+    """Every paged group's layers as decode inputs (one per layer; ppl layouts hold all layers in one)."""
+    out = []
     for shape, layers in allocated:
-        if not layers or shape.spec.kind in ("linear", "none"):
-            continue
-        fp8 = FP8_VIEWS.get(shape.kv_dtype.name)
-        floats = shape.kv_dtype.scale == "none" and (fp8 is None or check.decodes_fp8(fp8, layers[0]))
-        if isinstance(shape.spec, MLAAttn):
-            latent = layers[0]["latent"]
-            write = bench.write_gbps(ops, latent.unsqueeze(2), device)
-            view = latent.view(fp8) if fp8 else latent
-            return write, bench.decode_gbps(ops, view, view, num_heads, device, shape.spec.kv_lora_rank) \
-                if floats else None
-        k, v = kv_views(layers[0], shape.layout, 0, shape.block_size)
-        write = bench.write_gbps(ops, k, device)
-        k, v = (k.view(fp8), v.view(fp8)) if fp8 else (k, v)
-        return write, bench.decode_gbps(ops, k, v, num_heads, device) if floats else None
-    return None, None
+        if layers and shape.spec.kind not in ("linear", "none"):
+            tensors = [layers[0] if shape.layout != "vllm" else layers[i] for i in range(shape.num_layers)]
+            out.append((shape, [pages_of(shape, t, i) for i, t in enumerate(tensors)]))
+    return out
+
+
+def _bandwidth(ops: ModuleType, allocated: list[tuple[CacheShape, list[Tensors]]], num_heads: int,
+               device: torch.device) -> tuple[Timings, tuple[str, ...]]:
+    """Write and decode GB/s on layer 0 of the first paged group; one decode step over every layer."""
+    from kvplan.probe.kernels import DoesNotFit
+
+    groups = _paged_layers(allocated)
+    if not groups:
+        return Timings(), ()
+    _, layers = groups[0]
+    first = layers[0]
+    target = first.k.view(torch.uint8) if first.k.element_size() == 1 else first.k
+    write = bench.write_gbps(ops, target.unsqueeze(2) if first.mla_rank is not None else target, device)
+    every = [p for _, group in groups for p in group]
+    if not all(check.decodes_fp8(p) for p in every):
+        return Timings(write_gbps=write), ("skipped: decode timing needs float8 (compute capability 8.9+)",)
+    try:
+        decode = bench.decode_gbps(ops, first, num_heads, device)
+        step_s, step_bytes = bench.decode_step_s(ops, every, num_heads, device)
+    except DoesNotFit as exc:
+        return Timings(write_gbps=write), (f"skipped: decode timing: {exc}",)
+    return Timings(write, decode, step_s, step_bytes), ()

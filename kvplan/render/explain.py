@@ -45,25 +45,41 @@ def per_layer_formula(spec: LayerSpec, dtype: KvDtype) -> str:
     return f"{h} × {widths} × {_elem(dtype)}"
 
 
-def _group_lines(group: Group, result: KvCacheResult) -> list[str]:
+def _tp_text(group: Group, result: KvCacheResult) -> str:
     layout, spec = result.layout, group.spec
-    lines = [f"[{spec.kind}] {group.num_layers} layers; per layer per token: "
-             f"{per_layer_formula(spec, layout.kv_dtype)} = {group.bytes_per_token_per_layer:,} B"]
     if isinstance(spec, MLAAttn) and layout.tp > 1:
-        lines.append(f"  TP {layout.tp}: the MLA latent is replicated on every rank")
-    elif isinstance(spec, AttnSpec) and isinstance(group.spec_per_gpu, AttnSpec) and layout.tp > 1:
+        return f"TP {layout.tp}: the MLA latent is replicated on every rank"
+    if isinstance(spec, AttnSpec) and isinstance(group.spec_per_gpu, AttnSpec) and layout.tp > 1:
         heads = group.spec_per_gpu.num_kv_heads
-        lines.append(f"  TP {layout.tp}: KV heads per GPU = max(1, {spec.num_kv_heads} // {layout.tp}) = {heads}"
-                     f" -> {group.bytes_per_token_per_layer_per_gpu:,} B per layer per token per GPU")
+        return (f"TP {layout.tp}: KV heads per GPU = max(1, {spec.num_kv_heads} // {layout.tp}) = {heads}"
+                f" -> {group.bytes_per_token_per_layer_per_gpu:,} B per layer per token per GPU")
+    return ""
+
+
+def _state_text(group: Group, result: KvCacheResult) -> str:
+    layout = result.layout
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
-    for state in (p for p in parts(spec) if isinstance(p, LinearState)):
-        lines.append(f"  {state.mixer} state per sequence: {state.conv_elements:,} conv elements × "
-                     f"{_elem(dtypes.conv)} + {state.num_state_heads} × {state.state_rows} × {state.state_cols} "
-                     f"recurrent elements × {_elem(dtypes.recurrent(state))} = {group.state_bytes_per_layer:,} B "
-                     "per layer")
-    if group.token_limit:
-        lines.append(f"  holds min(seq_len, {group.token_limit:,}) tokens of a sequence")
-    return lines
+    return "; ".join(f"{s.mixer} state per sequence: {s.conv_elements:,} conv elements × {_elem(dtypes.conv)} + "
+                     f"{s.num_state_heads} × {s.state_rows} × {s.state_cols} recurrent elements × "
+                     f"{_elem(dtypes.recurrent(s))} = {group.state_bytes_per_layer:,} B per layer"
+                     for s in parts(group.spec) if isinstance(s, LinearState))
+
+
+def _window_text(group: Group) -> str:
+    return f"holds min(seq_len, {group.token_limit:,}) tokens of a sequence" if group.token_limit else ""
+
+
+def group_explain(group: Group, result: KvCacheResult) -> dict[str, str]:
+    """A layer group's per-token formula with its values, and what TP, state and windows add (or "")."""
+    return {"formula": per_layer_formula(group.spec, result.layout.kv_dtype), "tp": _tp_text(group, result),
+            "state": _state_text(group, result), "window": _window_text(group)}
+
+
+def _group_lines(group: Group, result: KvCacheResult) -> list[str]:
+    texts = group_explain(group, result)
+    lines = [f"[{group.spec.kind}] {group.num_layers} layers; per layer per token: "
+             f"{texts['formula']} = {group.bytes_per_token_per_layer:,} B"]
+    return lines + [f"  {texts[k]}" for k in ("tp", "state", "window") if texts[k]]
 
 
 def explain(result: KvCacheResult) -> list[str]:

@@ -32,6 +32,7 @@ WIDTH_PX, HEIGHT_PX, DPI = 1000, 600, 100
 Series = Mapping[str, Sequence[tuple[int, float]]]  # label -> (x, y) points
 MARKERS = "osD^vPX*<>"  # lines that coincide (e.g. tp4 fp8 and tp8 bf16) stay distinguishable
 LINESTYLES = ("-", "--", "-.", (0, (1, 1)))
+MISSING_MATPLOTLIB = "plots need matplotlib: pip install 'kvplan[plot]'"
 MAX_LEGEND_LINES = 12  # past this a legend would squeeze the axes away: later lines go unlabelled
 
 
@@ -42,34 +43,43 @@ def _label(i: int, label: str, total: int) -> str:
 
 
 def check_plot_path(path: str | Path) -> Path:
-    """Refuse a suffix we cannot write before any work is done."""
+    """Refuse, before any work is done, a suffix we cannot write, a folder that is not there, and a missing
+    matplotlib (looked up, not imported)."""
+    import importlib.util
+
     out = Path(path)
     if out.suffix.lower() not in FORMATS:
         raise InputError(f"plot file {str(out)!r} must end in .png or .svg")
-    if not out.parent.exists():
+    if not out.parent.is_dir():
         raise InputError(f"plot folder {str(out.parent)!r} does not exist")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError(MISSING_MATPLOTLIB)
     return out
 
 
-def _legend(fig: Figure, series: Series, extra: int = 0) -> None:
-    """Below the axes, clear of the lines; two columns when labels are long."""
-    widest = max((len(label) for label in series), default=0)
-    entries = min(len(series), MAX_LEGEND_LINES) + extra
-    fig.legend(fontsize="small", loc="outside lower center", ncols=min(2 if widest > 40 else 3, entries))
+def _legend(fig: Figure, ax: Axes) -> None:
+    """Below the axes, clear of the lines; fewer columns as the labels get longer, so none is cut at the edge."""
+    labels = [label for label in ax.get_legend_handles_labels()[1] if not label.startswith("_")]
+    widest = max((len(label) for label in labels), default=0)
+    columns = 1 if widest > 75 else 2 if widest > 40 else 3
+    fig.legend(fontsize="small", loc="outside lower center", ncols=max(1, min(columns, len(labels))))
 
 
 def _figure() -> tuple[Figure, Axes]:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise InputError("plots need matplotlib: pip install 'kvplan[plot]'") from None
+        raise InputError(MISSING_MATPLOTLIB) from None
     fig = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI, layout="constrained")
     return fig, fig.add_subplot()
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
     out = check_plot_path(path)
-    fig.savefig(out, dpi=DPI, format=out.suffix.lower().lstrip("."))
+    try:
+        fig.savefig(out, dpi=DPI, format=out.suffix.lower().lstrip("."))
+    except OSError as exc:
+        raise InputError(f"cannot write the plot {str(out)!r}: {exc.strerror or exc}") from None
     return out
 
 
@@ -121,9 +131,38 @@ def capacity_series(result: Sweep) -> dict[str, list[tuple[int, float]]]:
     return series
 
 
+def _memory_limits(ax: Axes, gpu_name: str | None, gpu_memory_bytes: int | None, kv_budget_bytes: int | None,
+                   room_bytes: Mapping[str, int]) -> None:
+    """Horizontal lines: the GPU's memory, what the weights leave of it for the KV cache (per layout), the
+    KV budget. A layout whose weights alone exceed the memory gets a legend entry saying so."""
+    gpu = gpu_name or "GPU"
+    if gpu_memory_bytes:
+        ax.axhline(gpu_memory_bytes / GIB, color="gray", linewidth=1,
+                   label=f"{gpu} memory ({gpu_memory_bytes / GIB:,.1f} GiB), weights included")
+    for i, (label, room) in enumerate(room_bytes.items()):
+        if room > 0:
+            ax.axhline(room / GIB, color="black", linestyle=LINESTYLES[(i + 1) % len(LINESTYLES)],
+                       label=f"left for KV after weights, {label} ({room / GIB:,.1f} GiB)")
+        else:
+            ax.plot([], [], " ", label=f"{label}: the weights alone exceed {gpu} memory")
+    if kv_budget_bytes:
+        ax.axhline(kv_budget_bytes / GIB, color="red", linestyle=":",
+                   label=f"KV budget ({kv_budget_bytes / GIB:,.1f} GiB)")
+
+
+def _beyond_max_length(ax: Axes, max_lengths: Mapping[str, int], xs: Sequence[int]) -> None:
+    """Shade the contexts past each model's maximum length (the engines refuse them)."""
+    for i, (model, max_len) in enumerate(sorted(max_lengths.items(), key=lambda kv: kv[1])):
+        if xs and max_len < max(xs):
+            ax.axvspan(max_len, max(xs), color="gray", alpha=0.08 + 0.07 * (i == 0), linewidth=0,
+                       label=f"beyond {model}'s max length ({max_len:,} tokens)")
+
+
 def plot_memory(series: Series, path: str | Path, *, title: str, gpu_name: str | None = None,
-                gpu_memory_bytes: int | None = None, kv_budget_bytes: int | None = None) -> Path:
-    """KV bytes per GPU (GiB) vs context, with the GPU memory and KV budget as horizontal lines."""
+                gpu_memory_bytes: int | None = None, kv_budget_bytes: int | None = None,
+                room_bytes: Mapping[str, int] | None = None, max_lengths: Mapping[str, int] | None = None) -> Path:
+    """KV bytes per GPU (GiB) vs context, with the GPU memory, the room the weights leave for KV (`room_bytes`:
+    label -> memory − weights) and the KV budget as horizontal lines; contexts past `max_lengths` shaded."""
     fig, ax = _figure()
     xs: list[int] = []
     for i, (label, points) in enumerate(series.items()):
@@ -132,12 +171,8 @@ def plot_memory(series: Series, path: str | Path, *, title: str, gpu_name: str |
         ax.plot([x for x, _ in pts], [y / GIB for _, y in pts], marker=MARKERS[i % len(MARKERS)],
                 linestyle=LINESTYLES[i % len(LINESTYLES)], markersize=4 + 2 * (i % 2),
                 fillstyle="full" if i % 2 else "none", label=_label(i, label, len(series)))
-    if gpu_memory_bytes:
-        ax.axhline(gpu_memory_bytes / GIB, color="black", linestyle="--",
-                   label=f"{gpu_name or 'GPU'} memory ({gpu_memory_bytes / GIB:,.1f} GiB)")
-    if kv_budget_bytes:
-        ax.axhline(kv_budget_bytes / GIB, color="red", linestyle=":",
-                   label=f"KV budget ({kv_budget_bytes / GIB:,.1f} GiB)")
+    _memory_limits(ax, gpu_name, gpu_memory_bytes, kv_budget_bytes, room_bytes or {})
+    _beyond_max_length(ax, max_lengths or {}, xs)
     _context_axis(ax, xs)
     ys = [y for points in series.values() for _, y in points if y > 0]
     if ys and max(ys) >= 64 * min(ys):  # spans decades: a log axis keeps short contexts readable
@@ -147,12 +182,38 @@ def plot_memory(series: Series, path: str | Path, *, title: str, gpu_name: str |
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:,.0f}" if y >= 1 else f"{y:.3g}"))
     ax.set_ylabel("KV cache per GPU (GiB)")
     ax.set_title(title, wrap=True)
-    _legend(fig, series, extra=2)
+    _legend(fig, ax)
     return _save(fig, path)
 
 
+MAX_LABELLED_POINTS = 40  # past this many points, values are read from the axis only
+
+
+def log2_ticks(values: Sequence[float]) -> list[float]:
+    """Ticks for a log-2 axis over `values`: the powers of two around them, and the 1.5× steps between when
+    fewer than four powers fall in the range (a narrow range would otherwise show one label or none)."""
+    import math
+
+    lo, hi = math.floor(math.log2(min(values))), math.ceil(math.log2(max(values)))
+    ticks = [2.0**k for k in range(lo, hi + 1)]
+    if len(ticks) < 4:
+        ticks = sorted(ticks + [1.5 * t for t in ticks[:-1]])
+    return ticks
+
+
+def _label_points(ax: Axes, series: Series) -> None:
+    """Each point's value next to it (14.91), when there are few enough to read."""
+    if sum(len(points) for points in series.values()) > MAX_LABELLED_POINTS:
+        return
+    for points in series.values():
+        for x, y in points:
+            if y > 0:
+                ax.annotate(f"{y:,.2f}", (x, y), xytext=(0, 5), textcoords="offset points", ha="center",
+                            fontsize="x-small")
+
+
 def plot_capacity(series: Series, path: str | Path, *, title: str) -> Path:
-    """Max concurrency (requests) vs context length, one line per configuration."""
+    """Max concurrency (requests) vs context length, one line per configuration, values labelled."""
     fig, ax = _figure()
     xs: list[int] = []
     for i, (label, points) in enumerate(series.items()):
@@ -160,14 +221,19 @@ def plot_capacity(series: Series, path: str | Path, *, title: str) -> Path:
         xs += [x for x, _ in pts]
         ax.plot([x for x, _ in pts], [y for _, y in pts], marker=MARKERS[i % len(MARKERS)], markersize=4,
                 linestyle=LINESTYLES[i % len(LINESTYLES)], label=_label(i, label, len(series)))
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     _context_axis(ax, xs)
     ax.set_yscale("log", base=2)  # a request that does not fit (0) is left out of its line
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:,.0f}" if y >= 1 else f"{y:.3g}"))
+    ys = [y for points in series.values() for _, y in points if y > 0]
+    if ys:
+        ax.set_yticks(log2_ticks(ys))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:,.4g}"))
+    _label_points(ax, series)
     ax.set_ylabel("max concurrency (requests of that length)")
     ax.set_title(title)
-    _legend(fig, series)
+    _legend(fig, ax)
     return _save(fig, path)
 
 
@@ -184,24 +250,51 @@ def group_bytes(result: KvCacheResult) -> dict[str, int]:
     return out
 
 
-def plot_layer_groups(results: Sequence[KvCacheResult], path: str | Path, *, title: str) -> Path:
-    """One bar per model: bytes per sequence per GPU (GiB), stacked by layer group."""
-    fig, ax = _figure()
-    per_model = [group_bytes(r) for r in results]
+MIN_SEGMENT = 0.02  # of the tallest bar: a smaller segment (a window layer, a linear state) is drawn this tall
+SMALL_SEGMENT = 0.10  # segments under this share of the tallest bar get their value written beside them
+
+
+def _wrapped_name(model_id: str) -> str:
+    """`Qwen/Qwen3-Next-80B-A3B-Thinking` -> two lines, so long ids do not run into each other or the edge."""
+    org, slash, name = model_id.partition("/")
+    return f"{org}/\n{name}" if slash and len(model_id) > 20 else model_id
+
+
+def _stack(ax: Axes, per_model: list[dict[str, int]]) -> tuple[list[float], bool]:
+    """Stacked segments, each at least MIN_SEGMENT of the tallest bar; small ones labelled with their value.
+    Returns the true totals (GiB) and whether any segment was drawn taller than it is."""
+    tallest = max((sum(g.values()) for g in per_model), default=0) / GIB or 1.0
     kinds = list(dict.fromkeys(k for groups in per_model for k in groups))
-    names = [r.model.model_id for r in results]
-    bottoms = [0.0] * len(results)
+    bottoms, totals, enlarged = [0.0] * len(per_model), [0.0] * len(per_model), False
     for kind in kinds:
-        heights = [groups.get(kind, 0) / GIB for groups in per_model]
-        ax.bar(names, heights, bottom=bottoms, label=kind)
-        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-    for x, total in enumerate(bottoms):
-        ax.annotate(f"{total:,.2f} GiB", (x, total), ha="center", va="bottom", fontsize="small",
+        actual = [groups.get(kind, 0) / GIB for groups in per_model]
+        drawn = [max(a, MIN_SEGMENT * tallest) if a > 0 else 0.0 for a in actual]
+        ax.bar(range(len(per_model)), drawn, bottom=bottoms, label=kind, width=0.6)
+        for x, (a, d, b) in enumerate(zip(actual, drawn, bottoms, strict=True)):
+            if 0 < a < SMALL_SEGMENT * tallest:
+                ax.annotate(f"{kind}: {a:,.3g} GiB", (x + 0.32, b + d / 2), va="center", fontsize="x-small")
+        enlarged |= any(d > a for a, d in zip(actual, drawn, strict=True))
+        bottoms = [b + d for b, d in zip(bottoms, drawn, strict=True)]
+        totals = [t + a for t, a in zip(totals, actual, strict=True)]
+    for x, (top, total) in enumerate(zip(bottoms, totals, strict=True)):
+        ax.annotate(f"{total:,.2f} GiB", (x, top), ha="center", va="bottom", fontsize="small",
                     xytext=(0, 2), textcoords="offset points")
     ax.set_ylim(0, max(bottoms) * 1.12 or 1)  # explicit: zero-height stacked bars pin autoscaling at their base
+    return totals, enlarged
+
+
+def plot_layer_groups(results: Sequence[KvCacheResult], path: str | Path, *, title: str) -> Path:
+    """One bar per model: bytes per sequence per GPU (GiB), stacked by layer group; segments too small to see
+    are drawn at MIN_SEGMENT of the tallest bar and labelled with their value."""
+    fig, ax = _figure()
+    _, enlarged = _stack(ax, [group_bytes(r) for r in results])
+    ax.set_xticks(range(len(results)), [_wrapped_name(r.model.model_id) for r in results], fontsize="small")
+    ax.margins(x=0.25 if len(results) < 3 else 0.12)  # room for the labels beside the last bar
     ax.set_ylabel("KV cache per sequence per GPU (GiB)")
     ax.set_xlabel("model")
-    ax.set_title(title)
-    ax.tick_params(axis="x", labelrotation=20 if len(results) > 3 else 0)
+    ax.set_title(title, wrap=True)
     ax.legend(title="layer group", fontsize="small")
+    if enlarged:
+        fig.text(0.01, 0.005, f"segments under {MIN_SEGMENT:.0%} of the tallest bar are drawn at {MIN_SEGMENT:.0%}; "
+                 "their values are written beside them", fontsize="x-small", color="dimgray")
     return _save(fig, path)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from kvplan.formulas.layout import Group
 from kvplan.formulas.sizing import KvCacheResult
 from kvplan.render import human_bytes
+from kvplan.render.tables import Table
 from kvplan.specs import AttnSpec, LayerSpec, MLAAttn, parts
 from kvplan.units import cdiv
 
@@ -83,8 +84,6 @@ def size_payload(result: KvCacheResult) -> dict[str, Any]:
 
 def size_tables(payload: dict[str, Any]) -> list[RenderableType]:
     """The `kvplan size` table: one row per layer group, then the totals."""
-    from rich.table import Table
-
     par = payload["parallel"]
     title = (f"{payload['model']}: {payload['attention']}, KV {payload['kv_dtype']}, "
              f"tp {par['tp']} pp {par['pp']} dcp {par['dcp']}")
@@ -108,15 +107,14 @@ def size_tables(payload: dict[str, Any]) -> list[RenderableType]:
     for label, whole, per_gpu in rows:
         totals.add_row(label, f"{payload[whole]:,}", human_bytes(payload[whole]), f"{payload[per_gpu]:,}",
                        human_bytes(payload[per_gpu]))
-    totals.add_row(f"total, all {payload['num_gpus']} GPUs", f"{payload['total_bytes_all_gpus']:,}",
+    gpus = payload["num_gpus"]
+    totals.add_row(f"total, all {gpus} GPUs" if gpus > 1 else "total, 1 GPU", f"{payload['total_bytes_all_gpus']:,}",
                    human_bytes(payload["total_bytes_all_gpus"]), "", "")
     return [groups, totals]
 
 
 def models_tables(rows: list[dict[str, Any]]) -> list[RenderableType]:
     """`kvplan models`: one row per bundled model."""
-    from rich.table import Table
-
     table = Table(title="bundled models (KV dtype auto)", title_justify="left")
     for name in ("id", "attention", "layers", "kv heads", "head dim", "bytes/token", "max len"):
         table.add_column(name, justify="left" if name in ("id", "attention") else "right")

@@ -8,28 +8,24 @@ from __future__ import annotations
 
 import csv
 import json
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from kvplan.render import gib_number as _gib
 from kvplan.render.size import size_payload, size_tables
+from kvplan.render.tables import Table
 from kvplan.workflows.allocators import AllocatorMemory, WorkloadMemory
 from kvplan.workflows.capacity_curve import CapacityPoint
 from kvplan.workflows.compare import Comparison
 from kvplan.workflows.sweep import Sweep
 from kvplan.workflows.waste import WasteResult
 
-if TYPE_CHECKING:
-    from rich.table import Table
-
 MAX_TABLE_ROWS = 200
 
 
 def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Table:
-    from rich.table import Table
-
     table = Table(title=title, title_justify="left")
     for i, name in enumerate(columns):
-        table.add_column(name, justify="left" if i < left else "right", no_wrap=i == 0)
+        table.add_column(name, justify="left" if i < left else "right")
     return table
 
 
@@ -63,7 +59,7 @@ def _capacity_table(rows: list[dict[str, Any]]) -> Table:
 
 def compare_tables(rows: list[dict[str, Any]]) -> list[Table]:
     par = rows[0]["parallel"]
-    table = _table(f"{rows[0]['batch']} sequence(s), tp {par['tp']} pp {par['pp']} dcp {par['dcp']}",
+    table = _table(f"{_plural(rows[0]['batch'], 'sequence')}, tp {par['tp']} pp {par['pp']} dcp {par['dcp']}",
                    ("model", "attention", "KV", "B/token", "B/token/GPU", "seq len", "GiB/seq/GPU",
                     "GiB/GPU", "GiB/GPU paged"), left=3)
     for r in rows:
@@ -85,18 +81,35 @@ def write_json_lines(result: Sweep, out: IO[str]) -> None:
     out.writelines(json.dumps(row) + "\n" for row in result.dicts())
 
 
+ENGINE_HEADERS = ("engine", "KV GiB/GPU", "KV tokens", "concurrency", "requests", "fits")
+
+
+def _engine_cells(row: tuple[Any, ...], col: dict[str, int]) -> tuple[str, ...]:
+    """The capacity columns of an engine sweep row ("-" where the engine refused)."""
+    def num(name: str, fmt: str) -> str:
+        value = row[col[name]]
+        return "-" if value is None else fmt.format(value)
+
+    fits = row[col["fits"]]
+    return (row[col["engine"]], "-" if row[col["kv_budget_bytes_per_gpu"]] is None else
+            _gib(row[col["kv_budget_bytes_per_gpu"]]), num("kv_tokens", "{:,}"), num("max_concurrency", "{:.2f}x"),
+            num("requests_at_max_len", "{:,.2f}"), "-" if fits is None else "yes" if fits else "no")
+
+
 def sweep_tables(result: Sweep) -> list[Table]:
     shown = result.rows[:MAX_TABLE_ROWS]
-    more = f" (first {MAX_TABLE_ROWS} of {len(result.rows):,}; use --csv or --json)" if len(result.rows) > len(shown) else ""
-    table = _table(f"sweep: {len(result.rows):,} points{more}",
+    total = len(result.rows)
+    more = f" (first {MAX_TABLE_ROWS} of {total:,}; use --csv or --json)" if total > len(shown) else ""
+    engines = "engine" in result.columns
+    table = _table(f"sweep: {total:,} point{'s' if total != 1 else ''}{more}",
                    ("model", "tp", "pp", "KV", "seq len", "batch", "B/token/GPU", "GiB/seq/GPU", "GiB/GPU",
-                    "GiB all GPUs"))
+                    "GiB all GPUs", *(ENGINE_HEADERS if engines else ())))
     col = {name: i for i, name in enumerate(result.columns)}
     for row in shown:
         table.add_row(row[col["model"]], str(row[col["tp"]]), str(row[col["pp"]]), row[col["kv_dtype"]],
                       f"{row[col['seq_len']]:,}", f"{row[col['batch']]:,}", f"{row[col['bytes_per_token_per_gpu']]:,}",
                       _gib(row[col["bytes_per_sequence_per_gpu"]]), _gib(row[col["total_bytes_per_gpu"]]),
-                      _gib(row[col["total_bytes_all_gpus"]]))
+                      _gib(row[col["total_bytes_all_gpus"]]), *(_engine_cells(row, col) if engines else ()))
     return [table]
 
 
@@ -131,22 +144,42 @@ def size_and_workload_tables(payload: dict[str, Any]) -> list[Any]:
     return [*size_tables(payload), *workload_tables(payload)]
 
 
-def workload_tables(payload: dict[str, Any]) -> list[Table]:
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def workload_tables(payload: dict[str, Any]) -> list[Any]:
+    from rich.text import Text
+
     w = payload["workload"]
-    title = (f"workload: {w['batch']} request(s) × {w['beam_width']} beam(s), prompt {w['prompt_tokens']:,} + "
-             f"output {w['output_tokens']:,} tokens, shared prefix {w['shared_prefix_tokens']:,}, "
-             f"block {w['block_size']}")
+    title = (f"workload: {_plural(w['batch'], 'request')} × {_plural(w['beam_width'], 'beam')}, prompt "
+             f"{w['prompt_tokens']:,} + output {w['output_tokens']:,} tokens, shared prefix "
+             f"{w['shared_prefix_tokens']:,}, block {w['block_size']}")
     shared = w["shared_prefix_tokens"] > 0
     table = _table(title, ("allocator", "KV tokens", "bytes / GPU", "GiB / GPU",
                            *(("no prefix sharing", "GiB / GPU") if shared else ())))
     unshared = {m["allocator"]: m for m in w["allocators_unshared"]}
     for m in w["allocators"]:
-        mark = " *" if m["allocator"] == w["allocator"] else ""
         u = unshared[m["allocator"]]
         extra = (f"{u['total_bytes_per_gpu']:,}", _gib(u["total_bytes_per_gpu"])) if shared else ()
-        table.add_row(m["allocator"] + mark, f"{m['kv_tokens']:,}", f"{m['total_bytes_per_gpu']:,}",
+        table.add_row(m["allocator"], f"{m['kv_tokens']:,}", f"{m['total_bytes_per_gpu']:,}",
                       _gib(m["total_bytes_per_gpu"]), *extra)
-    return [table]
+    legend = (f"contiguous: each request × beam preallocates its whole length; paged: whole blocks of "
+              f"{w['block_size']} tokens, full blocks shared; exact: the tokens held, shared ones counted once")
+    return [table, Text(legend), Text(_workload_summary(payload))]
+
+
+def _workload_summary(payload: dict[str, Any]) -> str:
+    """The reported allocator's number in words, and what the tables above it count."""
+    w = payload["workload"]
+    line = (f"reported: {w['allocator']} (--allocator; JSON workload.bytes_per_gpu), {_gib(w['bytes_per_gpu'])} GiB "
+            "per GPU")
+    if w["shared_prefix_tokens"] > 0:
+        line += (f"; without sharing the {w['shared_prefix_tokens']:,}-token prefix "
+                 f"{_gib(w['unshared_bytes_per_gpu'])} GiB: prefix sharing saves "
+                 f"{_gib(w['prefix_saving_bytes_per_gpu'])} GiB ({w['prefix_saving_pct']:.1f}%). The size tables "
+                 "above count every request's tokens, shared or not")
+    return line
 
 
 def waste_payload(result: WasteResult) -> dict[str, Any]:

@@ -32,6 +32,7 @@ class CapacityPoint:
     requests_at_max_len: float | None  # requests of seq_len tokens that fit at once (every engine)
     note: str = ""  # the engine refused: why
     warnings: tuple[str, ...] = ()  # capacity()'s own warnings (budget <= 0, one request does not fit)
+    refusal: str = ""  # the engine would not start (its message); the numbers are still the answer
 
     def columns(self, batch: int) -> tuple[Any, ...]:
         fits = None if self.requests_at_max_len is None else batch <= self.requests_at_max_len
@@ -39,20 +40,35 @@ class CapacityPoint:
                 self.requests_at_max_len, fits)
 
 
+def check_engines(engines: Sequence[str], gpu: str | None) -> None:
+    """Engine names and the GPU, checked once up front: a typo is bad input, not a refused point."""
+    from kvplan.engines import get_engine
+    from kvplan.planning.gpus import lookup_gpu
+
+    for name in engines:
+        get_engine(name)
+    if gpu:
+        lookup_gpu(gpu)
+
+
 def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | None, tp: int = 1, pp: int = 1,
-                   kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None) -> CapacityPoint:
-    """One engine's capacity for max_model_len = seq_len; an engine's refusal becomes a note, not an error."""
+                   kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None,
+                   **options: Any) -> CapacityPoint:
+    """One engine's capacity for max_model_len = seq_len; an engine's refusal becomes a note, not an error.
+    `options` are capacity()'s other arguments (settings, overhead_bytes, ...)."""
     try:
         r = capacity(model, engine=engine, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, max_model_len=seq_len,
-                     kv_budget_bytes=kv_budget_bytes)
+                     kv_budget_bytes=kv_budget_bytes, **options)
     except KvplanError as exc:
         return CapacityPoint(engine=engine, seq_len=seq_len, gpu=gpu, kv_budget_bytes_per_gpu=None, kv_tokens=None,
                              max_concurrency=None, requests_at_max_len=None, note=f"{engine} at {seq_len:,}: {exc}")
     plan = r.plan
-    return CapacityPoint(engine=r.engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
+    refusal = f"{engine} refuses at {seq_len:,}: {plan.refusal.message}" if plan.refusal else ""
+    return CapacityPoint(engine=engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
                          kv_tokens=plan.kv_tokens, max_concurrency=plan.max_concurrency,
-                         requests_at_max_len=plan.requests_at_max_len,
-                         warnings=tuple(n for n in r.notes if n.startswith("warning:")))
+                         requests_at_max_len=0.0 if plan.refusal else plan.requests_at_max_len,
+                         warnings=tuple(n for n in r.notes if n.startswith("warning:")) + (
+                             (f"warning: {refusal}",) if refusal else ()), refusal=refusal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +88,11 @@ class CapacityCurve:
 
 def capacity_curve(model: ModelConfig | str, *, seq_lens: Sequence[int], engines: Sequence[str] = ("vllm",),
                    gpu: str | None = None, tp: int = 1, pp: int = 1, kv_dtype: str = "auto",
-                   kv_budget_bytes: tuple[int, ...] | None = None, label: str = "") -> CapacityCurve:
+                   kv_budget_bytes: tuple[int, ...] | None = None, label: str = "", **options: Any) -> CapacityCurve:
     """capacity() at every seq_len for every engine: the data of a concurrency-vs-context plot."""
     m = as_model(model)
     points = tuple(capacity_point(m, engine=e, seq_len=n, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype,
-                                  kv_budget_bytes=kv_budget_bytes) for e in engines for n in seq_lens)
+                                  kv_budget_bytes=kv_budget_bytes, **options) for e in engines for n in seq_lens)
     return CapacityCurve(points, label or f"{m.model_id} tp{tp}")
 
 

@@ -16,7 +16,7 @@ from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sizing import KvCacheResult, kv_cache
-from kvplan.workflows.capacity_curve import CapacityPoint, capacity_point
+from kvplan.workflows.capacity_curve import CapacityPoint, capacity_point, check_engines
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,7 @@ def compare(models: Sequence[ModelConfig | str], *, seq_len: int | None = None, 
             raise type(exc)(f"{m.model_id}: {exc}") from None
     if not engines:
         return Comparison(tuple(results))
+    check_engines(engines, gpu)
     capacity = tuple(tuple(capacity_point(r.model, engine=e, seq_len=r.seq_len, gpu=gpu, tp=r.layout.tp,
                                           pp=r.layout.pp, kv_dtype=r.layout.kv_dtype.name,
                                           kv_budget_bytes=kv_budget_bytes) for e in engines) for r in results)

@@ -6,6 +6,7 @@ order and duplicates are dropped, so a sweep never repeats a point.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from kvplan.errors import InputError
@@ -27,15 +28,17 @@ def doubling(first: int, last: int, name: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def parse_int_axis(text: str, name: str) -> tuple[int, ...]:
-    """`1k..128k` | `1,2,4` | `1..8,12` -> positive ints (tokens suffixes allowed: 4k = 4,096)."""
+def parse_int_axis(text: str, name: str,
+                   parse: Callable[[str, str], int] = parse_positive_tokens) -> tuple[int, ...]:
+    """`1k..128k` | `1,2,4` | `1..8,12` -> positive ints (suffixes allowed: 4k = 4,096). `parse` reads one
+    value: token counts by default; units.parse_count for counts (batch, tp, pp)."""
     values: list[int] = []
     for item in _items(text, name):
         lo, dots, hi = item.partition("..")
         if dots:
-            values += doubling(parse_positive_tokens(lo, name), parse_positive_tokens(hi, name), name)
+            values += doubling(parse(lo, name), parse(hi, name), name)
         else:
-            values.append(parse_positive_tokens(item, name))
+            values.append(parse(item, name))
     return _unique(values)
 
 

@@ -12,7 +12,7 @@ throw away the rest of the sweep.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +62,7 @@ def _points(layout: Layout, name: str, seq_lens: Sequence[int], batches: Sequenc
 
 
 def _engine_points(layout: Layout, seq_lens: Sequence[int], batches: Sequence[int], engine: str,
-                   engines: EngineAxis, notes: list[str]) -> Iterator[Row]:
+                   engines: EngineAxis, notes: list[str], tick: Callable[[], None]) -> Iterator[Row]:
     """Memory columns + one engine's capacity columns (capacity depends on seq_len, not on batch)."""
     from kvplan.workflows.capacity_curve import capacity_point
 
@@ -70,8 +70,11 @@ def _engine_points(layout: Layout, seq_lens: Sequence[int], batches: Sequence[in
     for seq_len in seq_lens:
         point = capacity_point(layout.model, engine=engine, seq_len=seq_len, gpu=engines.gpu, tp=layout.tp,
                                pp=layout.pp, kv_dtype=layout.kv_dtype.name, kv_budget_bytes=engines.kv_budget_bytes)
+        tick()
         if point.note:
             notes.append(f"skipped capacity of {layout.model.model_id}: {point.note}")
+        elif point.refusal:
+            notes.append(f"capacity of {layout.model.model_id}: {point.refusal} (answer kept: fits = false)")
         for b in batches:
             yield (*next(rows), *point.columns(b))
 
@@ -98,30 +101,29 @@ def _check_axes(axes: dict[str, Sequence[Any]]) -> None:
 
 def sweep(models: Sequence[ModelConfig | str], *, seq_lens: Sequence[int], batches: Sequence[int] = (1,),
           tps: Sequence[int] = (1,), pps: Sequence[int] = (1,), kv_dtypes: Sequence[str] = ("auto",),
-          block_size: int = DEFAULT_BLOCK_SIZE, engines: EngineAxis | None = None, **layout_options: Any) -> Sweep:
-    """The cartesian product models × tp × pp × kv_dtype [× engine] × seq_len × batch, batch varying fastest."""
+          block_size: int = DEFAULT_BLOCK_SIZE, engines: EngineAxis | None = None,
+          progress: Callable[[int, int], None] | None = None, **layout_options: Any) -> Sweep:
+    """The cartesian product models × tp × pp × kv_dtype [× engine] × seq_len × batch, batch varying fastest.
+    `progress(done, total)` is called as layouts (and, with engines, capacity points) are done."""
     _check_axes({"models": models, "seq_lens": seq_lens, "batches": batches, "tps": tps, "pps": pps,
                  "kv_dtypes": kv_dtypes, "engines": engines.engines if engines else ("-",)})
     if min(*seq_lens, *batches) <= 0:
         raise InputError("sweep sequence lengths and batch sizes must be positive")
+    if engines is not None:
+        from kvplan.workflows.capacity_curve import check_engines
+
+        check_engines(engines.engines, engines.gpu)
     rows: list[Row] = []
     notes: list[str] = []
+    tick = _counter(len(models) * len(tps) * len(pps) * len(kv_dtypes), engines, len(seq_lens), progress)
     for model in models:
         m = as_model(model)
         if m.max_model_len and max(seq_lens) > m.max_model_len:
             notes.append(f"warning: {m.model_id} is configured for at most {m.max_model_len:,} tokens; "
                          f"the sweep goes to {max(seq_lens):,}")
         for tp, pp, dtype in itertools.product(tps, pps, kv_dtypes):
-            try:
-                layout = build_layout(m, tp=tp, pp=pp, kv_dtype=dtype, block_size=block_size, **layout_options)
-            except KvplanError as exc:
-                notes.append(f"skipped {m.model_id} tp={tp} pp={pp} kv_dtype={dtype}: {exc}")
-                continue
-            if engines is None:
-                rows.extend(_points(layout, m.model_id, seq_lens, batches))
-                continue
-            for engine in engines.engines:
-                rows.extend(_engine_points(layout, seq_lens, batches, engine, engines, notes))
+            rows.extend(_layout_rows(m, tp, pp, dtype, block_size, seq_lens, batches, engines, notes, tick,
+                                     layout_options))
     if not rows:
         raise InputError("no sweep point is valid: " + "; ".join(notes))
     if engines is None:
@@ -129,3 +131,36 @@ def sweep(models: Sequence[ModelConfig | str], *, seq_lens: Sequence[int], batch
     from kvplan.workflows.capacity_curve import ENGINE_COLUMNS
 
     return Sweep(rows=tuple(rows), notes=tuple(notes), columns=SWEEP_COLUMNS + ENGINE_COLUMNS)
+
+
+def _layout_rows(m: ModelConfig, tp: int, pp: int, dtype: str, block_size: int, seq_lens: Sequence[int],
+                 batches: Sequence[int], engines: EngineAxis | None, notes: list[str], tick: Callable[[], None],
+                 layout_options: dict[str, Any]) -> list[Row]:
+    """The rows of one (model, tp, pp, dtype) layout, or a note when the model cannot take it."""
+    try:
+        layout = build_layout(m, tp=tp, pp=pp, kv_dtype=dtype, block_size=block_size, **layout_options)
+    except KvplanError as exc:
+        notes.append(f"skipped {m.model_id} tp={tp} pp={pp} kv_dtype={dtype}: {exc}")
+        for _ in range(len(engines.engines) * len(seq_lens) if engines else 1):
+            tick()
+        return []
+    if engines is None:
+        tick()
+        return list(_points(layout, m.model_id, seq_lens, batches))
+    return [row for engine in engines.engines
+            for row in _engine_points(layout, seq_lens, batches, engine, engines, notes, tick)]
+
+
+def _counter(layouts: int, engines: EngineAxis | None, num_seq_lens: int,
+             progress: Callable[[int, int], None] | None) -> Callable[[], None]:
+    """A tick() that reports (done, total) units: layouts, or capacity points with engines."""
+    total = layouts * (len(engines.engines) * num_seq_lens if engines else 1)
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total)
+
+    return tick

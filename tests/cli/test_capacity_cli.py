@@ -82,17 +82,29 @@ def test_explain_shows_budget_and_blocks(run_cli: Any) -> None:
         assert needle in out
 
 
-def test_vllm_refusal_is_one_line_exit_2(run_cli: Any) -> None:
+def test_vllm_refusal_is_an_answer_exit_1(run_cli: Any) -> None:
+    # 10 GiB for a 131,072-token request of 16 GiB: vLLM 0.33 refuses and estimates 81,904 tokens (5,120 blocks
+    # − the null block = 5,119 × 16); the answer is still printed: 5,120 blocks, 81,920 tokens
     code, out, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--kv-budget", "10GiB", "--max-model-len", "128k")
-    assert code == 2 and out == "" and "81904" in err and err.count("\n") == 1
+    assert code == 1 and err == ""
+    assert "refuses (max len 81,904)" in out and "5,120" in out and "81,920" in out
+    assert "vllm (vLLM 0.33) refuses to start: To serve at least one request" in out
+    code, out, _ = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--kv-budget", "10GiB", "--max-model-len", "128k",
+                           "--json")
+    p = json.loads(out)
+    assert code == 1 and p["estimated_max_model_len"] == 81_904 and "(16.0 GiB KV cache is needed" in p["refusal"]
+    assert (p["num_blocks"], p["kv_tokens"], p["max_concurrency_log"]) == (5_120, 81_920, "0.62x")
+    assert p["log_lines"] == [p["refusal"]] and "log_line" not in p
 
 
 def test_budget_not_positive_warns(run_cli: Any) -> None:
-    # 405B in bf16 is ≈ 756 GiB of weights: one H100 cannot hold them, tp 16 leaves ≈ 25 GiB
+    # 405B in bf16 is ≈ 756 GiB of weights: one H100 cannot hold them, tp 16 leaves ≈ 25 GiB. vLLM refuses to
+    # start ("No available memory for the cache blocks"): an answer, exit 1
     code, out, err = run_cli("capacity", "meta-llama/Llama-3.1-405B", "--gpu", "H100", "--json")
-    assert code == 0 and "warning: KV budget is" in err and "smallest TP with a positive budget: 16" in err
+    assert code == 1 and "warning: KV budget is" in err and "smallest TP with a positive budget: 16" in err
     p = json.loads(out)
     assert p["kv_budget_bytes_per_gpu"] < 0 and p["num_blocks"] == 0 and p["kv_tokens"] == 0
+    assert p["refusal"].startswith("No available memory for the cache blocks") and p["estimated_max_model_len"] is None
 
 
 @pytest.mark.parametrize("args", [
@@ -135,3 +147,60 @@ def test_capacity_plot_writes_a_png(run_cli, tmp_path) -> None:
     header = path.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(header[16:20], "big") > 0 and int.from_bytes(header[20:24], "big") > 0
+
+
+def test_issue_command_prints_every_budget_term(run_cli: Any) -> None:
+    # vLLM 0.11 on an H100 at u 0.9: int(85,018,542,080 × 0.9) = 76,516,687,872 B usable, minus each term
+    args = ("capacity", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--engine", "vllm@0.11",
+            "--gpu-memory-utilization", "0.9", "--max-model-len", "16000")
+    code, out, _ = run_cli(*args)
+    assert code == 0 and "vLLM 0.11" in out and "starts" in out
+    for term in ("weights (checkpoint)", "rotary cos/sin cache", "activation peak (sampler)",
+                 "non-torch growth after the snapshot", "= KV budget", "76,516,687,872"):
+        assert term in out
+    code, out, _ = run_cli(*args, "--json")
+    p = json.loads(out)
+    assert p["kv_budget_bytes_per_gpu"] == 76_516_687_872 - sum(t["bytes"] for t in p["budget_terms"])
+    assert {t["name"]: t["exact"] for t in p["budget_terms"]}["weights (checkpoint)"] is True
+    assert p["engine_settings"]["max_num_batched_tokens"] == 8192 and p["engine_settings"]["sampler"] == "sort"
+
+
+def test_engine_knobs_reach_the_budget(cap_json: Any) -> None:
+    base = ("meta-llama/Llama-3.1-8B", "--gpu", "H100", "--max-model-len", "8k")
+    serve, llm = cap_json(*base, "--engine", "vllm@0.11"), cap_json(*base, "--engine", "vllm@0.11", "--entry-point", "llm")
+    assert (serve["engine_settings"]["max_num_batched_tokens"], llm["engine_settings"]["max_num_batched_tokens"]) == (
+        8192, 16384)  # vllm serve vs the LLM class on a ≥ 70 GiB GPU
+    eager = cap_json(*base, "--enforce-eager")
+    assert "CUDA graphs" in {t["name"] for t in cap_json(*base)["budget_terms"]}
+    assert "CUDA graphs" not in {t["name"] for t in eager["budget_terms"]}
+    flash = cap_json(*base, "--engine", "vllm@0.11", "--sampler", "flashinfer")
+    assert flash["kv_budget_bytes_per_gpu"] > serve["kv_budget_bytes_per_gpu"]
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(("--engine", "vllm@0.15"), id="release-not-followed"),
+    pytest.param(("--sampler", "radix"), id="unknown-sampler"),
+    pytest.param(("--entry-point", "grpc"), id="unknown-entry-point"),
+    pytest.param(("--engine", "vllm@0.8", "--sampler", "flashinfer"), id="sampler-the-release-lacks"),
+    pytest.param(("--max-num-seqs", "0"), id="zero-seqs"),
+])
+def test_bad_engine_knobs_exit_2(run_cli: Any, args: tuple[str, ...]) -> None:
+    code, out, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--gpu", "H100", *args)
+    assert code == 2 and out == "" and err.startswith("kvplan: error:") and err.count("\n") == 1
+
+
+def test_v0_refusal_prints_the_answer(run_cli: Any) -> None:
+    # vllm#10517's second run: Llama-3.1-8B at 29,000 tokens on an RTX 3090 under 0.6.4 (u 0.9). The blocks hold
+    # fewer than 29,000 tokens: V0 logs its blocks and concurrency, then refuses with its own longest length
+    code, out, _ = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--engine", "vllm@0.6.4", "--gpu", "RTX-3090",
+                           "--gpu-memory-utilization", "0.9", "--max-model-len", "29000", "--json")
+    p = json.loads(out)
+    assert code == 1 and p["refusal"].startswith("The model's max seq len (29000) is larger than the maximum number")
+    assert p["estimated_max_model_len"] == p["num_blocks"] * 16 < 29000
+    assert p["log_lines"][0].startswith("# GPU blocks: ") and p["log_lines"][-1] == p["refusal"]
+
+
+def test_engine_all_takes_the_newest_releases(cap_json: Any) -> None:
+    ps = cap_json("meta-llama/Llama-3.1-8B", "--kv-budget", "20GiB", "--engine", "all", "--max-model-len", "8k")
+    assert [p["engine_version"] for p in ps] == ["vLLM 0.33", "SGLang 0.5.23", "TensorRT-LLM 1.x (PyTorch backend)",
+                                                 "transformers 5.x"]

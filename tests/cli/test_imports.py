@@ -1,11 +1,17 @@
-"""The light path stays light: `import kvplan` and `kvplan size` never import torch, transformers or numpy."""
+"""The light path stays light: `import kvplan` and `kvplan size` never import torch, transformers, numpy or
+huggingface_hub (only a fetch from the hub imports that)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib")
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib", "huggingface_hub")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -24,3 +30,23 @@ def test_size_command_is_light() -> None:
     loaded = _modules_after("from kvplan.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
                             "    main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])")
     assert not loaded & set(HEAVY)
+    # progress bars, note merging and the other commands are imported where they are used, not here
+    assert not loaded & {"rich.progress", "kvplan.cli.progress", "kvplan.render.notes", "kvplan.cli.fit",
+                         "kvplan.planning.fit", "kvplan.cli.sweep"}
+
+
+@pytest.mark.parametrize(("name", "code", "imports_hub"), [("acme/tiny", 0, False), ("acme/elsewhere", 2, True)],
+                         ids=["cached", "control-not-cached"])
+def test_a_cached_hub_id_is_light(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, code: int,
+                                  imports_hub: bool) -> None:
+    """An id already in the HF cache is read from disk, online too: huggingface_hub stays out. The control,
+    an id found nowhere, does import it (and fails at once: conftest's endpoint refuses connections)."""
+    snapshot = tmp_path / "models--acme--tiny" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    shutil.copy(ROOT / "configs" / "Qwen" / "Qwen3-8B" / "config.json", snapshot / "config.json")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    loaded = _modules_after("from kvplan.cli import main\nwith contextlib.redirect_stdout(io.StringIO()), "
+                            f"contextlib.redirect_stderr(io.StringIO()):\n    assert main(['size', {name!r}]) == {code}")
+    assert ("huggingface_hub" in loaded) is imports_hub
+    assert not loaded & (set(HEAVY) - {"huggingface_hub"})

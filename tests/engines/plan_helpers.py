@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.engines import Request, Settings
+from kvplan.engines import BudgetTerm, Device, Request, Settings, get_engine
 from kvplan.planning.capacity import plan_request
 
 GIB = 2**30
@@ -21,3 +21,12 @@ def plan(model: Any, name: str, engine: str, budget: int | tuple[int, ...], **kw
     m = model(name)
     req = Request(model=m, max_model_len=kw.pop("max_model_len", m.max_model_len or 2048), settings=settings, **kw)
     return plan_request(req, budget if isinstance(budget, tuple) else (budget,), engine)
+
+
+def budget(model: Any, engine: str, memory: int, weights: int, other: int = 0, **settings: Any) -> int:
+    """An engine's KV budget on a GPU of `memory` bytes with `weights` and `other` (activation) bytes subtracted."""
+    req = Request(model=model("meta-llama/Llama-3.1-8B"), max_model_len=4096, settings=Settings(**settings),
+                  device=Device(name=None, memory_bytes=memory))
+    terms = (BudgetTerm(name="weights", bytes=weights, exact=True, source="test", kind="weights"),
+             BudgetTerm(name="other", bytes=other, exact=True, source="test", kind="activation"))
+    return int(get_engine(engine).kv_budget(req, terms).kv_budget_bytes)

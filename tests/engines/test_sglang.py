@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plan_helpers import GIB, plan
+from plan_helpers import GIB, budget, plan
 
-from kvplan.engines import Settings, get_engine
+from kvplan.engines import Settings
 from kvplan.engines.sglang import default_mem_fraction_static
 
 
@@ -48,6 +48,5 @@ def test_sglang_mem_fraction_table(tp: int, fraction: float) -> None:
     assert default_mem_fraction_static(tp) == fraction
 
 
-def test_sglang_budget_is_fraction_of_free_minus_weights() -> None:
-    steps = get_engine("sglang").kv_budget(80 * GIB, 16 * GIB, 0, Settings(mem_fraction_static=0.5), 1)
-    assert steps.kv_budget_bytes == 24 * GIB  # 80 × 0.5 − 16
+def test_sglang_budget_is_fraction_of_free_minus_weights(model: Any) -> None:
+    assert budget(model, "sglang", 80 * GIB, 16 * GIB, mem_fraction_static=0.5) == 24 * GIB  # 80 × 0.5 − 16

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from plan_helpers import GIB, plan
+from plan_helpers import GIB, budget, plan
 
-from kvplan.engines import Request, Settings, get_engine
+from kvplan.engines import Request, get_engine
 from kvplan.engines.trtllm import estimator_bytes_per_token
 from kvplan.formulas.layers import layer_specs
 from kvplan.planning.capacity import engine_layout
@@ -28,6 +28,5 @@ def test_trtllm_deepseek_v3_blocks_round_up(model: Any) -> None:
     assert (p.kv_tokens, p.num_blocks, p.block_size) == (611_191, 19_100, 32)
 
 
-def test_trtllm_budget_fraction_of_free_after_load() -> None:
-    steps = get_engine("trtllm").kv_budget(80 * GIB, 20 * GIB, 10 * GIB, Settings(), 1)
-    assert steps.kv_budget_bytes == int(50 * GIB * 0.9)
+def test_trtllm_budget_fraction_of_free_after_load(model: Any) -> None:
+    assert budget(model, "trtllm", 80 * GIB, 20 * GIB, 10 * GIB) == int(50 * GIB * 0.9)  # 0.9 × (80 − 20 − 10)

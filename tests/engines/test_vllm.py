@@ -5,6 +5,7 @@ hybrid padding, Mamba alignment, PP, refusals. Each expected number carries its 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from plan_helpers import GIB, LEGACY, plan
 
 from kvplan.config import bundled_index, normalize
 from kvplan.engines import Settings
-from kvplan.errors import CapacityError, InputError, ShardingError
+from kvplan.errors import InputError, ShardingError
 
 
 @pytest.mark.parametrize(("tp", "page_all_layers"), [
@@ -163,9 +164,12 @@ def test_vllm_pp_budgets_min_over_stages(model: Any) -> None:
 
 
 def test_vllm_refuses_one_request(model: Any) -> None:
-    # 10 GiB, 131,072 B/token: 16 GiB needed; 5,120 blocks − 1 null block = 5,119 × 16 = 81,904 tokens
-    with pytest.raises(CapacityError, match=r"16\.0 GiB.*10\.0 GiB.*length is 81904"):
-        plan(model, "meta-llama/Llama-3.1-8B", "vllm", 10 * GIB, max_model_len=131072)
+    # 10 GiB, 131,072 B/token: 16 GiB needed; 5,120 blocks − 1 null block = 5,119 × 16 = 81,904 tokens.
+    # The refusal is an answer: the blocks are still counted (5,120, of which one is the null block).
+    p = plan(model, "meta-llama/Llama-3.1-8B", "vllm", 10 * GIB, max_model_len=131072)
+    assert p.refusal is not None and p.refusal.estimated_max_model_len == 81_904
+    assert re.search(r"\(16\.0 GiB KV cache is needed.*\(10\.0 GiB\).*length is 81904\. ", p.refusal.message)
+    assert p.num_blocks == 5_120 and p.log_lines == (p.refusal.message,)
 
 
 def test_vllm_gpt_oss_tp16_refused(model: Any) -> None:

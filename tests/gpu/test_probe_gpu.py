@@ -36,6 +36,23 @@ def test_one_model_native_kernels_and_bandwidth():
     assert result.predicted_bytes == result.measured_bytes == 32 * 4096 * 16 * 8 * 256 * 2
     assert result.kernel_check == "pass"
     assert result.write_gbps and result.decode_gbps and result.write_gbps > 1
+    # the planning numbers: one step over every layer's pages reads (nearly) the whole KV budget
+    assert result.decode_step_s and result.decode_step_bytes
+    assert 0.9 * result.kv_bytes <= result.decode_step_bytes <= result.kv_bytes
+
+
+@pytest.mark.parametrize(("model", "kv_dtype"), [
+    ("deepseek-ai/DeepSeek-V3", "auto"), ("deepseek-ai/DeepSeek-V3", "fp8_ds_mla"), ("Qwen/Qwen3-8B", "nvfp4"),
+    ("Qwen/Qwen3-8B", "int8_per_token_head"), ("Qwen/Qwen3-8B", "fp8_per_token_head"), ("Qwen/Qwen3-8B", "int8"),
+])
+def test_every_kv_dtype_decodes_natively(model, kv_dtype):
+    """128 MLA heads over 64-token blocks (which ran out of shared memory before) and the quantized caches."""
+    from kvplan.probe.run import ProbeOptions, probe_model
+
+    opts = ProbeOptions(num_blocks=256, block_size=64, time_kernels=True)
+    result = probe_model(model, kv_dtype, opts, torch.device("cuda", 0))
+    assert result.kernel_check == "pass", result.kernel_notes
+    assert result.decode_gbps and result.decode_step_s
 
 
 def test_everything_is_freed():

@@ -86,3 +86,22 @@ def test_the_layout_is_built_once_per_engine(model: Any) -> None:
     r = capacity(model("meta-llama/Llama-2-70b-hf"), engine="trtllm", tp=16, kv_budget_bytes=(40 * GIB,))
     assert r.layout is not None and r.layout.policy.head_split == "ceil"
     assert r.layout.stages[0].bytes_per_token() == 40_960  # ceil(8 / 16) = 1 head × 256 × 2 B × 80
+
+
+def test_decode_step_floor_reads_weights_and_the_admitted_kv_once(model: Any) -> None:
+    # Llama-3.1-8B on an H100 with 40 GiB of KV at 32,768 tokens: one block of 32 layers × 16 tokens × 8 heads ×
+    # 256 × 2 B = 2,097,152 B -> 20,480 blocks; a request reserves 2,048 -> 10 requests of 32,768 × 131,072 B =
+    # 4,294,967,296 B each. Weights (bf16, tp 1) 16,060,522,496 B. Bytes per step 16,060,522,496 + 10 ×
+    # 4,294,967,296 = 59,010,195,456 B; at the data sheet's 3,350 GB/s: 17.615 ms, 567.7 decode tokens/s.
+    r = capacity(model("meta-llama/Llama-3.1-8B"), gpu="H100", kv_budget_bytes=(40 * GIB,), max_model_len=32768)
+    f = r.decode_floor
+    assert f is not None and (f.requests, f.weights_bytes, f.kv_bytes) == (10, 16_060_522_496, 42_949_672_960)
+    assert f.bytes_per_step == 59_010_195_456 and f.bandwidth_bytes_per_s == 3_350 * 10**9
+    assert round(f.seconds * 1e3, 3) == 17.615 and round(f.tokens_per_s, 1) == 567.7
+
+
+def test_no_decode_floor_without_a_catalog_gpu_or_when_nothing_fits(model: Any) -> None:
+    m = model("meta-llama/Llama-3.1-8B")
+    assert capacity(m, kv_budget_bytes=(40 * GIB,), max_model_len=32768).decode_floor is None  # no GPU named
+    tight = capacity(m, gpu="H100", kv_budget_bytes=(2 * GIB,), max_model_len=32768)  # a 4 GiB request: refused
+    assert tight.refusal is not None and tight.decode_floor is None

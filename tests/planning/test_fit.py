@@ -72,3 +72,112 @@ def test_fit_cli_table(run_cli: Any) -> None:
     code, out, _ = run_cli("fit", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--context", "8k",
                            "--concurrency", "16", "--engine", "sglang")
     assert code == 0 and "tp 1 pp 1" in out
+
+
+def test_a_refusal_does_not_fit(model: Any) -> None:
+    # one L4 (22.05 GiB): 22.05 × 0.92 − 14.96 weights − 2 overhead ≈ 3.3 GiB of KV, a 131,072-token request needs
+    # 16 GiB: vLLM refuses to start, so the layout does not fit, with vLLM's words as the reason
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="L4", context=131072, concurrency=1, gpus_per_node=1, max_gpus=1,
+            overhead_bytes=2 * GIB)
+    assert r.best is None and len(r.candidates) == 1
+    assert r.candidates[0].reason.startswith("the engine refuses: To serve at least one request")
+
+
+# --------------------------------------------------------------------------- replicas, GPU types, prices
+
+def test_replicas_reach_the_concurrency(model: Any) -> None:
+    # Llama-3.1-8B on an H100, tp 1: budget 79.18 × 0.92 − 14.96 (weights) − 2 (overhead) = 55.89 GiB; a 32k
+    # request is 32,768 × 131,072 B = 4 GiB -> 13.97 per replica, 13 at once -> ceil(100 / 13) = 8 replicas.
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", context=32768, concurrency=100, gpus_per_node=1,
+            max_gpus=8, overhead_bytes=2 * GIB)
+    best = r.best
+    assert best is not None and (best.tp, best.pp, best.replicas, best.num_gpus) == (1, 1, 8, 8)
+    assert 13.9 < best.requests_per_replica < 14.0 and best.requests == 8 * 13
+    # pp 2 × 4 replicas, pp 4 × 2 and pp 8 × 1 are 8 GPUs too: fewer PP stages rank first
+    assert [(c.pp, c.replicas) for c in r.candidates[:4]] == [(1, 8), (2, 4), (4, 2), (8, 1)]
+
+
+def test_one_replica_only_is_the_old_question(model: Any) -> None:
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", context=32768, concurrency=100, gpus_per_node=1,
+            max_gpus=8, max_replicas=1, overhead_bytes=2 * GIB)
+    assert r.best is not None and (r.best.pp, r.best.replicas) == (8, 1)  # 136 requests on one 8-stage replica
+    refused = next(c for c in r.candidates if (c.tp, c.pp) == (1, 1))
+    assert not refused.fits and refused.reason == "1 replica serve 13 < 100 requests"
+
+
+def test_several_gpu_types_ranked_by_cost(model: Any) -> None:
+    # L40S (44.53 GiB) at $0.80 vs H100 at $2.50: 3 replicas of tp 2 on L40S (15.7 requests each, 6 GPUs,
+    # $4.80/h) are cheaper than 4 H100s ($10/h) though they take more GPUs.
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["H100", "L40S"], context=32768, concurrency=40,
+            overhead_bytes=2 * GIB, prices={"H100": 2.5, "l40s": 0.8})
+    best = r.best
+    assert best is not None and (best.gpu, best.tp, best.pp, best.replicas) == ("L40S", 2, 1, 3)
+    assert best.cost_per_hour == pytest.approx(4.8) and best.num_gpus == 6
+    costs = [c.cost_per_hour for c in r.candidates if c.fits]
+    assert costs == sorted(costs)
+    assert r.gpus == ("H100-SXM", "L40S") and r.ranking.startswith("cost per hour")
+
+
+def test_without_prices_fewest_gpus_rank_first(model: Any) -> None:
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["L40S", "H200"], context=32768, concurrency=40,
+            overhead_bytes=2 * GIB)
+    assert r.best is not None and r.best.gpu == "H200" and r.ranking.startswith("GPUs")
+    assert all(c.cost_per_hour is None for c in r.candidates)
+
+
+def test_an_unpriced_gpu_ranks_after_the_priced_ones(model: Any) -> None:
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["H200", "L40S"], context=32768, concurrency=40,
+            overhead_bytes=2 * GIB, prices={"L40S": 0.8})
+    assert r.best is not None and r.best.gpu == "L40S"
+    assert any("no price for H200" in n for n in r.notes)
+
+
+def test_the_default_gpus_are_the_priced_ones(model: Any) -> None:
+    r = fit(model("meta-llama/Llama-3.1-8B"), context=8192, concurrency=4, prices={"A100-80G": 1.8, "L4": 0.4})
+    assert r.gpus == ("A100-80G", "L4")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(gpu="H900"), "unknown GPU 'H900'"),
+    (dict(gpu="A100"), "ambiguous"),
+    (dict(gpu=["H100", "H200"], gpu_memory_bytes=80 * GIB), "one GPU type"),
+    (dict(engine="vlm"), "unknown engine"),
+    (dict(kv_dtype="fp7"), "unknown KV dtype"),
+    (dict(prices={"H100": -1.0}), "≥ 0"),
+    (dict(prices={"H999": 1.0}), "unknown GPU"),
+    (dict(max_replicas=0), "max_replicas must be positive"),
+])
+def test_bad_input_raises_before_planning(model: Any, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        fit(model("meta-llama/Llama-3.1-8B"), context=8192, concurrency=4, **{"gpu": "H100", **kwargs})
+
+
+def test_prices_inline_toml_and_csv() -> None:
+    from kvplan.planning.prices import parse_prices, prices_from_file_text
+
+    assert parse_prices("H100=2.49, H200=$3.50") == {"H100": 2.49, "H200": 3.5}
+    toml = "# $ per GPU-hour\nH100 = 2.49\n\"A100-80G\" = 1.8\n"
+    assert prices_from_file_text(toml, ".toml") == {"H100": 2.49, "A100-80G": 1.8}
+    assert prices_from_file_text("[prices]\nL40S = 0.9\n", ".TOML") == {"L40S": 0.9}
+    assert prices_from_file_text("gpu,price\n# cloud A\nH100, 2.49\nL40S,0.9\n", ".csv") == {"H100": 2.49,
+                                                                                           "L40S": 0.9}
+    for bad in ("H100", "H100=", "=2", "H100=x"):
+        with pytest.raises(InputError):
+            parse_prices(bad)
+    with pytest.raises(InputError, match="not valid TOML"):
+        prices_from_file_text("H100 = = 2", ".toml")
+
+
+def test_fit_cli_with_prices_from_a_file(run_cli: Any, tmp_path: Any) -> None:
+    prices = tmp_path / "prices.csv"
+    prices.write_text("gpu,price\nH100,2.5\nL40S,0.8\n")
+    code, out, err = run_cli("fit", "meta-llama/Llama-3.1-8B", "--context", "32k", "--concurrency", "40",
+                             "--price", str(prices), "--overhead", "2GiB", "--json")
+    assert code == 0, err
+    p = json.loads(out)
+    assert p["gpus"] == ["H100-SXM", "L40S"] and p["fits"]
+    assert (p["best"]["gpu"], p["best"]["replicas"], p["best"]["cost_per_hour"]) == ("L40S", 3, 4.8)
+    code, out, _ = run_cli("fit", "meta-llama/Llama-3.1-8B", "--context", "32k", "--concurrency", "40",
+                           "--price", str(prices), "--overhead", "2GiB")
+    assert "-> 3 × (tp 2 pp 1) on L40S, KV auto: 6 GPUs, $4.80/h" in out
+    assert "ranked by cost per hour" in out and "$/hour" in out

@@ -63,18 +63,34 @@ def test_every_entry_is_sourced_and_sane() -> None:
         ("H100", "H100-SXM"), ("h100", "H100-SXM"), ("H100-80G", "H100-SXM"), ("H100-SXM", "H100-SXM"),
         ("H100 80GB", "H100-SXM"), ("NVIDIA H100 80GB HBM3", "H100-SXM"),  # torch's device name
         ("H100-PCIe", "H100-PCIe"), ("h100_pcie", "H100-PCIe"), ("H100-NVL", "H100-NVL"),
-        ("H200", "H200"), ("A100", "A100-80G"), ("A100-80G", "A100-80G"), ("A100-40G", "A100-40G"),
+        ("H200", "H200"), ("A100-80G", "A100-80G"), ("A100-40G", "A100-40G"),
         ("A100-40GB", "A100-40G"), ("NVIDIA A100-SXM4-80GB", "A100-80G"), ("NVIDIA A100-SXM4-40GB", "A100-40G"),
         ("L40S", "L40S"), ("l4", "L4"), ("A10G", "A10G"), ("A10", "A10"),
         ("RTX 4090", "RTX-4090"), ("4090", "RTX-4090"), ("rtx4090", "RTX-4090"),
         ("NVIDIA GeForce RTX 4090", "RTX-4090"), ("RTX-3090", "RTX-3090"), ("3090", "RTX-3090"),
         ("rtx5090", "RTX-5090"), ("GH200", "GH200"), ("GH200 480GB", "GH200"),
         ("GH200-144GB", "GH200-144G"), ("B200", "B200"), ("MI300X", "MI300X"), ("AMD Instinct MI300X", "MI300X"),
-        ("mi325x", "MI325X"), ("T4", "T4"), ("Tesla T4", "T4"), ("V100", "V100-16G"), ("V100-32GB", "V100-32G"),
+        ("mi325x", "MI325X"), ("T4", "T4"), ("Tesla T4", "T4"), ("V100-16G", "V100-16G"), ("V100-32GB", "V100-32G"),
     ],
 )
 def test_aliases(alias: str, name: str) -> None:
     assert lookup_gpu(alias).name == name
+
+
+@pytest.mark.parametrize(("name", "variants"), [("A100", "A100-40G, A100-80G"), ("a100", "A100-40G, A100-80G"),
+                                                ("NVIDIA A100", "A100-40G, A100-80G"), ("V100", "V100-16G, V100-32G")])
+def test_a_name_sold_in_several_memory_sizes_is_ambiguous(name: str, variants: str) -> None:
+    # A100 comes with 40 or 80 GB, V100 with 16 or 32 GB: the name alone does not give the memory.
+    with pytest.raises(InputError) as err:
+        lookup_gpu(name)
+    assert "ambiguous" in str(err.value) and variants in str(err.value)
+    assert err.value.arg_names == ("gpu",)
+
+
+def test_h100_is_not_ambiguous() -> None:
+    # SXM and PCIe are both 80 GB (79.18 GiB as torch reports it); H100 NVL has its own name.
+    assert lookup_gpu("H100").name == "H100-SXM"
+    assert lookup_gpu("H100").memory_bytes == lookup_gpu("H100-PCIe").memory_bytes
 
 
 @pytest.mark.parametrize(("typo", "suggested"), [("H10", "H100"), ("A1000", "A100"), ("rtx 490", "RTX-4090")])

@@ -411,7 +411,8 @@ def test_unsupported_quant_method(model) -> None:
 
 
 def test_missing_vocab_is_a_config_message(model) -> None:
-    raw = {k: v for k, v in model("meta-llama/Llama-3.1-8B").raw.items() if k != "vocab_size"}
+    # An unknown model_type: no config class to take vocab_size from (LlamaConfig's would be 32000).
+    raw = {k: v for k, v in model("meta-llama/Llama-3.1-8B").raw.items() if k != "vocab_size"} | {"model_type": "x"}
     odd = normalize(raw, model_id="x", source="x.json")
     with pytest.raises(InputError, match=re.escape("x.json: config field vocab_size / padded_vocab_size is missing")):
         param_count(odd)

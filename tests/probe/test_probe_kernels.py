@@ -1,14 +1,10 @@
-"""The Triton kernels in interpreter mode against the torch reference, on shuffled block tables.
+"""The write kernel and the probe's check helpers against the torch reference, on shuffled block tables.
 
-TRITON_INTERPRET must be set before triton is imported, so it is set at the top of this module.
-Shapes are tiny: the interpreter runs every program in Python.
+On a CUDA machine the kernels run compiled on cuda:0; without one, in the interpreter (tests/conftest.py
+sets TRITON_INTERPRET=1 before anything imports triton). Decode kernels: tests/test_probe_decode.py.
 """
 
 from __future__ import annotations
-
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 
@@ -17,77 +13,85 @@ pytest.importorskip("triton")
 
 from kvplan.probe import kernels, reference  # noqa: E402
 from kvplan.probe.check import BlockPool, Outcome, check_decode, check_write, make_batch, verdict  # noqa: E402
+from kvplan.probe.pages import Pages  # noqa: E402
 
 BS = 16
 
 
-def _table(num_blocks: int, seq_lens: list[int], seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def shuffled_table(num_blocks: int, seq_lens: list[int], block_size: int = BS, seed: int = 0,
+                   device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Shuffled, non-contiguous blocks per sequence -> (block_table, seq_lens, slot_mapping)."""
     gen = torch.Generator().manual_seed(seed)
     perm = torch.randperm(num_blocks, generator=gen).tolist()
-    width = max(-(-n // BS) for n in seq_lens)
+    width = max(-(-n // block_size) for n in seq_lens)
     tables, slots = [], []
     for n in seq_lens:
-        count = -(-n // BS)
+        count = -(-n // block_size)
         own, perm = perm[:count], perm[count:]
         tables.append(own + [0] * (width - count))
-        slots += [own[t // BS] * BS + t % BS for t in range(n)]
-    return (torch.tensor(tables, dtype=torch.int32), torch.tensor(seq_lens, dtype=torch.int32),
-            torch.tensor(slots, dtype=torch.int64))
+        slots += [own[t // block_size] * block_size + t % block_size for t in range(n)]
+    return (torch.tensor(tables, dtype=torch.int32, device=device),
+            torch.tensor(seq_lens, dtype=torch.int32, device=device),
+            torch.tensor(slots, dtype=torch.int64, device=device))
 
 
 def test_shuffled_tables_are_not_contiguous():
-    table, _, _ = _table(32, [40, 20])
+    table, _, _ = shuffled_table(32, [40, 20])
     first = table[0].tolist()
     assert first != sorted(first) or first[1] != first[0] + 1
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.uint8])
-def test_reshape_and_cache_matches_reference(dtype):
-    _, _, slots = _table(12, [37, 5, 16])
-    slots = torch.cat([slots, torch.tensor([-1])])  # a padding token: never written
+def test_reshape_and_cache_matches_reference(dtype, kernel_device):
+    _, _, slots = shuffled_table(12, [37, 5, 16], device=kernel_device)
+    slots = torch.cat([slots, torch.tensor([-1], device=kernel_device)])  # a padding token: never written
     shape = (len(slots), 2, 24)
-    src = torch.randn(shape).to(dtype) if dtype.is_floating_point else torch.randint(0, 255, shape, dtype=dtype)
-    got = torch.zeros(12, BS, 2, 24, dtype=dtype)
+    src = torch.randn(shape).to(dtype) if dtype.is_floating_point else torch.randint(1, 255, shape, dtype=dtype)
+    src = src.to(kernel_device)
+    got = torch.zeros(12, BS, 2, 24, dtype=dtype, device=kernel_device)
     want = torch.zeros_like(got)
     kernels.reshape_and_cache(src, slots, got)
     reference.reshape_and_cache(src, slots, want)
     assert torch.equal(got, want)
-    assert got.count_nonzero() > 0
+    assert got.count_nonzero() == 58 * 2 * 24 or dtype.is_floating_point  # every written value lands
 
 
-def test_reshape_and_cache_into_a_strided_kv_view():
-    kv = torch.zeros(2, 6, BS, 3, 8)
-    _, _, slots = _table(6, [20])
-    src = torch.randn(20, 3, 8)
+@pytest.mark.parametrize(("heads", "width", "tokens"), [(1, 64, 300), (8, 128, 40), (1, 576, 33), (3, 20, 7)])
+def test_reshape_and_cache_many_tokens_per_program(heads, width, tokens, kernel_device):
+    """Rows of every size: several tokens per program (300 one-head rows), flat rows, odd widths."""
+    num_blocks = -(-tokens // BS) + 3
+    _, _, slots = shuffled_table(num_blocks, [tokens], device=kernel_device)
+    src = torch.randn(tokens, heads, width, device=kernel_device).to(torch.bfloat16)
+    got = torch.zeros(num_blocks, BS, heads, width, dtype=torch.bfloat16, device=kernel_device)
+    want = torch.zeros_like(got)
+    kernels.reshape_and_cache(src, slots, got)
+    reference.reshape_and_cache(src, slots, want)
+    assert torch.equal(got, want)
+
+
+def test_reshape_and_cache_into_a_strided_kv_view(kernel_device):
+    kv = torch.zeros(2, 6, BS, 3, 8, device=kernel_device)
+    _, _, slots = shuffled_table(6, [20], device=kernel_device)
+    src = torch.randn(20, 3, 8, device=kernel_device)
     kernels.reshape_and_cache(src, slots, kv[1])
     assert kv[0].count_nonzero() == 0  # K untouched
     assert torch.equal(kv[1][slots // BS, slots % BS], src)
 
 
-@pytest.mark.parametrize(("num_heads", "num_kv_heads", "dk", "dv"), [
-    pytest.param(8, 2, 32, 32, id="gqa"),
-    pytest.param(4, 1, 32, 32, id="mqa"),
-    pytest.param(3, 3, 16, 16, id="mha"),
-    pytest.param(4, 2, 48, 32, id="k-v-widths-differ"),
-    pytest.param(70, 1, 16, 16, id="mqa-two-head-tiles"),
-])
-def test_paged_decode_matches_sdpa(num_heads, num_kv_heads, dk, dv):
-    gen = torch.Generator().manual_seed(1)
-    table, lens, _ = _table(10, [37, 5, 16], seed=2)
-    k = torch.randn(10, BS, num_kv_heads, dk, generator=gen)
-    v = torch.randn(10, BS, num_kv_heads, dv, generator=gen)
-    q = torch.randn(3, num_heads, dk, generator=gen)
-    got = kernels.paged_decode(q, k, v, table, lens, dk**-0.5)
-    want = reference.paged_decode(q, k, v, table, lens, dk**-0.5)
-    assert got.shape == (3, num_heads, dv)
-    torch.testing.assert_close(got, want, atol=2e-3, rtol=2e-3)
+def test_reshape_and_cache_into_a_head_major_layout(kernel_device):
+    """ppl2-like pages: heads outermost, so a token's heads are not contiguous (no flat rows)."""
+    store = torch.zeros(3, 6 * BS, 8, device=kernel_device)  # (H, slots, W)
+    cache = store.transpose(0, 1).unflatten(0, (6, BS))  # (NB, BS, H, W) view, head stride 6·16·8
+    _, _, slots = shuffled_table(6, [30], device=kernel_device)
+    src = torch.randn(30, 3, 8, device=kernel_device)
+    kernels.reshape_and_cache(src, slots, cache)
+    assert torch.equal(cache[slots // BS, slots % BS], src)
 
 
 def test_reference_decode_agrees_with_dense_attention():
     """The reference itself, against attention over the sequence's K/V written contiguously by hand."""
     gen = torch.Generator().manual_seed(3)
-    table, lens, slots = _table(8, [21], seed=4)
+    table, lens, slots = shuffled_table(8, [21], seed=4)
     dense_k, dense_v = torch.randn(21, 1, 8, generator=gen), torch.randn(21, 1, 8, generator=gen)
     k, v = torch.zeros(8, BS, 1, 8), torch.zeros(8, BS, 1, 8)
     k[slots // BS, slots % BS], v[slots // BS, slots % BS] = dense_k, dense_v
@@ -97,41 +101,21 @@ def test_reference_decode_agrees_with_dense_attention():
     torch.testing.assert_close(reference.paged_decode(q, k, v, table, lens, 0.5)[0], want)
 
 
-def test_mla_latent_decode_reads_v_from_the_same_pages():
-    gen = torch.Generator().manual_seed(5)
-    table, lens, _ = _table(6, [30, 3], seed=6)
-    latent = torch.randn(6, BS, 48, generator=gen)  # kv_lora_rank 32 + rope 16
-    q = torch.randn(2, 4, 48, generator=gen)
-    got = kernels.paged_decode_mla(q, latent, 32, table, lens, 0.2)
-    want = reference.paged_decode_mla(q, latent, 32, table, lens, 0.2)
-    assert got.shape == (2, 4, 32)
-    torch.testing.assert_close(got, want, atol=2e-3, rtol=2e-3)
-
-
-def test_fp8_cache_decodes_through_a_float8_view():
-    gen = torch.Generator().manual_seed(7)
-    table, lens, _ = _table(5, [20], seed=8)
-    pages = torch.randn(2, 5, BS, 1, 16, generator=gen).to(torch.float8_e4m3fn).view(torch.uint8)
-    k, v = pages[0].view(torch.float8_e4m3fn), pages[1].view(torch.float8_e4m3fn)
-    q = torch.randn(1, 2, 16, generator=gen)
-    torch.testing.assert_close(kernels.paged_decode(q, k, v, table, lens, 0.25),
-                               reference.paged_decode(q, k, v, table, lens, 0.25), atol=2e-3, rtol=2e-3)
-
-
-def test_the_checks_catch_a_wrong_address():
+def test_the_checks_catch_a_wrong_address(kernel_device):
     """check_decode fails when the kernel reads other blocks than the reference (a swapped table)."""
     gen = torch.Generator().manual_seed(9)
     pool = BlockPool(12, gen)
-    batch = make_batch(pool, BS, torch.device("cpu"))
-    k, v = torch.randn(12, BS, 2, 16, generator=gen), torch.randn(12, BS, 2, 16, generator=gen)
-    assert check_decode(kernels, k, v, 4, batch, gen)
+    batch = make_batch(pool, BS, kernel_device)
+    k = torch.randn(12, BS, 2, 16, generator=gen).to(kernel_device)
+    v = torch.randn(12, BS, 2, 16, generator=gen).to(kernel_device)
+    assert check_decode(kernels, Pages(k, v), 4, batch, gen)
 
     class Misaddressed:
         @staticmethod
-        def paged_decode(q, k, v, table, lens, scale):
-            return kernels.paged_decode(q, k, v, table.flip(0), lens.flip(0), scale).flip(0)
+        def paged_decode(q, k, v, table, lens, scale, **kw):
+            return kernels.paged_decode(q, k, v, table.flip(0), lens.flip(0), scale, **kw).flip(0)
 
-    assert not check_decode(Misaddressed, k, v, 4, batch, gen)
+    assert not check_decode(Misaddressed, Pages(k, v), 4, batch, gen)
 
     class DropsWrites:
         @staticmethod
@@ -166,13 +150,14 @@ def test_without_triton_the_reference_runs_and_the_check_is_skipped(monkeypatch)
     from kvplan.probe import check
 
     monkeypatch.setitem(sys.modules, "triton", None)  # `import triton` now raises ImportError
-    monkeypatch.delitem(sys.modules, "kvplan.probe.kernels")
+    for name in [m for m in sys.modules if m.startswith("kvplan.probe.kernels")]:  # the package and its modules
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr(kvplan.probe, "kernels")
     ops, has_triton = check.load_ops(torch.device("cpu"))
     assert ops is reference and not has_triton
 
 
-def test_bandwidth_counts_bytes_moved(monkeypatch):
+def test_bandwidth_counts_bytes_moved(monkeypatch, kernel_device):
     """GB/s = bytes / seconds / 1e9, with the timer replaced by one call that 'takes' 1 ms."""
     from kvplan.probe import bench
 
@@ -181,13 +166,12 @@ def test_bandwidth_counts_bytes_moved(monkeypatch):
         return 1e-3
 
     monkeypatch.setattr(bench, "time_s", one_call)
-    cpu = torch.device("cpu")
-    cache = torch.zeros(8, BS, 2, 32, dtype=torch.bfloat16)
+    cache = torch.zeros(8, BS, 2, 32, dtype=torch.bfloat16, device=kernel_device)
     # write: all 8 × 16 = 128 slots, rows of 2 × 32 × 2 B read and written: 2 × 128 × 128 B = 32,768 B in 1 ms
-    assert bench.write_gbps(kernels, cache, cpu) == pytest.approx(32_768 / 1e-3 / 1e9)
+    assert bench.write_gbps(kernels, cache, kernel_device) == pytest.approx(32_768 / 1e-3 / 1e9)
     assert cache.count_nonzero() > 0  # the kernel really ran
     # decode: batch 4 over 8 blocks -> 8 // 4 = 2 shuffled blocks per sequence, each full (32 tokens)
-    gbps = bench.decode_gbps(kernels, cache, cache, 4, cpu, batch=4)
+    gbps = bench.decode_gbps(kernels, bench.Pages(cache, cache), 4, kernel_device, batch=4)
     # 4 sequences × 2 blocks × 16 tokens × 2 heads × (32 + 32) × 2 B = 32,768 B in 1 ms
     assert gbps == pytest.approx(32_768 / 1e-3 / 1e9)
-    assert bench.peak_gbps(cpu) is None
+    assert bench.peak_gbps(torch.device("cpu")) is None

@@ -89,8 +89,9 @@ def test_layer_group_plot_library(tmp_path):
 
 @pytest.mark.parametrize("name", ["plot.jpg", "missing-dir/plot.png"])
 def test_bad_plot_path(run_cli, tmp_path, name):
-    code, _, err = run_cli("compare", "meta-llama/Llama-3.1-8B", "--seq-len", "1k", "--plot", str(tmp_path / name))
-    assert code == 2 and err.startswith("kvplan: error:")
+    code, _, err = run_cli("compare", "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B", "--seq-len", "1k", "--plot",
+                           str(tmp_path / name))
+    assert code == 2 and err.startswith("kvplan: error: plot")
 
 
 def test_capacity_plot_for_the_capacity_command(tmp_path):

@@ -84,8 +84,8 @@ def test_compare_engines_cli(run_cli):
     vllm = {c["engine"]: c for c in llama["capacity"]}["vllm"]
     assert (vllm["kv_tokens"], vllm["max_concurrency"], vllm["error"]) == (163_840, 40.0, None)
     assert [c["engine"] for c in llama["capacity"]] == ["vllm", "sglang"]
-    code, out, err = run_cli("compare", "Qwen/Qwen3-32B", "--seq-len", "64k", "--engine", "vllm",
-                             "--kv-budget", "20GiB")
+    code, out, err = run_cli("compare", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B", "--seq-len", "64k",
+                             "--engine", "vllm", "--kv-budget", "20GiB")
     assert code == 0, err
     assert "capacity per engine" in out and "40,960" in err
 
@@ -94,3 +94,10 @@ def test_compare_engines_library():
     result = compare(["meta-llama/Llama-3.1-8B"], seq_len=8192, engines=("vllm",), kv_budget_bytes=(20 * 2**30,))
     (point,) = result.capacity[0]
     assert (point.max_concurrency, point.requests_at_max_len) == (20.0, 20.0)  # 163,840 / 8,192
+
+
+def test_engine_releases_keep_their_names():
+    # the same model, budget and length under two vLLM releases: 40 GiB // 2 MiB = 20,480 blocks either way;
+    # 0.11 logs 20,480 × 16 = 327,680 tokens, 0.33 int(20,480 / 512 × 8,192) = 327,680 too; the names tell them apart
+    result = compare(["meta-llama/Llama-3.1-8B"], seq_len=8192, engines=("vllm@0.11", "vllm"), kv_budget_bytes=(40 * 2**30,))
+    assert [(p.engine, p.kv_tokens) for p in result.capacity[0]] == [("vllm@0.11", 327_680), ("vllm", 327_680)]

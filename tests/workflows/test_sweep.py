@@ -103,7 +103,7 @@ def test_cli_csv_stdout_and_json_lines(run_cli):
 def test_cli_table_and_notes(run_cli):
     code, out, err = run_cli("sweep", "tiiuae/falcon-7b", "--seq-len", "2k", "--tp", "1,2")
     assert code == 0, err
-    assert "sweep: 1 points" in out and "falcon-7b" in out
+    assert "sweep: 1 point " in out and "falcon-7b" in out
     assert "skipped" in err
 
 
@@ -150,3 +150,14 @@ def test_engine_refusal_is_a_note(run_cli):
     assert [r["max_concurrency"] for r in rows][1] == ""
     assert rows[1]["total_bytes_per_gpu"] != ""
     assert "vllm at 65,536" in err
+
+
+def test_memory_refusal_keeps_the_answer(run_cli):
+    # Llama-3.1-8B: a 131,072-token request needs 16 GiB; a 10 GiB budget holds 5,120 blocks (81,920 tokens):
+    # vLLM 0.33 would not start. The point keeps its numbers, fits is false, the message goes to stderr
+    code, out, err = run_cli("sweep", "meta-llama/Llama-3.1-8B", "--seq-len", "128k", "--engine", "vllm",
+                             "--kv-budget", "10GiB", "--csv", "-")
+    assert code == 0, err
+    (row,) = list(csv.DictReader(io.StringIO(out)))
+    assert (row["kv_tokens"], row["requests_at_max_len"], row["fits"]) == ("81920", "0.0", "False")
+    assert "vllm refuses at 131,072: To serve at least one request" in err

@@ -1,38 +1,56 @@
-"""vLLM profile: vLLM 0.33 (V1 engine) on an NVIDIA H100 unless told otherwise.
+"""vLLM profiles, one per release (``releases.py``): 0.33 (the newest) unless another is named
+(``vllm@0.11``), on an NVIDIA H100 unless told otherwise.
 
-Budget: ``ceil(total × gpu_memory_utilization) − weights − overhead`` ("Available KV cache memory",
-``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``). Layout: KV heads floor-split
-with replication, the MLA latent, windows kept (all tokens with the hybrid KV cache manager
-disabled: ``unify_hybrid_kv_cache_specs``). Blocks and logs: ``planner.py``.
+Budget: ``total × gpu_memory_utilization`` (``ceil`` in 0.33, ``int`` before) minus what the release's
+start-up profiling subtracts (``BudgetRules``: the weights as loaded, the profile run's activation peak,
+persistent buffers, non-torch memory, CUDA graphs), "Available KV cache memory" in
+``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory`` (V0: ``worker/worker.py``). Layout: KV
+heads floor-split with replication, the MLA latent, windows kept (all tokens with the hybrid KV cache
+manager disabled, or in a release without it). Blocks, logs and refusals: ``planner.py``.
 """
 
 from __future__ import annotations
 
 import math
 
-from kvplan.engines.base import BudgetSteps, EnginePlan, Request, Settings
-from kvplan.engines.vllm.planner import VERSION, plan
+from kvplan.engines.base import BudgetRules, BudgetSteps, BudgetTerm, EnginePlan, Refusal, Request, term_bytes
+from kvplan.engines.vllm import refusals
+from kvplan.engines.vllm.planner import plan
+from kvplan.engines.vllm.releases import NEWEST, budget_rules, release, resolve
 from kvplan.formulas.layout import Layout, LayoutPolicy
-
-GPU_MEMORY_UTILIZATION = 0.92  # vllm/config/cache.py (0.9 before)
 
 
 class VllmEngine:
     name = "vllm"
-    version = VERSION
-    supports_dcp = True
+
+    def __init__(self, release_key: str = NEWEST) -> None:
+        self.release = release(release_key)
+        self.version = self.release.label
+        self.supports_dcp = self.release.decode_context_parallel
+
+    def resolve(self, request: Request) -> Request:
+        return resolve(self.release, request)
 
     def policy(self, request: Request) -> LayoutPolicy:
-        return LayoutPolicy(windows="window" if request.settings.hybrid_kv_cache_manager else "full")
+        hybrid = request.settings.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
+        return LayoutPolicy(windows="window" if hybrid else "full")
 
-    def kv_budget(self, gpu_memory_bytes: int, weights_bytes: int, overhead_bytes: int,
-                  settings: Settings, tp: int) -> BudgetSteps:
-        util = settings.gpu_memory_utilization or GPU_MEMORY_UTILIZATION
-        requested = math.ceil(gpu_memory_bytes * util)
-        budget = requested - weights_bytes - overhead_bytes
+    def budget_rules(self, request: Request) -> BudgetRules:
+        return budget_rules(self.release, self.resolve(request))
+
+    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
+        assert request.device is not None
+        total, util = request.device.memory_bytes, request.settings.gpu_memory_utilization
+        util = util or self.release.gpu_memory_utilization
+        ceil = self.release.usable_rounding == "ceil"
+        usable = math.ceil(total * util) if ceil else int(total * util)
+        budget = usable - term_bytes(terms)
         return BudgetSteps(kv_budget_bytes=budget, lines=(
-            f"requested = ceil({gpu_memory_bytes:,} × gpu_memory_utilization {util}) = {requested:,} B",
-            f"available KV = requested − weights {weights_bytes:,} − overhead {overhead_bytes:,} = {budget:,} B"))
+            f"usable = {'ceil' if ceil else 'int'}({total:,} × gpu_memory_utilization {util}) = {usable:,} B",
+            f"available KV = usable − Σ terms {term_bytes(terms):,} = {budget:,} B"))
+
+    def no_memory(self, request: Request) -> Refusal:
+        return Refusal(message=refusals.no_memory(self.release.refusal))
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
-        return plan(request, layout, budgets_per_stage)
+        return plan(self.resolve(request), layout, budgets_per_stage, self.release)

@@ -33,6 +33,7 @@ MLA_HYBRID_MIN_BLOCK = 128  # interface.py: TRTLLM/FlashInfer MLA decode kernels
 class MambaRules:
     align: bool  # mamba_cache_mode == "align"
     gdn_flashinfer: bool  # Qwen gated DeltaNet prefill on FlashInfer
+    legacy: bool = False  # a release before 0.33: alignment to 16 only, no prefix caching of states
 
 
 def gdn_flashinfer(gpu_name: str | None, linear_key_head_dim: int) -> bool:
@@ -62,8 +63,11 @@ def checkpoint_alignment(states: list[LinearState], rules: MambaRules) -> int:
 
 
 def hybrid_block_size(block_size: int, kernel_block: int, attn_page_per_token: int, state_page: int,
-                      has_mla: bool, alignment: int) -> int:
-    """The attention block size that makes one attention page hold one state page."""
+                      has_mla: bool, alignment: int, legacy: bool = False) -> int:
+    """The attention block size that makes one attention page hold one state page (before 0.33:
+    16 · cdiv(state page, 16 · attention page per token), never below the block size asked for)."""
+    if legacy:
+        return max(block_size, 16 * cdiv(state_page, 16 * attn_page_per_token))
     align = max(kernel_block, block_size)
     if has_mla:
         align = max(align, MLA_HYBRID_MIN_BLOCK)

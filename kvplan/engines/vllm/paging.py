@@ -57,8 +57,12 @@ def prefix_caching(req: Request, layout: Layout) -> bool:
     return bool(kinds - {LinearState}) and CrossAttn not in kinds
 
 
-def paging(req: Request, layout: Layout) -> Paging:
-    """Backend and block size, then every module's paged spec (Mamba hybrids raise the block size)."""
+def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True) -> Paging:
+    """Backend and block size, then every module's paged spec (Mamba hybrids raise the block size).
+
+    `mamba_prefix_caching`: the release caches Mamba state for prefixes (0.33's align mode). Before
+    (0.10, 0.11) a state is one block per request and the hybrid block is 16 · cdiv(state page,
+    16 · attention page per token) (vllm 0.11 model_executor/models/config.py:315-400)."""
     mods = modules(layout.specs_per_gpu, layout.stage_ranges)
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
     head_size = max((p.head_dim for p in mods.parts if isinstance(p, AttnSpec)), default=0)
@@ -70,7 +74,8 @@ def paging(req: Request, layout: Layout) -> Paging:
     states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)]
     if not states:
         return Paging(specs, mods.stages, backend, bs, None)
-    rules = MambaRules(prefix_caching(req, layout), _gdn_flashinfer(req, states))
+    rules = MambaRules(mamba_prefix_caching and prefix_caching(req, layout), _gdn_flashinfer(req, states),
+                       legacy=not mamba_prefix_caching)
     attention = [s for s in specs if s and not isinstance(s.spec, (LinearState, CrossAttn, IndexerCache))]
     if not attention:  # attention-free: unpadded states, block = 16 (align) or max_model_len
         block = MAMBA_ALIGN_BLOCK if rules.align else req.max_model_len
@@ -78,7 +83,7 @@ def paging(req: Request, layout: Layout) -> Paging:
     per_token = attention[0].page_bytes // attention[0].block_size
     state_page = max(s.page_bytes for s in specs if s and isinstance(s.spec, LinearState))
     alignment = checkpoint_alignment(states, rules)
-    block = hybrid_block_size(bs, kernel, per_token, state_page, bool(mla), alignment)
+    block = hybrid_block_size(bs, kernel, per_token, state_page, bool(mla), alignment, rules.legacy)
     raised = tuple(replace(s, block_size=block, page_bytes=s.page_bytes // s.block_size * block)
                    if s and not isinstance(s.spec, LinearState) else s for s in specs)
     return Paging(_states(raised, rules, block if rules.align else req.max_model_len, block * per_token),

@@ -1,28 +1,34 @@
-"""vLLM 0.33's KV planning on a layout: paged specs -> groups -> blocks per worker -> the logs.
+"""vLLM's KV planning on a layout: paged specs -> groups -> blocks per worker -> the logs.
 
 ``num_blocks = budget // (group width × page)`` per worker, min over PP stages (the null block is
-one of them); ``max_concurrency = num_blocks / Σ_groups blocks per request``; "GPU KV cache size"
-= ``int(max_concurrency × max_model_len)`` tokens (``vllm/v1/core/kv_cache_utils.py``
-``get_max_concurrency_for_kv_cache_config`` and ``_report_kv_cache_config``). A request that does
-not fit beside the null block is refused with vLLM's estimate of the longest length that would.
+one of them); ``max_concurrency = num_blocks / Σ_groups blocks per request`` (V0 and 0.8:
+``num_blocks × block / max_model_len``); "GPU KV cache size" = ``int(max_concurrency × max_model_len)``
+tokens in 0.33 (``vllm/v1/core/kv_cache_utils.py`` ``get_max_concurrency_for_kv_cache_config`` and
+``_report_kv_cache_config``), ``num_blocks // groups × block`` before. A request that does not fit is
+refused as the release words it (``refusals.py``), with vLLM's estimate of the longest length that
+would fit; the plan is still returned with its numbers. Which release: the ``VllmRelease`` row.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.base import EnginePlan, GroupRow, Request
+from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
+from kvplan.engines.vllm import refusals
 from kvplan.engines.vllm.backends import is_hopper
 from kvplan.engines.vllm.groups import Group, Specs, blocks_needed, kv_cache_groups, stage_block_bytes
-from kvplan.engines.vllm.paging import Paging, max_num_batched_tokens, paging
-from kvplan.errors import CapacityError, InputError, ShardingError
+from kvplan.engines.vllm.paging import Paging, paging
+from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
+from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layout import Layout
 from kvplan.specs import AttnSpec, parts
-from kvplan.units import cdiv, format_gib
+from kvplan.units import cdiv
 
-VERSION = "vLLM 0.33"
+V0_SWAP_SPACE_BYTES = 4 * 1024**3  # V0 CacheConfig.swap_space default (4 GiB)
 # vLLM model files that split KV heads by tp without replicating them (tp > KV heads -> 0 heads).
 KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
+
+
 # Architectures vLLM 0.33 no longer builds, with the last release that did
 # (_PREVIOUSLY_SUPPORTED_MODELS, vllm/model_executor/models/registry.py:841-895; the ones a bundled or
 # common config declares).
@@ -46,37 +52,45 @@ class Blocks:
     in_flight: int
 
 
-def check_request(req: Request, layout: Layout) -> None:
-    """What vLLM refuses before planning: a length past the model's, heads it cannot split."""
+def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
+    """What vLLM refuses before planning: a length past the model's, heads it cannot split, an architecture
+    it no longer builds (0.33), pipeline parallelism a model class lacks, a KV dtype Falcon ignores."""
     m = req.model
     if m.max_model_len and req.max_model_len > m.max_model_len:
         raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
                          f"{m.max_model_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)", arg="max_model_len")
-    archs = m.raw.get("architectures")
-    archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
-    removed = [a for a in archs if a in REMOVED_ARCHITECTURES]
-    if removed:
-        raise InputError(f"vLLM 0.33 refuses architecture {removed[0]}: supported until "
-                         f"v{REMOVED_ARCHITECTURES[removed[0]]} (vllm/model_executor/models/registry.py)",
-                         arg="engine")
-    if "FalconForCausalLM" in archs and not m.raw.get("alibi") and layout.kv_dtype.name != m.dtype:
-        raise InputError(f"vLLM 0.33's Falcon attention ignores the KV dtype ({layout.kv_dtype.name}): it builds its "
-                         "rotary Attention without the cache config (vllm/model_executor/models/falcon.py:173-180), "
-                         f"so the cache stays {m.dtype}; use kv_dtype auto", arg="kv_dtype")
-    if req.pp > 1 and any(a in NO_PP_ARCHITECTURES for a in archs):
-        raise ShardingError(f"vLLM 0.33 refuses pp {req.pp} for {archs[0]}: the model does not support pipeline "
-                            "parallelism", arg="pp")
     source = KV_HEADS_NOT_REPLICATED.get(m.model_type or "")
     heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0)
     if source and heads and req.tp > heads:
         raise ShardingError(f"vLLM's {m.model_type} model ({source}) splits its {heads} KV heads over tp without "
                             f"replicating them: tp {req.tp} leaves 0 heads per rank (vLLM crashes); use tp <= {heads}",
                             arg="tp")
+    _check_architecture(req, layout, rel)
+
+
+def _check_architecture(req: Request, layout: Layout, rel: VllmRelease) -> None:
+    m, archs = req.model, req.model.raw.get("architectures")
+    archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    removed = [a for a in archs if a in REMOVED_ARCHITECTURES]
+    if removed and rel.key == NEWEST:
+        raise InputError(f"vLLM 0.33 refuses architecture {removed[0]}: supported until "
+                         f"v{REMOVED_ARCHITECTURES[removed[0]]} (vllm/model_executor/models/registry.py)",
+                         arg="engine")
+    if "FalconForCausalLM" in archs and not m.raw.get("alibi") and layout.kv_dtype.name != m.dtype:
+        raise InputError(f"vLLM's Falcon attention ignores the KV dtype ({layout.kv_dtype.name}): it builds its "
+                         "rotary Attention without the cache config (vllm/model_executor/models/falcon.py:173-180), "
+                         f"so the cache stays {m.dtype}; use kv_dtype auto", arg="kv_dtype")
+    if req.pp > 1 and any(a in NO_PP_ARCHITECTURES for a in archs):
+        raise ShardingError(f"vLLM refuses pp {req.pp} for {archs[0]}: the model does not support pipeline "
+                            "parallelism", arg="pp")
 
 
 def in_flight_tokens(req: Request) -> int:
-    """Tokens a running request may add before it is scheduled again: one batch per PP stage (+1 async)."""
-    return max_num_batched_tokens(req) * (req.pp + (1 if req.settings.async_scheduling else 0))
+    """Tokens a running request may add before it is scheduled again: its batches in flight (0.33: one per PP
+    stage, +1 with async scheduling; before 0.33 one) × max_num_batched_tokens (both set by the release)."""
+    s = req.settings
+    assert s.max_num_batched_tokens is not None and s.in_flight_batches is not None, "settings not resolved"
+    return s.max_num_batched_tokens * s.in_flight_batches
 
 
 def blocks(req: Request, pages: Paging, budgets: tuple[int, ...]) -> Blocks:
@@ -88,8 +102,6 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...]) -> Blocks:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
     in_flight = in_flight_tokens(req)
     need = tuple(_group_need(g, specs, req.max_model_len, in_flight, req.dcp, uniform_type) for g in groups)
-    for k, stage in enumerate(pages.stages):
-        check_fits(req, specs, stage, k, budgets[k], block_bytes[k], in_flight)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
     return Blocks(groups, block_bytes, need, num_blocks, in_flight)
 
@@ -116,22 +128,26 @@ def longest_fitting(req: Request, specs: Specs, stage: range, available: int, in
     return lo
 
 
-def check_fits(req: Request, specs: Specs, stage: range, k: int, budget: int, block_bytes: int, in_flight: int) -> None:
-    """vLLM refuses when one max_model_len request does not fit beside the null block."""
-    if budget < block_bytes:
-        raise CapacityError(f"vLLM refuses: no memory for KV cache blocks on PP stage {k} "
-                            f"({format_gib(budget, 2)} GiB < one block); raise gpu_memory_utilization",
-                            arg="gpu_memory_utilization")
-    available = budget - block_bytes
-    need = request_bytes(req, specs, stage, req.max_model_len, in_flight)
-    if need <= available:
-        return
-    longest = longest_fitting(req, specs, stage, available, in_flight)
-    where = f" on PP stage {k}" if req.pp > 1 else ""
-    raise CapacityError(f"vLLM refuses: one {req.max_model_len:,}-token request needs {format_gib(need, 1)} GiB "
-                        f"({need:,} B) of KV cache, more than the {format_gib(budget, 1)} GiB available{where} "
-                        f"({available:,} B after the null block); estimated maximum model length is {longest} "
-                        f"(use max_model_len {longest} or more memory)", arg="max_model_len")
+def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budgets: tuple[int, ...]) -> Refusal | None:
+    """vLLM's start-up check on each worker: one max_model_len request must fit (V1: in the available memory,
+    0.33 after the null block; V0: in num_blocks // pp blocks)."""
+    if rel.refusal == "v0":
+        longest = pages.block_size * (paged.num_blocks // req.pp)
+        if paged.num_blocks <= 0:
+            return Refusal(message=refusals.no_memory(rel.refusal))
+        if req.max_model_len <= longest:
+            return None
+        return Refusal(message=refusals.v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
+    for k, stage in enumerate(pages.stages):
+        available = budgets[k] - (paged.block_bytes[k] if rel.refusal == "0.33" else 0)
+        if available <= 0:
+            return Refusal(message=refusals.no_memory(rel.refusal), stage=k)
+        need = request_bytes(req, pages.specs, stage, req.max_model_len, paged.in_flight)
+        if need > available:
+            longest = longest_fitting(req, pages.specs, stage, available, paged.in_flight)
+            return Refusal(message=refusals.too_long(rel.refusal, req.max_model_len, need, available, longest),
+                           estimated_max_model_len=longest, stage=k)
+    return None
 
 
 def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
@@ -142,19 +158,44 @@ def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
     return paged.num_blocks // len(paged.groups) * block * req.dcp
 
 
-def plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
-    check_request(req, layout)
-    pages = paging(req, layout)
+def max_concurrency(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks) -> float:
+    """V0 and 0.8: tokens / max_model_len; 0.9 on: blocks / blocks one request reserves."""
+    if rel.concurrency_from_tokens:
+        return paged.num_blocks * pages.block_size / req.max_model_len
+    return paged.num_blocks / sum(paged.need)
+
+
+def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float, tokens: int,
+              refused: Refusal | None) -> tuple[str, ...]:
+    """What the release logs about the cache (V1 checks before it logs; V0 logs, then refuses)."""
+    if rel.refusal == "v0":  # CPU blocks: the default 4 GiB swap space over one block of every layer
+        lines = (f"# {rel.v0_blocks_label} blocks: {paged.num_blocks}, # CPU blocks: "
+                 f"{V0_SWAP_SPACE_BYTES // max(paged.block_bytes)}",
+                 f"Maximum concurrency for {req.max_model_len} tokens per request: {concurrency:.2f}x")
+        return lines + ((refused.message,) if refused else ())
+    if refused:
+        return (refused.message,)
+    size = f"GPU KV cache size: {tokens:,} tokens"
+    most = f"Maximum concurrency for {req.max_model_len:,} tokens per request: {concurrency:.2f}x"
+    # 0.33 prints one line (kv_cache_utils.py _report_kv_cache_config); earlier V1 releases two
+    return (size, most) if rel.legacy_token_log else (f"{size}, {most}",)
+
+
+def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmRelease = RELEASES[NEWEST]) -> EnginePlan:
+    check_request(req, layout, rel)
+    pages = paging(req, layout, mamba_prefix_caching=rel.key == NEWEST)
     paged = blocks(req, pages, budgets)
-    concurrency = paged.num_blocks / sum(paged.need)
+    concurrency = max_concurrency(req, rel, pages, paged)
     tokens = logged_tokens(req, paged, concurrency)
+    refused = refusal(req, rel, pages, paged, budgets)
     steady = layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
     return EnginePlan(
-        engine="vllm", version=VERSION, kv_dtype=layout.kv_dtype.name, block_size=pages.block_size,
+        engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=pages.block_size,
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
         steady_bytes_per_request=steady, groups=rows(paged, pages), notes=notes(req, pages, paged),
-        explain=explain(req, pages, paged, budgets, concurrency, tokens))
+        explain=explain(req, rel, pages, paged, budgets, (concurrency, tokens)),
+        log_lines=log_lines(req, rel, paged, concurrency, tokens, refused), refusal=refused)
 
 
 def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
@@ -183,10 +224,11 @@ def _padding(groups: tuple[Group, ...]) -> int:
     return len(groups) * width - sum(len(g.layers) for g in groups)
 
 
-def explain(req: Request, pages: Paging, paged: Blocks, budgets: tuple[int, ...], concurrency: float,
-            tokens: int) -> tuple[str, ...]:
+def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budgets: tuple[int, ...],
+            answer: tuple[float, int]) -> tuple[str, ...]:
+    concurrency, tokens = answer
     widths = sorted({len(g.layers) for g in paged.groups})
-    lines = [f"attention backend {pages.backend} ({VERSION} on {req.gpu_name or 'H100'}), block size {pages.block_size}"]
+    lines = [f"attention backend {pages.backend} ({rel.label} on {req.gpu_name or 'H100'}), block size {pages.block_size}"]
     if pages.mamba_alignment is not None:
         lines.append(f"Mamba alignment: a = lcm(max(kernel block, block size), checkpoint alignment "
                      f"{pages.mamba_alignment}); block = a · cdiv(state page, a · attention page per token) = "
@@ -195,8 +237,10 @@ def explain(req: Request, pages: Paging, paged: Blocks, budgets: tuple[int, ...]
     for k, (budget, bb) in enumerate(zip(budgets, paged.block_bytes, strict=True)):
         lines.append(f"stage {k}: one block = {bb:,} B; {budget:,} // {bb:,} = {budget // bb:,} blocks")
     lines += [f"num_blocks = min over stages = {paged.num_blocks:,} (includes the null block)",
-              f"in-flight tokens = max_num_batched_tokens × (pp + async) = {paged.in_flight:,}",
+              f"in-flight tokens = max_num_batched_tokens × batches in flight = {paged.in_flight:,}",
               f"blocks per max-length request = {' + '.join(map(str, paged.need))} = {sum(paged.need):,}",
+              f"max concurrency = {paged.num_blocks:,} × {pages.block_size} / {req.max_model_len:,} = {concurrency:.2f}x"
+              if rel.concurrency_from_tokens else
               f"max concurrency = {paged.num_blocks:,} / {sum(paged.need):,} = {concurrency:.2f}x"]
     lines.append(f"GPU KV cache size = int({concurrency:.6f} × {req.max_model_len:,}) = {tokens:,} tokens"
                  if not req.settings.legacy_token_log else

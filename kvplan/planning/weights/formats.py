@@ -118,6 +118,8 @@ def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str
     if method == "mxfp4":  # OCP MX: 4-bit E2M1 values, one E8M0 (1-byte) scale per 32
         return WeightFormat(name="mxfp4", base_bits=base_bits, linear_bits=4, scheme="group", block=(1, 32),
                             scale_bits=8, skip=skip, source=where)
+    if method == "compressed-tensors":
+        return _compressed_tensors(quant, base_bits, skip, where, source)
     if method in ("gptq", "awq"):
         bits = quant.get("bits", quant.get("w_bit"))
         group = quant.get("group_size", quant.get("q_group_size"))
@@ -130,3 +132,28 @@ def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str
                             source=where)
     raise InputError(f"{source}: quantization_config quant_method {method or '?'!r} is not supported; "
                      f"pass weights_dtype ({', '.join(WEIGHT_DTYPE_NAMES)})", arg="weights_dtype")
+
+
+# compressed-tensors weight strategies -> (scheme, scale bits): fp32 scales per tensor, output channel or block
+# (vLLM's CompressedTensorsW8A8Fp8 weight_scale), a 16-bit scale per group (W4A16 pack-quantized).
+_CT_STRATEGIES: dict[str, tuple[ScaleScheme, int]] = {"tensor": ("tensor", 32), "channel": ("channel", 32),
+                                                      "block": ("block", 32), "group": ("group", 16)}
+
+
+def _compressed_tensors(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
+                        source: str) -> WeightFormat:
+    """The first config group's weights (llm-compressor checkpoints: FP8-dynamic, W8A8, W4A16); `ignore` stays."""
+    groups = quant.get("config_groups")
+    first: Any = next(iter(groups.values()), None) if isinstance(groups, dict) else None
+    weights = first.get("weights") if isinstance(first, dict) else None
+    if not isinstance(weights, dict) or weights.get("strategy") not in _CT_STRATEGIES or \
+            not isinstance(weights.get("num_bits"), int):
+        raise InputError(f"{source}: {where} has no weights scheme kvplan reads; pass weights_dtype",
+                         arg="weights_dtype")
+    scheme, scale_bits = _CT_STRATEGIES[weights["strategy"]]
+    block = weights.get("block_structure") or [0, 0]
+    cols = weights.get("group_size") or 0 if scheme == "group" else block[1]
+    return WeightFormat(name=f"{weights.get('type', 'int')}{weights['num_bits']} ({weights['strategy']}, "
+                        "compressed-tensors)", base_bits=base_bits, linear_bits=weights["num_bits"], scheme=scheme,
+                        block=(1 if scheme in ("group", "channel") else block[0], cols), scale_bits=scale_bits,
+                        skip=skip, source=where)

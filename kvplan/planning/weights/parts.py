@@ -4,8 +4,8 @@ Every count, byte size and TP/PP split in kvplan.planning.weights is a view over
 (out, in) for matrices whatever the checkpoint's storage order, so quantization scales (grouped
 along the input dimension) and tensor-parallel splits read the same way for every family.
 
-Families differ only through data: the config's field aliases and defaults
-(``kvplan.config.aliases.WEIGHT_FIELDS`` / ``WEIGHT_DEFAULTS``, read through ``ModelConfig.field``)
+Families differ only through data: the config's field aliases and class defaults
+(``kvplan.config.aliases.WEIGHT_FIELDS``, ``kvplan.config.defaults``, read through ``ModelConfig.field``)
 and TRAITS here (layout facts of a model_type). A trait is
 a literal, or ``Key(name)``: the boolean config key that decides it. Not here: MLA/KV dims, which come
 from ModelConfig, and bytes (``formats``).
@@ -19,13 +19,14 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from kvplan.config.aliases import WEIGHT_FIELDS
+from kvplan.config.defaults import omitted_default
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)
 class Key:
-    """A trait that a boolean config key decides (absent: False)."""
+    """A trait that a boolean config key decides (absent: its class default, else False)."""
 
     name: str
 
@@ -84,6 +85,8 @@ TRAITS: dict[str, dict[str, Any]] = {
     "falcon": {**_FALCON, "layer_norms": 1},  # in-library falcon-7b form; the 40b form has 2 (not bundled)
     "chatglm": {"qkv_bias": Key("add_qkv_bias"), "o_bias": Key("add_bias_linear"), "mlp_bias": Key("add_bias_linear")},
 }
+# The config keys the traits read (their class defaults are in kvplan.config.defaults).
+TRAIT_KEYS = tuple(sorted({v.name for t in (_BASE_TRAITS, *TRAITS.values()) for v in t.values() if isinstance(v, Key)}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,10 @@ class _Fields:
 
     def trait(self, name: str) -> Any:
         value = self.traits[name]
-        return bool(self.raw.get(value.name)) if isinstance(value, Key) else value
+        if not isinstance(value, Key):
+            return value
+        found = omitted_default(self.raw, (value.name,))  # absent: the class default (gpt-oss: attention_bias)
+        return bool(self.raw.get(value.name) if found is None else found.value)
 
     def int_field(self, name: str, default: int | None = None) -> int:
         value = self.get(name, default)

@@ -6,24 +6,26 @@ the language model's quantization (``is_linear`` is False). TP: vLLM's SigLIP us
 parallel linears, so q/k/v/fc1 split by rows and out_proj/fc2 by columns; patch and position
 embeddings, layer norms and Gemma-3's projector are counted as replicated.
 
-A vision_config of a type not listed in VISION_DEFAULTS is not counted; ``vision_note`` says so.
+A vision_config of a type not listed in TOWERS is not counted; ``vision_note`` says so. Keys the
+vision_config leaves out take its class's defaults (``kvplan.config.defaults``); a vision_config
+without a model_type is its wrapper's default vision sub-config.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kvplan.config.defaults import class_defaults, sub_config_type
 from kvplan.config.model import ModelConfig
 from kvplan.planning.weights.parts import Part
 
-# SiglipVisionConfig's defaults (transformers), for keys a vision_config may omit.
-VISION_DEFAULTS: dict[str, dict[str, Any]] = {
-    "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
-                            "image_size": 224, "patch_size": 16, "num_channels": 3, "vision_use_head": True},
-}
+TOWERS = ("siglip_vision_model",)  # vision_config model_types whose layout kvplan knows
+VISION_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "image_size", "patch_size", "num_channels",
+                 "vision_use_head")  # the keys read here (tools/class_defaults.py records their defaults)
 # Text model_type -> the multimodal projector that maps vision features into the text width.
 PROJECTORS: dict[str, str] = {
     "gemma3_text": "gemma3",  # mm_input_projection (vision hidden -> text hidden) + mm_soft_emb_norm
+    "gemma3": "gemma3",  # the same, when the text_config names no model_type (Gemma3Config's default sub-config)
 }
 
 
@@ -31,13 +33,13 @@ def _vision_config(model: ModelConfig) -> tuple[str, dict[str, Any]] | None:
     config = model.raw.get("vision_config")
     if not isinstance(config, dict):
         return None
-    kind = str(config.get("model_type", ""))
-    return kind, {**VISION_DEFAULTS.get(kind, {}), **config}
+    kind = str(config.get("model_type") or sub_config_type(model.model_type, "vision_config") or "")
+    return kind, {**class_defaults(kind), **config}
 
 
 def vision_note(model: ModelConfig) -> str | None:
     found = _vision_config(model)
-    if found and found[0] not in VISION_DEFAULTS:
+    if found and found[0] not in TOWERS:
         return f"vision tower {found[0] or '?'!r} not counted: kvplan does not know its layout"
     return None
 
@@ -78,7 +80,7 @@ def _siglip(c: dict[str, Any]) -> tuple[Part, ...]:
 def vision_parts(model: ModelConfig) -> tuple[Part, ...]:
     """The tower and projector of a multimodal checkpoint; () for text-only models."""
     found = _vision_config(model)
-    if not found or found[0] not in VISION_DEFAULTS:
+    if not found or found[0] not in TOWERS:
         return ()
     parts = _siglip(found[1])
     config = found[1]

@@ -1,0 +1,78 @@
+"""`kvplan fit`: the cheapest setups (GPU type, TP × PP, replicas, KV dtype) that serve a load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kvplan.cli.common import Json, Revision, emit, reports_errors
+from kvplan.config import load_model
+from kvplan.errors import InputError
+from kvplan.units import parse_memory_size, parse_positive_tokens
+
+MAX_PRICE_FILE_BYTES = 1024**2
+
+
+def read_prices(spec: str) -> dict[str, float]:
+    """`H100=2.49,H200=3.5`, or a .toml/.csv file of prices."""
+    from kvplan.planning.prices import parse_prices, prices_from_file_text
+
+    if "=" in spec:
+        return parse_prices(spec)
+    try:
+        with Path(spec).open("rb") as handle:
+            text = handle.read(MAX_PRICE_FILE_BYTES).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read the price file {spec}: {exc.strerror or exc}", arg="prices") from None
+    return prices_from_file_text(text, Path(spec).suffix)
+
+
+GpuList = Annotated[str | None, typer.Option("--gpu", help="GPU types to consider, comma-separated: H100,H200,"
+                                             "A100-80G,L40S (default: the priced ones, else H100).")]
+Price = Annotated[str | None, typer.Option("--price", help="Price per GPU-hour: H100=2.49,H200=3.5, or a .toml "
+                                           "(H100 = 2.49) or .csv (gpu,price) file. Ranks by cost per hour.")]
+MaxReplicas = Annotated[int | None, typer.Option("--max-replicas", help="Most data-parallel replicas (1: one "
+                                                 "replica must serve it all; default: as many as --max-gpus allows).")]
+
+
+@reports_errors
+def fit(
+    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
+    context: Annotated[str, typer.Option("--context", help="Tokens per request (32k).")],
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests served at once.")],
+    gpu: GpuList = None, price: Price = None, max_replicas: MaxReplicas = None,
+    engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | hf.")] = "vllm",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="auto, fp8, ... or any (try auto and fp8).")] = "auto",
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
+    max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Most GPUs in all, replicas × tp × pp "
+                                                 "(default 8 nodes).")] = None,
+    gpu_mem: Annotated[str | None, typer.Option("--gpu-mem", help="Override the GPU's memory, e.g. 79GiB "
+                                                "(one --gpu type).")] = None,
+    overhead: Annotated[str | None, typer.Option("--overhead", help="Per-GPU overhead instead of kvplan's "
+                                                 "estimate.")] = None,
+    json: Json = False, revision: Revision = None,
+) -> None:
+    """Cheapest setups serving CONCURRENCY requests of CONTEXT tokens: GPU type, replicas × (TP × PP), KV dtype.
+
+    Ranking: cost per hour (--price; unpriced last), GPUs, fewer PP stages, precise KV dtype, requests, smaller TP.
+
+    Exit 0 when a setup serves the load; 1 when none does (the closest are shown).
+    """
+    from kvplan.cli.progress import progress
+    from kvplan.planning.fit import fit as run
+    from kvplan.render.fit import fit_payload, fit_tables
+
+    if engine.strip().lower() == "all":
+        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
+    with progress("fitting") as step:
+        result = run(load_model(model, revision=revision), gpu=[g for g in gpu.split(",") if g.strip()] if gpu else None,
+                     context=parse_positive_tokens(context, "--context"), concurrency=concurrency, engine=engine,
+                     kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus, max_replicas=max_replicas,
+                     prices=read_prices(price) if price else None, progress=step,
+                     gpu_memory_bytes=parse_memory_size(gpu_mem, "gpu_memory_bytes") if gpu_mem is not None else None,
+                     overhead_bytes=parse_memory_size(overhead, "overhead_bytes") if overhead is not None else None)
+    emit(fit_payload(result), json, fit_tables, notes=result.notes)
+    if result.best is None:
+        raise typer.Exit(1)

@@ -1,0 +1,206 @@
+"""vLLM releases as data: one ``VllmRelease`` row per release kvplan follows, and the small functions
+that read a row (scheduler defaults, the profile run, what the budget subtracts).
+
+Each row was read from that release's Python (paths relative to the installed ``vllm/`` package):
+the budget (``worker/worker.py`` for V0, ``v1/worker/gpu_worker.py`` ``determine_available_memory``),
+the profile run (``model_runner.py`` / ``gpu_model_runner.py`` ``profile_run``), the scheduler
+defaults (``engine/arg_utils.py``), the start-up refusal (``v1/core/kv_cache_utils.py``
+``check_enough_kv_cache_memory``; V0 ``worker.py`` ``raise_if_cache_size_invalid``) and the token
+log. A release that changes one of these is a new row, not a new branch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from kvplan.engines.base import BudgetRules, Device, ProfileRun, Request, Settings
+from kvplan.errors import InputError
+
+GIB = 1024**3
+RefusalStyle = Literal["v0", "v1-0.8", "v1", "0.33"]  # the wording of the start-up check
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerTier:
+    """One row of the default max_num_batched_tokens / max_num_seqs table (``engine/arg_utils.py``)."""
+
+    min_memory_bytes: int  # torch total memory of the GPU class
+    excludes_a100: bool  # an A100 falls through to the next tier (0.9.2 on; vLLM PR #17885)
+    serve: tuple[int, int]  # `vllm serve`: (max_num_batched_tokens, max_num_seqs)
+    llm: tuple[int, int]  # the LLM class
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmRelease:
+    key: str  # what follows `vllm@`
+    label: str  # EnginePlan.version
+    gpu_memory_utilization: float
+    usable_rounding: Literal["floor", "ceil"]  # total × u: int() before 0.33, ceil (request_memory) in 0.33
+    absolute_peak: bool  # torch peak and non-torch are absolute device values (context included), not growth
+    nccl_subtracted: bool  # NCCL buffers appear after the start-up snapshot
+    graphs_subtracted: bool  # CUDA-graph memory is estimated and subtracted before the KV cache
+    persistent_sampler_buffers: bool  # Model Runner V2 penalty state (max_num_seqs × vocab int32) counts
+    compiled: bool  # V1 runs the profile forward through torch.compile unless enforce_eager
+    rows_capped: bool  # sampler rows = min(max_num_seqs, max_num_batched_tokens) (V1); V0: max_num_seqs
+    full_hidden_at_sampler: bool
+    sampled_row_copies: int
+    sampler: str  # default top-k/top-p path of the profile run
+    sampler_paths: tuple[str, ...]  # paths the release can take
+    sort_bytes_per_logit: float
+    scheduler: tuple[SchedulerTier, ...]  # first tier the GPU reaches
+    chunked_prefill_always: bool  # V1; V0 chunks only past 32k (then max_num_batched_tokens = max_model_len)
+    async_scheduling: bool
+    in_flight_per_stage: bool  # sliding reserve: max_num_batched_tokens × (pp + async) (0.33) or × 1
+    legacy_token_log: bool  # "GPU KV cache size" = num_blocks // groups × block (before 0.33)
+    concurrency_from_tokens: bool  # V0, 0.8: num_blocks × block / max_model_len; later: blocks / blocks per request
+    hybrid_kv_cache_manager: bool  # sliding layers keep their window (0.9 on); before, every layer is full
+    refusal: RefusalStyle
+    mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper
+    mla_absorbed_weights: bool = False
+    decode_context_parallel: bool = False  # --decode-context-parallel-size exists (0.11 on)
+    v0_blocks_label: str = "GPU"  # V0 "# GPU blocks" (0.6), "# CUDA blocks" (0.7), "# cuda blocks" (0.8)
+    source: str
+
+
+# Bytes per logit at the sampler's peak. Sort: bf16 logits 2 + fp32 copy 4 + sorted values 4 + int64
+# indices 8 + radix-sort scratch: 38.0 measured on an H100 (torch 2.11); V0's sampler (same sort, plus
+# softmax and log-softmax copies) 38.7, the mean of four sampler-bound V0 logs (38.45-39.17). FlashInfer
+# top-k/top-p: bf16 2 + fp32 4 + mask and probabilities, 14-16 measured.
+FLASHINFER_BYTES_PER_LOGIT = 15.0
+SORT_V1, SORT_V0 = 38.0, 38.7
+
+_SMALL = SchedulerTier(min_memory_bytes=0, excludes_a100=False, serve=(2048, 256), llm=(8192, 256))
+_V0 = (SchedulerTier(min_memory_bytes=0, excludes_a100=False, serve=(2048, 256), llm=(2048, 256)),)
+_V1_08 = (SchedulerTier(min_memory_bytes=70 * GIB, excludes_a100=False, serve=(8192, 1024), llm=(16384, 1024)),
+          _SMALL)
+_V1 = (SchedulerTier(min_memory_bytes=70 * GIB, excludes_a100=True, serve=(8192, 1024), llm=(16384, 1024)), _SMALL)
+_V033 = (SchedulerTier(min_memory_bytes=160 * GIB, excludes_a100=False, serve=(16384, 1024), llm=(16384, 1024)),
+         *_V1)
+
+V0_065 = VllmRelease(
+    key="0.7", label="vLLM 0.7 (V0 engine)", gpu_memory_utilization=0.9, usable_rounding="floor",
+    absolute_peak=False, nccl_subtracted=True, graphs_subtracted=False, persistent_sampler_buffers=False,
+    compiled=False, rows_capped=False, full_hidden_at_sampler=True, sampled_row_copies=0, sampler="sort",
+    sampler_paths=("sort", "flashinfer"), sort_bytes_per_logit=SORT_V0, scheduler=_V0,
+    chunked_prefill_always=False, async_scheduling=False, in_flight_per_stage=False, legacy_token_log=True,
+    concurrency_from_tokens=True, hybrid_kv_cache_manager=False, refusal="v0", mxfp4_backend=None,
+    mla_absorbed_weights=True, v0_blocks_label="CUDA",
+    source="worker/worker.py determine_num_available_blocks (snapshot before distributed init: "
+           "KV = total × u − weights − torch peak growth − non-torch growth); model_runner.py profile_run "
+           "(max_num_seqs prompts over max_num_batched_tokens, eager); MLA weights absorbed at load (0.7.1)")
+V1_09 = replace(
+    V0_065, key="0.9", label="vLLM 0.9", compiled=True, rows_capped=True, sampled_row_copies=2,
+    sort_bytes_per_logit=SORT_V1, scheduler=_V1, chunked_prefill_always=True, concurrency_from_tokens=False,
+    hybrid_kv_cache_manager=True, refusal="v1", mla_absorbed_weights=False,
+    source="v1/worker/gpu_worker.py:140-232 (snapshot before NCCL init; KV = total × u − weights − torch peak "
+           "growth − non-torch growth); gpu_model_runner.py profile_run (compiled forward, then the sampler on "
+           "min(max_num_seqs, T) rows, full hidden states and a rand_like copy alive); FlashInfer sampler only if "
+           "installed")
+
+RELEASES: dict[str, VllmRelease] = {r.key: r for r in (
+    replace(V0_065, key="0.6.4", label="vLLM 0.6.4 (V0 engine)", absolute_peak=True, mla_absorbed_weights=False,
+            v0_blocks_label="GPU",
+            source="worker/worker.py 0.6.4 (KV = total × u − absolute torch peak − (used − reserved) after the "
+                   "profile: the CUDA context counts)"),
+    replace(V0_065, key="0.6.5", label="vLLM 0.6.5 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="GPU"),
+    replace(V0_065, key="0.6.6", label="vLLM 0.6.6 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="GPU"),
+    V0_065,
+    replace(V0_065, key="0.8-v0", label="vLLM 0.8 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="cuda"),
+    replace(V1_09, key="0.8", label="vLLM 0.8", absolute_peak=True, sampler_paths=("sort",), sampled_row_copies=1,
+            full_hidden_at_sampler=False, scheduler=_V1_08, concurrency_from_tokens=True,
+            hybrid_kv_cache_manager=False, refusal="v1-0.8",
+            source="v1/worker/gpu_worker.py:165-211 (KV = total × u − absolute torch peak − (used − allocated) "
+                   "after the profile: context, cuBLAS, NCCL, other processes); FlashInfer sampling switched off "
+                   "(v1/sample/ops/topk_topp_sampler.py:33-48)"),
+    V1_09,
+    replace(V1_09, key="0.10", label="vLLM 0.10", mxfp4_backend="marlin",
+            source="v1/worker/gpu_worker.py:174-276 (0.10.1.1; snapshot before NCCL init); gpu_model_runner.py "
+                   "profile_run; quantization/mxfp4.py (Marlin experts on Hopper)"),
+    replace(V1_09, key="0.11", label="vLLM 0.11", nccl_subtracted=False, mxfp4_backend="marlin",
+            decode_context_parallel=True,
+            source="v1/worker/gpu_worker.py:169-298 (NCCL initialised before the snapshot: not subtracted); "
+                   "gpu_model_runner.py:2977-3397 (profile run); quantization/mxfp4.py:95-102 (Marlin on Hopper "
+                   "without triton_kernels)"),
+    replace(V1_09, key="0.33", label="vLLM 0.33", gpu_memory_utilization=0.92, usable_rounding="ceil",
+            nccl_subtracted=False, graphs_subtracted=True, persistent_sampler_buffers=True, sampled_row_copies=1,
+            sampler="flashinfer", scheduler=_V033, async_scheduling=True, in_flight_per_stage=True,
+            legacy_token_log=False, refusal="0.33", mxfp4_backend="triton", decode_context_parallel=True,
+            source="v1/worker/gpu_worker.py:519-775 (cuBLAS and NCCL before the snapshot; KV = ceil(total × u) − "
+                   "memory consumed since − transient peak − CUDA-graph estimate); v1/worker/gpu/model_runner.py "
+                   "(Model Runner V2: sampler twice, FlashInfer); gpu/sample/penalties.py:43-50"),
+)}
+NEWEST = "0.33"
+ASSUMED_DEVICE = Device(name="H100", memory_bytes=80 * GIB)  # scheduler defaults when no GPU is given
+
+
+def release(key: str) -> VllmRelease:
+    found = RELEASES.get(key)
+    if found is None:
+        raise InputError(f"unknown vLLM release {key!r}; kvplan follows: {', '.join(RELEASES)}", arg="engine")
+    return found
+
+
+def _tier(rel: VllmRelease, device: Device) -> SchedulerTier:
+    name = (device.name or "").lower()
+    return next(t for t in rel.scheduler
+                if device.memory_bytes >= t.min_memory_bytes and not (t.excludes_a100 and "a100" in name))
+
+
+def chunks_prefill(rel: VllmRelease, req: Request) -> bool:
+    """V0 chunks prefill only past 32k tokens, and not for MLA, sliding-window or LoRA models."""
+    if rel.chunked_prefill_always:
+        return True
+    sliding = any(kind in ("sliding", "chunked") for kind in req.model.layer_kinds)
+    return req.max_model_len > 32768 and not (req.model.is_mla or sliding or req.settings.max_lora_rank)
+
+
+def scheduler_defaults(rel: VllmRelease, req: Request) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) the release picks for this GPU and entry point."""
+    tier = _tier(rel, req.device or ASSUMED_DEVICE)
+    tokens, seqs = tier.serve if req.settings.entry_point == "serve" else tier.llm
+    if not chunks_prefill(rel, req):
+        tokens = max(req.max_model_len, tokens)
+    return tokens, seqs
+
+
+def resolve(rel: VllmRelease, req: Request) -> Request:
+    """The request with every `None` knob set to the release's default."""
+    s = req.settings
+    tokens, seqs = scheduler_defaults(rel, req)
+    sampler = s.sampler or rel.sampler
+    if sampler not in rel.sampler_paths:
+        raise InputError(f"{rel.label} samples with {', '.join(rel.sampler_paths)}, not {sampler!r}", arg="sampler")
+    async_ = rel.async_scheduling if s.async_scheduling is None else s.async_scheduling
+    batches = req.pp + int(async_) if rel.in_flight_per_stage else 1
+    settings = replace(
+        s, max_num_batched_tokens=s.max_num_batched_tokens or tokens, max_num_seqs=s.max_num_seqs or seqs,
+        sampler=sampler, async_scheduling=async_, in_flight_batches=s.in_flight_batches or batches,
+        legacy_token_log=rel.legacy_token_log if s.legacy_token_log is None else s.legacy_token_log,
+        hybrid_kv_cache_manager=s.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
+        moe_backend=s.moe_backend or rel.mxfp4_backend)
+    return replace(req, settings=settings)
+
+
+def profile_run(rel: VllmRelease, s: Settings) -> ProfileRun:
+    """The start-up profile run of a resolved request."""
+    assert s.max_num_batched_tokens is not None and s.max_num_seqs is not None and s.sampler is not None
+    tokens, seqs = s.max_num_batched_tokens, s.max_num_seqs
+    per_logit = rel.sort_bytes_per_logit if s.sampler == "sort" else FLASHINFER_BYTES_PER_LOGIT
+    return ProfileRun(tokens=tokens, eager=s.enforce_eager or not rel.compiled,
+                      sampler_rows=min(seqs, tokens) if rel.rows_capped else seqs, sampler_path=s.sampler,
+                      sampler_bytes_per_logit=per_logit, full_hidden_at_sampler=rel.full_hidden_at_sampler,
+                      sampled_row_copies=rel.sampled_row_copies,
+                      persistent_rows=seqs if rel.persistent_sampler_buffers else 0)
+
+
+def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
+    """What this release subtracts before the KV cache, for a resolved request."""
+    s = req.settings
+    groups = int(req.tp > 1) + int(req.pp > 1)
+    return BudgetRules(
+        profile=profile_run(rel, s),
+        non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
+        nccl_groups=groups if rel.nccl_subtracted else 0,
+        cuda_graphs=rel.graphs_subtracted and not s.enforce_eager, mxfp4_backend=s.moe_backend,
+        lora_rank=s.max_lora_rank, mla_absorbed=rel.mla_absorbed_weights)

@@ -1,0 +1,219 @@
+"""What a log is recomputed from: the model, parallelism, dtypes and engine settings it states,
+filled in from the user's flags, and kvplan's plan for a given KV budget.
+
+The model a log names (a path, a hub id, a fine-tune) resolves through kvplan's loader, then
+without its checkpoint suffix (``-FP8``, ``-2507``). ``--model`` wins; when it names another
+model than the log, it stands in for the KV geometry only and the weights are not compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kvplan.config import load_model
+from kvplan.config.model import ModelConfig
+from kvplan.dtypes import canonical_dtype
+from kvplan.engines import EnginePlan, Settings, get_engine
+from kvplan.engines.base import BudgetTerm, Device, Request
+from kvplan.errors import CapacityError, ConfigError, InputError
+from kvplan.formulas.sizing import FALLBACK_MAX_MODEL_LEN
+from kvplan.planning.capacity import CapacityResult, capacity
+from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
+from kvplan.reconcile.parse import StartupLog
+from kvplan.reconcile.rules import release
+
+# Checkpoint-name suffixes dropped to find a bundled config, with the weight format they imply.
+CHECKPOINT_SUFFIXES: tuple[tuple[str, str | None], ...] = (
+    ("-fp8-dynamic", "fp8"), ("-fp8", "fp8"), ("-awq", "int4"), ("-gptq-int4", "int4"), ("-gptq-int8", "int8"),
+    ("-nvfp4", None), ("-2507", None))
+UNLIMITED_BYTES = 1 << 50  # a budget no request exceeds: for page sizes and reservations
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """The user's flags; None: take it from the log."""
+
+    model: str | None = None
+    tp: int | None = None
+    pp: int | None = None
+    max_model_len: int | None = None
+    kv_dtype: str | None = None
+    gpu: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inputs:
+    model: ModelConfig
+    named: str | None  # the model the log names
+    stand_in: bool  # the model is the user's stand-in for another one the log names
+    weights_dtype: str | None
+    tp: int
+    pp: int
+    kv_dtype: str
+    max_model_len: int
+    gpu: str | None
+    profile: str  # the kvplan engine planned with: "vllm@0.11" once the registry has it, else "vllm"
+    settings: Settings
+    notes: tuple[str, ...] = ()
+
+
+def name_candidates(name: str) -> list[tuple[str, str | None]]:
+    """The id, then its last path part, each then without checkpoint suffixes: (name, implied weights)."""
+    out: list[tuple[str, str | None]] = []
+    for base in dict.fromkeys((name, name.rstrip("/").rpartition("/")[2])):
+        current, implied = base, None
+        out.append((current, implied))
+        while hit := next(((s, d) for s, d in CHECKPOINT_SUFFIXES if current.lower().endswith(s)), None):
+            current, implied = current[: -len(hit[0])], implied or hit[1]
+            out.append((current, implied))
+    return out
+
+
+def load_named(name: str) -> tuple[ModelConfig, str | None] | None:
+    """The first candidate kvplan can load, or None."""
+    for candidate, implied in name_candidates(name):
+        try:
+            return load_model(candidate), implied
+        except ConfigError:
+            continue
+    return None
+
+
+def resolve_model(log: StartupLog, flag: str | None) -> tuple[ModelConfig, bool, str | None]:
+    """(model, whether it stands in for another model the log names, weights format its name implies)."""
+    named = log.setting("model")
+    found = next((f for n in (named, log.setting("served_model_name")) if n and (f := load_named(n))), None)
+    if flag is not None:
+        model = load_model(flag)
+        return model, named is not None and (found is None or found[0].model_id != model.model_id), None
+    if found is not None:
+        return found[0], False, found[1]
+    said = f"the log names {named!r}, which kvplan cannot load" if named else "the log does not name its checkpoint"
+    raise InputError(f"{said}; pass model as a bundled id, a config.json or a folder", arg="model")
+
+
+def profile_name(engine: str, version: str | None) -> tuple[str, str | None]:
+    """The engine name to plan with: the registry's release for the logged version (its longest
+    known prefix: 0.6.4.dev -> vllm@0.6.4, 0.10.2 -> vllm@0.10), else the engine's newest profile,
+    with a note saying so."""
+    if release(version) is None or version is None:
+        return engine, None
+    versioned = f"{engine}@{version.strip().removeprefix('v')}"
+    try:
+        get_engine(versioned)
+    except InputError:
+        return engine, f"kvplan has no {engine} {version} profile; blocks planned with {get_engine(engine).version}'s rules"
+    return versioned, None
+
+
+@lru_cache(maxsize=4096)
+def _capacity(inputs: Inputs, budget_bytes: int, max_model_len: int | None) -> CapacityResult | str:
+    """kvplan's answer for one KV budget per GPU, or the text of its refusal (the plan's `refusal`, or a
+    CapacityError where an engine still raises one)."""
+    try:
+        result = capacity(inputs.model, engine=inputs.profile, gpu=inputs.gpu, tp=inputs.tp, pp=inputs.pp,
+                          kv_dtype=inputs.kv_dtype, max_model_len=max_model_len or inputs.max_model_len,
+                          kv_budget_bytes=(max(budget_bytes, 0),), settings=inputs.settings)
+    except CapacityError as exc:
+        return str(exc)
+    refusal = getattr(result.plan, "refusal", None)
+    return getattr(refusal, "message", str(refusal)) if refusal else result
+
+
+def plan(inputs: Inputs, budget_bytes: int, max_model_len: int | None = None) -> EnginePlan | str:
+    """kvplan's plan for one KV budget per GPU, or the text of its refusal."""
+    found = _capacity(inputs, budget_bytes, max_model_len)
+    return found if isinstance(found, str) else found.plan
+
+
+def reference(inputs: Inputs, max_model_len: int | None = None) -> CapacityResult:
+    """kvplan's answer under an unlimited budget: the layout, page sizes, one request's reservation."""
+    found = _capacity(inputs, UNLIMITED_BYTES, max_model_len)
+    if isinstance(found, str):
+        raise InputError(f"kvplan cannot plan this log's setup: {found}")
+    return found
+
+
+def reference_plan(inputs: Inputs, max_model_len: int | None = None) -> EnginePlan:
+    return reference(inputs, max_model_len).plan
+
+
+def _int(log: StartupLog, name: str) -> int | None:
+    value = log.setting(name)
+    return int(value) if value is not None else None
+
+
+def _float(log: StartupLog, name: str) -> float | None:
+    value = log.setting(name)
+    return float(value) if value is not None else None
+
+
+def kv_dtype_of(log: StartupLog, flag: str | None) -> str:
+    """--kv-dtype, else the log's KV dtype ("auto" is the model dtype the log states), else auto."""
+    if flag is not None:
+        return flag
+    kv, model = log.setting("kv_dtype"), log.setting("dtype")
+    if kv is None or kv == "auto":
+        kv = model
+    return (canonical_dtype(kv) or "auto") if kv else "auto"
+
+
+def weights_dtype_of(log: StartupLog, implied: str | None) -> str | None:
+    """The log's quantization where kvplan has that weight format (fp8, int8, int4), else the name's."""
+    quantization = (log.setting("quantization") or "").lower()
+    return quantization if quantization in WEIGHT_DTYPE_NAMES else implied
+
+
+def settings_of(log: StartupLog) -> Settings:
+    """The engine knobs the log states (vLLM block size / SGLang page size / TRT-LLM tokens per block)."""
+    return Settings(block_size=_int(log, "block_size") or _int(log, "page_size"),
+                    gpu_memory_utilization=_float(log, "gpu_memory_utilization"),
+                    mem_fraction_static=_float(log, "mem_fraction_static"),
+                    free_gpu_memory_fraction=_float(log, "free_gpu_memory_fraction"),
+                    max_num_batched_tokens=_int(log, "max_num_batched_tokens"), dp=_int(log, "dp") or 1)
+
+
+def logged_max_model_len(log: StartupLog) -> int | None:
+    """max_model_len from the settings, else from a line that prints it (concurrency, refusal)."""
+    stated = _int(log, "max_model_len")
+    if stated is not None:
+        return stated
+    printed = log.numbers("max_model_len")
+    return int(printed[0][1].value) if printed else None
+
+
+def parallel(log: StartupLog, options: Options) -> tuple[int, int, list[str]]:
+    """tp and pp: a flag wins, with a note where the log says otherwise."""
+    notes, out = [], []
+    for name, flag in (("tp", options.tp), ("pp", options.pp)):
+        stated = _int(log, name)
+        if flag is not None and stated is not None and flag != stated:
+            notes.append(f"{name} {flag} (flag) replaces the log's {stated}")
+        out.append(flag or stated or 1)
+    return out[0], out[1], notes
+
+
+def build_inputs(log: StartupLog, options: Options) -> Inputs:
+    model, stand_in, implied = resolve_model(log, options.model)
+    tp, pp, notes = parallel(log, options)
+    profile, note = profile_name(log.engine, log.version)
+    if stand_in:
+        notes.append(f"{model.model_id} stands in for {log.setting('model')}: KV geometry only, weights not compared")
+    return Inputs(model=model, named=log.setting("model"), stand_in=stand_in,
+                  weights_dtype=weights_dtype_of(log, implied), tp=tp, pp=pp,
+                  kv_dtype=kv_dtype_of(log, options.kv_dtype),
+                  max_model_len=options.max_model_len or logged_max_model_len(log) or model.max_model_len or FALLBACK_MAX_MODEL_LEN,
+                  gpu=options.gpu, profile=profile, settings=settings_of(log),
+                  notes=tuple([*notes, *([note] if note else [])]))
+
+
+def logged_budget(inputs: Inputs, memory_bytes: int, weights_bytes: int, other_bytes: int = 0) -> int:
+    """The engine release's own budget rule applied to logged numbers: the GPU memory it measured, the
+    weights and everything else it subtracted, given as two terms (kvplan's estimates are not used)."""
+    request = Request(model=inputs.model, tp=inputs.tp, pp=inputs.pp, kv_dtype=inputs.kv_dtype,
+                      max_model_len=inputs.max_model_len, settings=inputs.settings,
+                      device=Device(name=None, memory_bytes=memory_bytes))
+    terms = (BudgetTerm(name="weights (logged)", bytes=weights_bytes, exact=False, source="the log", kind="weights"),
+             BudgetTerm(name="the rest (logged)", bytes=other_bytes, exact=False, source="the log", kind="given"))
+    return get_engine(inputs.profile).kv_budget(request, terms).kv_budget_bytes

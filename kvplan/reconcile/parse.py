@@ -1,0 +1,170 @@
+"""Start-up log text -> a frozen ``StartupLog``: the engine and version, the settings the log
+prints, and every KV-related number with the line and the process that printed it.
+
+Pure: text in, records out; nothing here reads files or plans anything. Which lines mean what
+is ``formats.py``'s table; this module only applies it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from kvplan.errors import InputError
+from kvplan.reconcile.formats import FORMATS, EngineFormat
+
+GIB = 1 << 30
+_UNITS = (("_gib", "GiB"), ("_bytes", "B"))
+_SOURCE = re.compile(r"\b(\w+\.py:\d+)\]")
+_WORKER_RANK = re.compile(r"(?:^|_|\s)(PP\d+|TP\d+|rank=\d+|DP\d+)")  # DP: the engine core, not a worker
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """One number as the log printed it."""
+
+    name: str  # e.g. "kv_budget" (the unit suffix is in `unit`)
+    text: str
+    unit: str  # "GiB", "B" or "" (a count or a ratio)
+    decimals: int  # printed precision (digits after the point the engine rounded to)
+
+    @property
+    def value(self) -> Fraction:
+        return Fraction(self.text.replace(",", ""))
+
+    @property
+    def half_unit(self) -> Fraction:
+        """Half of the last printed digit: the value lies within ± this."""
+        return Fraction(1, 2 * 10**self.decimals) if self.decimals else Fraction(0)
+
+    def bytes_range(self) -> tuple[Fraction, Fraction]:
+        """The bytes a size printed in GiB (or bytes) may have been."""
+        scale = GIB if self.unit == "GiB" else 1
+        return (self.value - self.half_unit) * scale, (self.value + self.half_unit) * scale
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One matched line: its kind (formats.py), line number, the process that printed it."""
+
+    kind: str
+    line: int  # 1-based
+    worker: str | None
+    numbers: tuple[Number, ...]
+    site: str  # where the engine prints it (formats.py)
+    source: str | None = None  # the "file.py:N" the log line itself shows, if any
+
+    def get(self, name: str) -> Number | None:
+        return next((n for n in self.numbers if n.name == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartupLog:
+    engine: str  # kvplan engine name: vllm, sglang, trtllm
+    label: str
+    version: str | None
+    settings: tuple[tuple[str, str], ...]  # (setting, value as printed), first by pattern priority
+    records: tuple[Record, ...]
+
+    def setting(self, name: str) -> str | None:
+        return next((v for k, v in self.settings if k == name), None)
+
+    def numbers(self, name: str) -> tuple[tuple[Record, Number], ...]:
+        """Every printed value called `name`, in log order, with the record it came from."""
+        return tuple((r, n) for r in self.records for n in r.numbers if n.name == name)
+
+    def of_kind(self, kind: str) -> tuple[Record, ...]:
+        return tuple(r for r in self.records if r.kind == kind)
+
+
+def detect_engine(lines: list[str], forced: str | None = None) -> EngineFormat:
+    """The engine whose lines the log holds most of (or the one forced)."""
+    if forced is not None:
+        key = forced.strip().lower().replace("-", "").replace("tensorrtllm", "trtllm")
+        if key not in FORMATS:
+            raise InputError(f"unknown engine {forced!r}; reconcile reads vllm, sglang and trtllm logs", arg="engine")
+        return FORMATS[key]
+    scores = {name: sum(1 for line in lines if any(p.search(line) for p in fmt.detect))
+              for name, fmt in FORMATS.items()}
+    best = max(scores, key=lambda name: scores[name])
+    if scores[best] == 0:
+        raise InputError("no vLLM, SGLang or TensorRT-LLM start-up line found in the log; pass engine if it is "
+                         "one of them", arg="engine")
+    return FORMATS[best]
+
+
+def _number(name: str, text: str, decimals: int | None) -> Number:
+    unit = next((u for suffix, u in _UNITS if name.endswith(suffix)), "")
+    base = name.removesuffix("_gib").removesuffix("_bytes")
+    printed = len(text.partition(".")[2])
+    if decimals is None or unit != "GiB":  # `decimals` is the rounding of sizes; counts print every digit
+        return Number(base, text, unit, printed)
+    return Number(base, text, unit, max(decimals, printed))
+
+
+def worker_of(line: str, fmt: EngineFormat) -> str | None:
+    """'TP3' or 'PP1 TP0' for a worker's line, 'pid 534' for an unnamed worker, None for the
+    engine's own process (vLLM's EngineCore or API server, SGLang's and TRT-LLM's unranked lines)."""
+    found = fmt.worker.search(line)
+    if not found:
+        return None
+    who = found.group("who")
+    ranks = [r.replace("rank=", "rank ") for r in _WORKER_RANK.findall(who) if not r.startswith("DP")]
+    if ranks:
+        return " ".join(ranks)
+    if fmt.engine == "trtllm":
+        return f"rank {who}"
+    return f"pid {found.group('pid')}" if "Worker" in who else None
+
+
+def rank_key(worker: str | None) -> tuple[int, ...]:
+    """Sort key of a worker label: 'PP1 TP0' -> (1, 0); unnamed workers keep their order."""
+    return tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in (worker or "").split())
+
+
+def parse_records(lines: list[str], fmt: EngineFormat) -> tuple[Record, ...]:
+    out = []
+    for number, line in enumerate(lines, start=1):
+        for pattern in fmt.numbers:
+            found = pattern.regex.search(line)
+            if found is None:
+                continue
+            values = tuple(_number(k, v, pattern.decimals) for k, v in found.groupdict().items() if v is not None)
+            source = _SOURCE.search(line)
+            out.append(Record(pattern.kind, number, worker_of(line, fmt), values, pattern.site,
+                              source.group(1) if source else None))
+    return tuple(out)
+
+
+def parse_settings(lines: list[str], fmt: EngineFormat) -> tuple[tuple[str, str], ...]:
+    """Each setting from the first of its patterns (in table order) that any line matches."""
+    found: dict[str, str] = {}
+    for pattern in fmt.settings:
+        if pattern.setting in found:
+            continue
+        for line in lines:
+            hit = pattern.regex.search(line)
+            if hit and hit.group(1) != "None":
+                value = hit.group(1)
+                found[pattern.setting] = str(Decimal(value) / 100) if pattern.percent else value
+                break
+    return tuple(found.items())
+
+
+def parse_version(lines: list[str], fmt: EngineFormat) -> str | None:
+    for pattern in fmt.versions:
+        for line in lines:
+            hit = pattern.search(line)
+            if hit:
+                return hit.group(1).removeprefix("v")
+    return None
+
+
+def parse_log(text: str, engine: str | None = None) -> StartupLog:
+    """A start-up log (any excerpt of one) -> its engine, version, settings and KV numbers."""
+    lines = text.splitlines()
+    fmt = detect_engine(lines, engine)
+    return StartupLog(engine=fmt.engine, label=fmt.label, version=parse_version(lines, fmt),
+                      settings=parse_settings(lines, fmt), records=parse_records(lines, fmt))

@@ -1,0 +1,101 @@
+"""SGLang logs recomputed: the token pool from the memory the log prints around weight loading
+(through kvplan's SGLang budget rule and planner), and the K/V sizes of the pool from #tokens.
+
+SGLang 0.5 (``model_runner.py:1092-1133``, 0.5.2): rest = free after weights (minimum over ranks)
+− free before loading (minimum over ranks) × (1 − mem_fraction_static); #tokens = rest // cell.
+``max_total_tokens`` caps it. The pool holds #tokens + one page of slots.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kvplan.engines.sglang import pool_bytes
+from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
+from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference
+from kvplan.reconcile.parse import GIB, Record, StartupLog
+
+RULES = "SGLang 0.5 pool: python/sglang/srt/model_executor/model_runner.py:1092-1133 (0.5.2)"
+Span = tuple[Fraction, Fraction]
+
+
+def free_memory(log: StartupLog) -> tuple[Span, Span] | None:
+    """(free before loading, free after weights), each the minimum over ranks as a range of bytes.
+    Before loading: "Load weight begin", else a rank's "avail mem" after plus its "mem usage"."""
+    ends = log.of_kind("load_end")
+    if not ends:
+        return None
+    begins = {r.worker: r.get("avail_before") for r in log.of_kind("load_begin")}
+    before, after = [], []
+    for r in ends:
+        free, used, start = r.get("avail_after"), r.get("weights"), begins.get(r.worker)
+        if free is None or used is None:
+            continue
+        after.append(free.bytes_range())
+        before.append(start.bytes_range() if start is not None else
+                      (free.bytes_range()[0] + used.bytes_range()[0], free.bytes_range()[1] + used.bytes_range()[1]))
+    if not after:
+        return None
+    return (min(b[0] for b in before), min(b[1] for b in before)), (min(a[0] for a in after), min(a[1] for a in after))
+
+
+def budget_span(inputs: Inputs, before: Span, after: Span) -> Span:
+    """kvplan's SGLang budget: free_at_init × mem_fraction_static − weights, weights = before − after."""
+    def budget(free: Fraction, left: Fraction) -> Fraction:
+        return Fraction(logged_budget(inputs, int(free), int(free - left)))
+    return budget(before[1], after[0]), budget(before[0], after[1])
+
+
+def _gib(span: Span) -> str:
+    return f"{float(span[0] / GIB):.3f}-{float(span[1] / GIB):.3f}"
+
+
+def token_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
+    memory, fraction = free_memory(log), inputs.settings.mem_fraction_static
+    cap = log.setting("max_total_tokens")
+    out: list[Outcome] = []
+    for record, number in ((r, n) for r, n in log.numbers("kv_tokens") if r.kind == "kv_pool"):
+        if memory is None or fraction is None:
+            why = "the log prints no 'Load weight' memory" if memory is None else "mem_fraction_static is not logged"
+            out.append(skip("kv_tokens", record, number, why))
+            continue
+        low, high = budget_span(inputs, *memory)
+        found = [p for b in (low, high) if not isinstance(p := plan(inputs, int(b)), str)]
+        if len(found) < 2:
+            out.append(skip("kv_tokens", record, number, f"kvplan refuses: {plan(inputs, int(low))}"))
+            continue
+        tokens = [min(p.kv_tokens, int(cap)) if cap else p.kv_tokens for p in found]
+        how = (f"min free after weights {_gib(memory[1])} GiB − min free before {_gib(memory[0])} GiB × (1 − {fraction}) = "
+               f"{float(low / GIB):.3f}-{float(high / GIB):.3f} GiB // {found[0].page_bytes // found[0].block_size:,} B per "
+               f"token (kvplan){f', capped at max_total_tokens {cap}' if cap else ''}")
+        out.append(compare("kv_tokens", record, number, Fraction(tokens[0]), Fraction(tokens[1]), how))
+    return out
+
+
+def size_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
+    """K, V (MLA: KV) sizes of the logged #tokens + one page, on kvplan's SGLang layout."""
+    result = reference(inputs)
+    layout, page = result.layout, result.plan.block_size
+    assert layout is not None
+    heavy = max(range(inputs.pp), key=lambda k: layout.stages[k].bytes_per_token())
+    out: list[Outcome] = []
+    for record in log.of_kind("kv_pool"):
+        tokens = record.get("kv_tokens")
+        if tokens is None:
+            continue
+        sizes = dict(zip(("k_size", "v_size", "kv_size"), pool_bytes(layout, heavy, int(tokens.value) + page),
+                         strict=True))
+        out += [_size_check(record, name, Fraction(value), int(tokens.value), page)
+                for name, value in sizes.items() if record.get(name) is not None]
+    return out
+
+
+def _size_check(record: Record, name: str, value: Fraction, tokens: int, page: int) -> Outcome:
+    logged = record.get(name)
+    assert logged is not None
+    return compare(f"{name}_bytes", record, logged, value, value,
+                   f"({tokens:,} + {page} pad slots) × kvplan's bytes per token = {int(value):,} B")
+
+
+def sglang_checks(log: StartupLog, inputs: Inputs) -> tuple[list[Outcome], str]:
+    return [*weights_checks(log, inputs), *token_checks(log, inputs), *size_checks(log, inputs)], RULES

@@ -1,0 +1,145 @@
+"""The one table every command prints: whole cells at any width.
+
+``Table`` takes the part of rich's ``Table`` API that kvplan uses (a title, ``add_column``,
+``add_row`` of strings) and decides how to draw itself when it is printed, from the width the
+console offers:
+
+- the table fits with every cell whole (numbers, names and dtypes never wrap; only columns added
+  with ``wrap=True``, prose such as reconcile's "why", break between words): a rich table, drawn
+  exactly as rich draws it;
+- it does not: a stacked layout. Each row becomes a heading (its first cell) followed by
+  ``header: value`` items, as many per line as fit; an item is never split, so no number is cut.
+
+A table of a few rows with one value per column (``capacity --engine all``: quantities down,
+engines across) stacks by column instead (``stack="columns"``): one block per engine.
+
+Nothing here imports rich until a table is drawn, so building tables costs nothing on start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+Justify = Literal["left", "right", "center"]
+INDENT = "  "
+SEPARATOR = " · "
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    header: str
+    justify: Justify = "left"
+    wrap: bool = False  # prose only: may break between words (never inside one)
+
+
+def cell_width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def min_cell_width(text: str, wrap: bool) -> int:
+    """The narrowest a cell can be drawn whole: its longest line, or its longest word when it may wrap."""
+    pieces = text.split() if wrap else text.splitlines()
+    return max((cell_width(p) for p in pieces), default=0)
+
+
+class Table:
+    """Title, columns and rows of strings; drawn as a rich table when it fits, stacked otherwise."""
+
+    def __init__(self, title: str = "", *, title_justify: Justify = "left",
+                 stack: Literal["rows", "columns"] = "rows") -> None:
+        self.title = title
+        self.title_justify: Justify = title_justify
+        self.stack = stack
+        self.columns: list[Column] = []
+        self.rows: list[tuple[str, ...]] = []
+
+    def add_column(self, header: str = "", *, justify: Justify = "left", wrap: bool = False,
+                   no_wrap: bool = True) -> None:
+        """``no_wrap`` is accepted for rich's signature; only ``wrap=True`` lets a column wrap."""
+        self.columns.append(Column(header, justify, wrap))
+
+    def add_row(self, *cells: str) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append(tuple(cells))
+
+    def min_width(self) -> int:
+        """Columns at their narrowest whole width, plus rich's padding (1 each side) and borders."""
+        widths = [max(min_cell_width(c.header, c.wrap), *(min_cell_width(r[i], c.wrap) for r in self.rows))
+                  for i, c in enumerate(self.columns)]
+        return sum(w + 2 for w in widths) + len(widths) + 1
+
+    def fits(self, width: int) -> bool:
+        return self.min_width() <= width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.fits(options.max_width):
+            yield self.rich_table()
+        else:
+            yield from self.stacked(options.max_width)
+
+    def rich_table(self) -> RichTable:
+        from rich.table import Table as RichTable
+
+        table = RichTable(title=self.title or None, title_justify=self.title_justify)
+        for c in self.columns:
+            table.add_column(c.header, justify=c.justify, no_wrap=not c.wrap)
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+    def blocks(self) -> Iterator[tuple[str, list[str]]]:
+        """(heading, items) per row, or per column with stack="columns"."""
+        if self.stack == "columns":
+            for i, c in enumerate(self.columns[1:], 1):
+                yield c.header, _items([(r[0], r[i]) for r in self.rows])
+            return
+        for row in self.rows:
+            yield _items([(self.columns[0].header, row[0])])[0], _items(
+                [(c.header, cell) for c, cell in zip(self.columns[1:], row[1:], strict=True)])
+
+    def stacked(self, width: int) -> Iterator[Text]:
+        from rich.text import Text
+
+        if self.title:
+            yield Text(self.title, style="italic")
+        for heading, items in self.blocks():
+            yield Text(heading, style="bold")
+            for line in pack(items, width - len(INDENT)):
+                yield Text(INDENT + line)
+
+
+def _items(pairs: list[tuple[str, str]]) -> list[str]:
+    """`header: value` items; a cell under an empty header continues the item before it (`1,024 (1.00 KiB)`),
+    an empty cell is left out, a multi-line cell becomes one line."""
+    items: list[str] = []
+    for header, cell in pairs:
+        value = " ".join(cell.split())
+        if not value:
+            continue
+        if header or not items:
+            items.append(f"{header}: {value}" if header else value)
+        else:
+            items[-1] += f" ({value})"
+    return items or [""]
+
+
+def pack(items: list[str], width: int) -> list[str]:
+    """Items joined by SEPARATOR into lines of at most `width` cells; an item longer than a line stands alone
+    (the terminal then wraps it between words)."""
+    lines: list[str] = []
+    for item in items:
+        if lines and cell_width(lines[-1]) + len(SEPARATOR) + cell_width(item) <= width:
+            lines[-1] += SEPARATOR + item
+        else:
+            lines.append(item)
+    return lines
