@@ -20,6 +20,20 @@ from kvplan.cli.common import (
     reports_errors,
     warn,
 )
+from kvplan.cli.extras import (
+    CpuLoras,
+    CpuOffload,
+    HicacheRatio,
+    KvOffload,
+    LmcacheSize,
+    LoraModules,
+    MaxLoras,
+    MmLimit,
+    SpecMethod,
+    SpecModel,
+    SpecTokens,
+    extras_settings,
+)
 from kvplan.config import ModelConfig, load_model
 from kvplan.engines import Settings
 from kvplan.errors import InputError
@@ -47,7 +61,7 @@ def _settings(o: dict[str, Any]) -> Settings:
                     async_scheduling=False if o["no_async_scheduling"] else None, entry_point=o["entry_point"],
                     max_num_batched_tokens=parse_positive_tokens(batched, "--max-num-batched-tokens") if batched else None,
                     max_num_seqs=o["max_num_seqs"], sampler=o["sampler"], enforce_eager=o["enforce_eager"],
-                    moe_backend=o["moe_backend"], max_lora_rank=o["max_lora_rank"])
+                    moe_backend=o["moe_backend"], max_lora_rank=o["max_lora_rank"], **extras_settings(o))
 
 
 MaxModelLen = Annotated[str | None, typer.Option("--max-model-len", help="Tokens (32k); default: the model's.")]
@@ -68,8 +82,8 @@ Sampler = Annotated[str | None, typer.Option("--sampler", help="vLLM profile-run
                                              "flashinfer (~15 B/logit); default: the release's.")]
 Eager = Annotated[bool, typer.Option("--enforce-eager", help="vLLM/TRT-LLM: no CUDA graphs, eager profile forward.")]
 MoeBackend = Annotated[str | None, typer.Option("--moe-backend", help="vLLM MXFP4 experts: marlin (padded) or triton.")]
-LoraRank = Annotated[int | None, typer.Option("--max-lora-rank", help="vLLM --enable-lora: one LoRA slot of this "
-                                              "rank is allocated with the weights.")]
+LoraRank = Annotated[int | None, typer.Option("--max-lora-rank", help="--enable-lora: LoRA slots of this rank "
+                                              "(vLLM default 16) are allocated with the weights.")]
 NonTorch = Annotated[str | None, typer.Option("--non-torch", help="Non-torch memory per GPU instead of kvplan's "
                                               "estimate (context, NCCL), e.g. 2.1GiB as vLLM logs it.")]
 Dp = Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")]
@@ -98,10 +112,15 @@ def capacity(
     max_lora_rank: LoraRank = None, non_torch: NonTorch = None, dp: Dp = 1,
     disable_hybrid_kv_cache_manager: NoHybrid = False, no_async_scheduling: NoAsync = False,
     quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto", json: Json = False, explain: Explain = False,
-    plot: Plot = None, revision: Revision = None,
+    plot: Plot = None, revision: Revision = None, speculative_model: SpecModel = None,
+    speculative_method: SpecMethod = None, num_speculative_tokens: SpecTokens = None, max_loras: MaxLoras = None,
+    lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None, limit_mm_per_prompt: MmLimit = None,
+    cpu_offload_gb: CpuOffload = None, kv_offloading_size: KvOffload = None, hicache_ratio: HicacheRatio = None,
+    lmcache_cpu_size: LmcacheSize = None,
 ) -> None:
     """KV capacity an engine release reaches on a GPU: its budget term by term, blocks, tokens, concurrency,
-    and its verdict (exit 1 when it would refuse to start; the answer is still printed)."""
+    and its verdict (exit 1 when it would refuse to start; the answer is still printed). What shares the GPU
+    beside it: a speculative draft, LoRA slots, the encoder cache; and the host tier behind it."""
     from kvplan.render.capacity import capacity_payload, capacity_tables, explain_lines
 
     kwargs = _capacity_kwargs(locals())
@@ -158,15 +177,23 @@ def fit(
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
     max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Largest tp × pp (default 8 nodes).")] = None,
     gpu_mem: GpuMem = None, overhead: Overhead = None, json: Json = False, revision: Revision = None,
+    speculative_model: SpecModel = None, speculative_method: SpecMethod = None,
+    num_speculative_tokens: SpecTokens = None, max_lora_rank: LoraRank = None, max_loras: MaxLoras = None,
+    lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None, limit_mm_per_prompt: MmLimit = None,
+    cpu_offload_gb: CpuOffload = None, kv_offloading_size: KvOffload = None, hicache_ratio: HicacheRatio = None,
+    lmcache_cpu_size: LmcacheSize = None,
 ) -> None:
-    """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens."""
+    """Smallest TP (then PP, then KV dtype) whose KV cache serves CONCURRENCY requests of CONTEXT tokens, with
+    whatever shares the GPU beside it (a draft model, LoRA slots, ...) in every layout tried."""
     from kvplan.planning.fit import fit as run
     from kvplan.render.capacity import fit_payload, fit_tables
 
     if engine.strip().lower() == "all":
         raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
+    o = locals()
     result = run(load_model(model, revision=revision), gpu=gpu, context=parse_positive_tokens(context, "--context"), concurrency=concurrency,
                  engine=engine, kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus,
                  gpu_memory_bytes=parse_bytes(gpu_mem) if gpu_mem is not None else None,
-                 overhead_bytes=parse_bytes(overhead) if overhead is not None else None)
+                 overhead_bytes=parse_bytes(overhead) if overhead is not None else None,
+                 settings=Settings(max_lora_rank=max_lora_rank, **extras_settings(o)))
     emit(fit_payload(result), json, fit_tables)

@@ -35,6 +35,12 @@ FLAGS: dict[str, str] = {
     "free_gpu_memory_fraction": "--free-gpu-memory-fraction", "max_num_batched_tokens": "--max-num-batched-tokens",
     "max_num_seqs": "--max-num-seqs", "entry_point": "--entry-point", "sampler": "--sampler",
     "moe_backend": "--moe-backend", "max_lora_rank": "--max-lora-rank", "non_torch_bytes": "--non-torch",
+    "speculative_model": "--speculative-model", "speculative_method": "--speculative-method",
+    "num_speculative_tokens": "--num-speculative-tokens", "max_loras": "--max-loras",
+    "lora_target_modules": "--lora-target-modules", "max_cpu_loras": "--max-cpu-loras",
+    "limit_mm_per_prompt": "--limit-mm-per-prompt", "cpu_offload_bytes": "--cpu-offload-gb",
+    "kv_offloading_bytes": "--kv-offloading-size", "hicache_ratio": "--hicache-ratio",
+    "lmcache_cpu_bytes": "--lmcache-cpu-size",
 }
 
 

@@ -1,0 +1,91 @@
+"""What shares the GPU with the KV cache (speculative decoding, LoRA slots, the encoder cache) and the host
+tier behind it: JSON keys, a table and --explain lines from ``kvplan.planning.extras.Extras``.
+
+JSON keys (added to ``kvplan capacity --json``; ``null`` when a feature is off): ``speculative``,
+``lora``, ``encoder_cache``, ``host_tier``. Bytes are ints; GiB appears only in table cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from kvplan.planning.extras import Extras
+from kvplan.render import gib
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+KEYS = ("speculative", "lora", "encoder_cache", "host_tier")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def extras_payload(extras: Extras) -> dict[str, Any]:
+    return {key: None if (v := getattr(extras, key)) is None else _plain(asdict(v)) for key in KEYS}
+
+
+def _speculative_row(s: dict[str, Any]) -> tuple[str, str]:
+    draft = s["draft_model"] or ("the model's MTP layers" if s["method"] == "mtp" else "no draft model")
+    where = "in the budget" if s["draft_weights_in_budget"] else "outside the KV budget"
+    return (f"speculative: {s['method']}, K={s['num_speculative_tokens']} ({draft})",
+            f"{s['draft_kv_layers']} draft KV layers, {s['draft_kv_bytes_per_token_per_gpu']:,} B/token; weights "
+            f"{gib(s['draft_weights_bytes_per_gpu'])} ({where}); +{s['lookahead_tokens_per_request']} slots/request")
+
+
+def _rows(p: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = []
+    if p["speculative"]:
+        rows.append(_speculative_row(p["speculative"]))
+    if lo := p["lora"]:
+        rows.append((f"LoRA: {lo['slots']} slot(s) × rank {lo['rank']}",
+                     f"{gib(lo['bytes_per_gpu'])} ({gib(lo['bytes_per_slot_per_gpu'])} per slot; "
+                     f"{', '.join(lo['modules'])}); host {gib(lo['host_bytes_per_rank'])} per rank"))
+    if e := p["encoder_cache"]:
+        rows.append((f"encoder cache: {e['items_profiled']} {e['modality']}s × {e['tokens_per_item']} tokens",
+                     f"{gib(e['bytes_per_gpu'])} held through the profile run ({e['rows_per_item']:,} rows per "
+                     f"item, budget {e['budget_tokens']:,} tokens)"))
+    if h := p["host_tier"]:
+        rows.append((f"host tier: {h['backend']}",
+                     f"{h['tokens']:,} tokens off-GPU, {gib(h['host_bytes_per_rank'])} host per rank "
+                     f"({gib(h['host_bytes_total'])} for {h['ranks']} rank(s)); +0 GPU tokens, admission unchanged"))
+    return rows
+
+
+def extras_table(p: dict[str, Any]) -> RenderableType | None:
+    from rich.table import Table
+
+    rows = _rows(p)
+    if not rows:
+        return None
+    table = Table(title=f"beside the KV cache ({p['engine_version']}; per GPU unless said)", title_justify="left")
+    table.add_column("what")
+    table.add_column("size")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def extras_lines(extras: Extras) -> list[str]:
+    """--explain: the rule behind each feature's numbers."""
+    lines = []
+    if s := extras.speculative:
+        lines.append(f"speculative: {s.method} K={s.num_speculative_tokens}, draft {s.draft_model or '-'} at tp "
+                     f"{s.draft_tp}: {s.draft_kv_layers} KV layers × their bytes = {s.draft_kv_bytes_per_token_per_gpu:,}"
+                     f" B per token per GPU; weights {s.draft_weights_bytes_per_gpu:,} B "
+                     f"({'subtracted' if s.draft_weights_in_budget else 'not subtracted: loaded after the pool'})")
+    if lo := extras.lora:
+        lines.append(f"LoRA: {lo.slots} slots × (A rank × input + B output × rank) per wrapped module and layer = "
+                     f"{lo.bytes_per_gpu:,} B per GPU; host cache {lo.host_bytes_per_rank:,} B per rank")
+    if e := extras.encoder_cache:
+        lines.append(f"encoder cache: {e.items_profiled} items × {e.rows_per_item:,} rows × hidden × dtype = "
+                     f"{e.bytes_per_gpu:,} B held while the profile runs (budget {e.budget_tokens:,} tokens)")
+    if h := extras.host_tier:
+        lines.append(f"host tier ({h.backend}): {h.rule} -> {h.tokens:,} tokens; no GPU tokens added")
+    return lines
