@@ -234,7 +234,7 @@ class LoraRule:
     rank: int  # max_lora_rank
     target_modules: tuple[str, ...] | None  # None: every linear module
     embeddings: bool  # embed_tokens and lm_head get LoRA slots too (vLLM, families that declare embedding_modules)
-    extra_vocab: int  # rows of new vocabulary an adapter may add (vLLM before 0.12: lora_extra_vocab_size 256)
+    extra_vocab: int  # rows of new vocabulary an adapter may add (vLLM 0.11 and before: lora_extra_vocab_size 256)
     vocab_padding: int  # lm_head LoRA B rows padded to this multiple (vLLM lora_vocab_padding_size; 1: none)
     host_adapters: int  # adapters cached in host memory per rank (vLLM max_cpu_loras; 0: not modelled)
     source: str

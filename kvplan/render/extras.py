@@ -31,30 +31,30 @@ def extras_payload(extras: Extras) -> dict[str, Any]:
     return {key: None if (v := getattr(extras, key)) is None else _plain(asdict(v)) for key in KEYS}
 
 
-def _speculative_row(s: dict[str, Any]) -> tuple[str, str]:
-    draft = s["draft_model"] or ("the model's MTP layers" if s["method"] == "mtp" else "no draft model")
-    where = "in the budget" if s["draft_weights_in_budget"] else "outside the KV budget"
-    return (f"speculative: {s['method']}, K={s['num_speculative_tokens']} ({draft})",
-            f"{s['draft_kv_layers']} draft KV layers, {s['draft_kv_bytes_per_token_per_gpu']:,} B/token; weights "
-            f"{gib(s['draft_weights_bytes_per_gpu'])} ({where}); +{s['lookahead_tokens_per_request']} slots/request")
+def _speculative_row(s: dict[str, Any]) -> tuple[str, str, str]:
+    draft = s["draft_model"] or ("MTP layers" if s["method"] == "mtp" else "no model")
+    where = "in the budget" if s["draft_weights_in_budget"] else "not in the budget"
+    return (f"draft: {s['method']}, K={s['num_speculative_tokens']}", gib(s["draft_weights_bytes_per_gpu"]),
+            f"{draft} weights ({where}); {s['draft_kv_layers']} KV layers in the pool "
+            f"({s['draft_kv_bytes_per_token_per_gpu']:,} B/token); +{s['lookahead_tokens_per_request']} slots/request")
 
 
-def _rows(p: dict[str, Any]) -> list[tuple[str, str]]:
+def _rows(p: dict[str, Any]) -> list[tuple[str, str, str]]:
     rows = []
     if p["speculative"]:
         rows.append(_speculative_row(p["speculative"]))
     if lo := p["lora"]:
-        rows.append((f"LoRA: {lo['slots']} slot(s) × rank {lo['rank']}",
-                     f"{gib(lo['bytes_per_gpu'])} ({gib(lo['bytes_per_slot_per_gpu'])} per slot; "
-                     f"{', '.join(lo['modules'])}); host {gib(lo['host_bytes_per_rank'])} per rank"))
+        rows.append((f"LoRA: {lo['slots']} slots × rank {lo['rank']}", gib(lo["bytes_per_gpu"]),
+                     f"{gib(lo['bytes_per_slot_per_gpu'])} per slot, {len(lo['modules'])} modules per layer; "
+                     f"host cache {gib(lo['host_bytes_per_rank'])} per rank"))
     if e := p["encoder_cache"]:
-        rows.append((f"encoder cache: {e['items_profiled']} {e['modality']}s × {e['tokens_per_item']} tokens",
-                     f"{gib(e['bytes_per_gpu'])} held through the profile run ({e['rows_per_item']:,} rows per "
-                     f"item, budget {e['budget_tokens']:,} tokens)"))
+        rows.append(("encoder cache (profile run)", gib(e["bytes_per_gpu"]),
+                     f"{e['items_profiled']} {e['modality']}s × {e['rows_per_item']:,} rows (budget "
+                     f"{e['budget_tokens']:,} tokens, {e['tokens_per_item']} per {e['modality']})"))
     if h := p["host_tier"]:
-        rows.append((f"host tier: {h['backend']}",
-                     f"{h['tokens']:,} tokens off-GPU, {gib(h['host_bytes_per_rank'])} host per rank "
-                     f"({gib(h['host_bytes_total'])} for {h['ranks']} rank(s)); +0 GPU tokens, admission unchanged"))
+        rows.append((f"host: {h['backend']}", f"{gib(h['host_bytes_per_rank'])} host",
+                     f"{h['tokens']:,} tokens off-GPU; {gib(h['host_bytes_total'])} on {h['ranks']} rank(s); "
+                     "+0 GPU tokens"))
     return rows
 
 
@@ -64,9 +64,9 @@ def extras_table(p: dict[str, Any]) -> RenderableType | None:
     rows = _rows(p)
     if not rows:
         return None
-    table = Table(title=f"beside the KV cache ({p['engine_version']}; per GPU unless said)", title_justify="left")
-    table.add_column("what")
-    table.add_column("size")
+    table = Table(title=f"beside the KV cache ({p['engine_version']}, per GPU)", title_justify="left")
+    for name in ("what", "bytes", "how"):
+        table.add_column(name, justify="right" if name == "bytes" else "left")
     for row in rows:
         table.add_row(*row)
     return table

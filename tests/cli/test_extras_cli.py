@@ -81,7 +81,7 @@ def test_table_and_explain(run_cli: Any) -> None:
     code, out, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--kv-budget", "20GiB", "--max-model-len", "8k",
                              "--max-loras", "2", "--max-lora-rank", "16", "--explain")
     assert code == 0, err
-    assert "beside the KV cache" in out and "LoRA: 2 slot(s) × rank 16" in out
+    assert "beside the KV cache" in out and "LoRA: 2 slots × rank 16" in out
     assert "LoRA: 2 slots × (A rank × input + B output × rank)" in out
 
 

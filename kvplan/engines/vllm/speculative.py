@@ -3,7 +3,7 @@
 - The draft's attention layers (a draft model's, an EAGLE head's, or the target's MTP layers) register in
   the same forward context as the target's, so ``get_kv_cache_spec`` returns them too: they join the KV
   cache groups and share the one pool of block ids (one block id costs their pages as well). They sit on
-  the last PP stage.
+  the last PP stage, the only one with a speculator (0.33 ``v1/worker/gpu/model_runner.py:298-304``).
 - The draft's weights load inside the same ``DeviceMemoryProfiler`` as the target's (0.11
   ``gpu_model_runner.py:2631-2651``; 0.33 ``gpu/model_runner.py:396-427``): they count in the weights.
 - ``num_speculative_tokens`` K: the scheduler allocates K slots past the scheduled tokens of every running
@@ -32,7 +32,7 @@ def check(rel: VllmRelease, req: Request) -> None:
         return
     if draft.method == "draft_model" and rel.spec_methods:
         raise InputError(f"{rel.label} refuses speculative_method draft_model: \"Draft model speculative decoding is "
-                         "not supported yet\" (V1 runs ngram, eagle, eagle3 and mtp; draft models from vLLM 0.12)",
+                         "not supported yet\" (V1 runs ngram, eagle, eagle3 and mtp; kvplan runs draft models on vllm@0.33)",
                          arg="speculative_method")
     raise InputError(f"kvplan follows vLLM's speculative decoding (speculative_method) from 0.9 (V1); {rel.label} is "
                      "not modelled", arg="speculative_method")
@@ -82,7 +82,6 @@ def notes(req: Request, rel: VllmRelease, block_size: int) -> tuple[str, ...]:
            "layer(s) share the pool (one block id spans them too)"]
     ahead = lookahead_tokens(req, rel)
     if ahead:
-        out.append(f"the scheduler reserves {ahead} lookahead slot(s) per running request: a request near "
-                   f"max_model_len holds cdiv(len + {ahead}, {block_size}) blocks; the start-up check and the "
-                   "logged concurrency count max_model_len only")
+        out.append(f"{ahead} lookahead slot(s) per running request (near max_model_len: cdiv(len + {ahead}, {block_size}) "
+                   "blocks); the start-up check and the logged concurrency use max_model_len")
     return tuple(out)

@@ -11,7 +11,7 @@ vLLM: ``lora/layers/base_linear.py:104-155``, ``column_parallel_linear.py:207-24
 ``q_proj`` gives ``qkv_proj`` all three slices (vLLM ``lora/utils.py:298-338``). vLLM also wraps
 ``embed_tokens`` and ``lm_head`` of families whose model declares ``embedding_modules`` (Llama, Mixtral;
 0.33 Qwen3): embedding A ``(vocab + extra) × rank``, B ``hidden × rank``, lm_head A ``rank × hidden``, B
-``pad(vocab + extra) × rank``, plus ``extra × hidden`` new-token rows in each (vLLM before 0.12:
+``pad(vocab + extra) × rank``, plus ``extra × hidden`` new-token rows in each (vLLM 0.11 and before:
 ``lora_extra_vocab_size`` 256, padding 256). Not counted: MoE expert slots (vLLM 0.33 wraps the experts),
 router gates, punica index buffers (under 1 MiB).
 """
