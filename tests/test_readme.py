@@ -38,7 +38,7 @@ def test_readme_reconcile_output_is_current(run_cli) -> None:
 @pytest.mark.parametrize(("command", "numbers"), [
     pytest.param("kvplan capacity meta-llama/Llama-3.1-70B --gpu H100 --tp 4 --max-model-len 32k --speculative-model "
                  "meta-llama/Llama-3.2-1B --num-speculative-tokens 4",
-                 ("1,441,792", "433,152", "618,008,576", "16 KV layers in the pool"), id="speculative"),
+                 ("1,441,792", "433,152", "618,008,576", "16 KV layers, 8,192 B/token"), id="speculative"),
     pytest.param("kvplan capacity meta-llama/Llama-3.1-8B --gpu H100 --max-model-len 16k --max-loras 4 --max-lora-rank 64",
                  ("1,477,705,728", "438,432", "LoRA: 4 slots × rank 64"), id="lora"),
 ])

@@ -123,12 +123,11 @@ def explain_lines(result: CapacityResult) -> list[str]:
     lines.append(f"steady state: a {result.max_model_len:,}-token request holds {steady:,} B per GPU "
                  "(window layers keep only their window, Mamba layers one state)")
     lines.append(f"admission reserve: {reserve:,} B per GPU is what the concurrency divides by")
-    lines += extras_lines(result.extras)
     if reserve != steady:
         lines.append("they differ because the engine reserves whole blocks for max_model_len on full layers, "
                      "W − 1 + in-flight tokens (+1 block) on sliding layers, blocks of every padded layer of a "
                      "group, and checkpoint pages for Mamba states; a real request holds less")
-    return lines
+    return lines + extras_lines(result.extras)
 
 
 def _summary_rows(p: dict[str, Any], compact: bool) -> list[tuple[str, str]]:

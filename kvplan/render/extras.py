@@ -35,8 +35,8 @@ def _speculative_row(s: dict[str, Any]) -> tuple[str, str, str]:
     draft = s["draft_model"] or ("MTP layers" if s["method"] == "mtp" else "no model")
     where = "in the budget" if s["draft_weights_in_budget"] else "not in the budget"
     return (f"draft: {s['method']}, K={s['num_speculative_tokens']}", gib(s["draft_weights_bytes_per_gpu"]),
-            f"{draft} weights ({where}); {s['draft_kv_layers']} KV layers in the pool "
-            f"({s['draft_kv_bytes_per_token_per_gpu']:,} B/token); +{s['lookahead_tokens_per_request']} slots/request")
+            f"{draft} weights ({where}); {s['draft_kv_layers']} KV layers, "
+            f"{s['draft_kv_bytes_per_token_per_gpu']:,} B/token; +{s['lookahead_tokens_per_request']} slots/request")
 
 
 def _rows(p: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -108,27 +108,45 @@ def test_deepseek_v3_mtp_weights_without_embedding_and_head(model: Any) -> None:
     assert mtp_bytes_per_gpu(model("deepseek-ai/DeepSeek-V3"), tp=8, weights_dtype="bf16") == 2 * params
 
 
-def eagle3_config(tmp_path: Path) -> str:
-    """A config shaped like an EAGLE-3 head for Llama-3.1-8B: one decoder layer, the target's attention."""
-    config = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
+def eagle_head(tmp_path: Path, name: str = "EAGLE3-LLaMA3.1-Instruct-8B") -> str:
+    """A folder holding a config shaped like an EAGLE head for Llama-3.1-8B: one decoder layer, the target's
+    attention. vLLM tells EAGLE from EAGLE-3 by the name ("eagle-", "eagle3"), as kvplan does."""
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
               "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
               "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
               "tie_word_embeddings": False}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    return str(path)
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
 
 
 def test_eagle3_head_is_inferred_and_adds_one_layer(tmp_path: Path) -> None:
-    # vLLM infers eagle3 from the architectures (config/speculative.py:1432-1448); Llama-3.1-8B: 32 layers × 16 ×
+    # vLLM infers eagle3 from the name (config/speculative.py:1432-1448); Llama-3.1-8B: 32 layers × 16 ×
     # 8 heads × 128 × 2 × 2 B = 32 × 65,536; the head's one layer is another 65,536
-    settings = Settings(speculative_model=eagle3_config(tmp_path), num_speculative_tokens=3)
+    settings = Settings(speculative_model=eagle_head(tmp_path), num_speculative_tokens=3)
     r = run("meta-llama/Llama-3.1-8B", "vllm", max_model_len=8192, settings=settings)
     assert r.extras.speculative.method == "eagle3"
     assert r.plan.page_bytes == 33 * 65_536
     # eagle, eagle3 and mtp get lookahead slots already in 0.11
     r11 = run("meta-llama/Llama-3.1-8B", "vllm@0.11", max_model_len=8192, settings=settings)
     assert r11.plan.lookahead_tokens_per_request == 3 and r11.plan.page_bytes == 33 * 65_536
+
+
+def test_vllm_19996_log_eagle_layer_shares_the_pool(tmp_path: Path) -> None:
+    # vllm-project/vllm#19996 (tests/data/vllm-memory-profiles.json): Llama-3.1-8B + an EAGLE head on an H100, V1
+    # (June 2025: 0.9), logged "Available KV cache memory: 51.63 GiB", "GPU KV cache size: 410,128 tokens",
+    # "Maximum concurrency for 131,072 tokens per request: 3.13x". With the head's layer in the pool a block costs
+    # 33 × 65,536 = 2,162,688 B: int(51.63 GiB) // 2,162,688 = 25,633 blocks × 16 = 410,128 tokens (legacy log),
+    # 25,633 / 8,192 = 3.13x. Without it: 26,434 blocks, 422,944 tokens (not what vLLM logged).
+    eagle = Settings(speculative_model=eagle_head(tmp_path, "EAGLE-LLaMA3.1-Instruct-8B"), num_speculative_tokens=3)
+    budget = (int(51.63 * GIB),)
+    r = capacity("meta-llama/Llama-3.1-8B", engine="vllm@0.9", kv_budget_bytes=budget, max_model_len=131072,
+                 settings=eagle)
+    assert r.extras.speculative.method == "eagle"  # inferred from the name ("eagle-"), as vLLM does
+    assert (r.plan.num_blocks, r.plan.kv_tokens, f"{r.plan.max_concurrency:.2f}x") == (25_633, 410_128, "3.13x")
+    plain = capacity("meta-llama/Llama-3.1-8B", engine="vllm@0.9", kv_budget_bytes=budget, max_model_len=131072)
+    assert plain.plan.kv_tokens == 26_434 * 16 == 422_944
 
 
 def test_eagle_and_draft_model_need_k() -> None:

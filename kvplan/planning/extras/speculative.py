@@ -9,9 +9,9 @@ then places it by its own rule: ``kvplan/engines``):
 - ``mtp``: the target's own next-token-prediction layers (``num_nextn_predict_layers``, DeepSeek-V3 1):
   each is one more attention layer shaped like the target's full-attention layers.
 - ``ngram``: prompt lookup; no weights, no KV layers, only the K drafted tokens.
-The method is inferred as vLLM does (``config/speculative.py:1226-1250``): a checkpoint whose
-architectures name EAGLE-3 or EAGLE is one, any other is a draft model; without a checkpoint only
-``mtp`` and ``ngram`` make sense. K (``num_speculative_tokens``) must be given, except for MTP, where it
+The method is inferred as vLLM 0.33 does (``config/speculative.py:1240-1244``, ``:1432-1448``): from the
+draft's name (``eagle-``, ``eagle3``), else a draft model; without a checkpoint only ``mtp`` and ``ngram``
+make sense. K (``num_speculative_tokens``) must be given, except for MTP, where it
 defaults to the number of MTP layers (vLLM's ``n_predict``).
 """
 
@@ -43,19 +43,19 @@ class SpeculativeSummary:
     lookahead_tokens_per_request: int
 
 
-def method_of(settings_method: str | None, draft_model: ModelConfig | None, target: ModelConfig) -> str:
-    """vLLM's inference of the method from the draft checkpoint (or its absence)."""
+def method_of(settings_method: str | None, draft_name: str | None, target: ModelConfig) -> str:
+    """vLLM's inference of the method: from the draft's name ("eagle-" -> eagle, "eagle3" -> eagle3, as in
+    yuhuili/EAGLE-LLaMA3-Instruct-8B and yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), any other draft is a draft model;
+    without one, MTP if the target has MTP layers."""
     if settings_method:
         return settings_method
-    if draft_model is None:
+    if draft_name is None:
         if target.num_nextn_predict_layers:
             return "mtp"
         raise InputError(f"num_speculative_tokens without a draft: {target.model_id} has no MTP layers; name a "
                          "speculative_model or speculative_method ngram", arg="speculative_model")
-    names = " ".join(str(a).lower() for a in draft_model.raw.get("architectures") or ())
-    if "eagle3" in names:
-        return "eagle3"
-    return "eagle" if "eagle" in names or draft_model.model_type == "eagle" else "draft_model"
+    name = draft_name.lower()
+    return "eagle" if "eagle-" in name else "eagle3" if "eagle3" in name else "draft_model"
 
 
 def _mtp_spec(layout: Layout) -> tuple[LayerSpec, LayerSpec]:
@@ -96,7 +96,7 @@ def draft(request: Request, layout: Layout, policy: LayoutPolicy) -> Draft | Non
     if not (s.speculative_model or s.speculative_method or s.num_speculative_tokens):
         return None
     draft_model = as_model(s.speculative_model) if s.speculative_model else None
-    method = method_of(s.speculative_method, draft_model, request.model)
+    method = method_of(s.speculative_method, s.speculative_model, request.model)
     if method in ("mtp", "ngram") and draft_model is not None:
         raise InputError(f"speculative_method {method} drafts without a checkpoint; drop speculative_model",
                          arg="speculative_model")
