@@ -245,3 +245,11 @@ def test_fit_passes_the_draft_to_every_layout() -> None:
     plain = fit("meta-llama/Llama-3.1-70B", gpu="H100", context=32768, concurrency=24)
     same = next(c for c in plain.candidates if (c.tp, c.pp) == (best.tp, best.pp))
     assert best.kv_tokens < same.kv_tokens
+
+
+def test_a_given_overhead_keeps_the_draft_weights() -> None:
+    # --overhead replaces every estimated term but the weights: the checkpoint's and the draft's 618,008,576 B
+    r = capacity("meta-llama/Llama-3.1-70B", engine="vllm", gpu="H100", tp=4, max_model_len=32768,
+                 overhead_bytes=3 * GIB, settings=DRAFT_1B)
+    assert [t.kind for t in r.budget_terms] == ["weights", "draft_weights", "given"]
+    assert r.budget_terms[1].bytes == 618_008_576
