@@ -49,6 +49,19 @@ class Group:
 Specs = tuple[PagedSpec | None, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class SpecReserve:
+    """What speculative decoding adds to one request's reserve (vLLM 0.33): tokens a sliding window keeps below
+    itself so multi-module MTP can re-prefill them (``extra_retained_tokens``), and one state block per drafted
+    token on Mamba layers (``num_speculative_blocks``)."""
+
+    retained_tokens: int = 0
+    state_blocks: int = 0
+
+
+NO_SPEC = SpecReserve()
+
+
 def paged_spec(spec: LayerSpec, dtype: KvDtype, state_dtype: KvDtype, block_size: int) -> PagedSpec | None:
     """A per-rank layer spec -> vLLM's paged spec (None: the layer caches nothing)."""
     if isinstance(spec, NoKV):
@@ -138,13 +151,14 @@ def stage_block_bytes(groups: tuple[Group, ...], specs: Specs, stage: range, uni
     return group_width(groups, stage) * groups[0].spec.page_bytes
 
 
-def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dcp: int, prefix_caching: bool) -> int:
+def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dcp: int, prefix_caching: bool,
+                  reserve: SpecReserve = NO_SPEC) -> int:
     """Blocks one max_model_len request reserves in one group (vLLM max_memory_usage_bytes / page)."""
     bs, m = spec.block_size, max_model_len
     if isinstance(spec.spec, SlidingAttn):  # the window may straddle a block boundary: +1
-        return cdiv(min(spec.window - 1 + in_flight_tokens, m), bs) + 1
+        return cdiv(min(spec.window - 1 + reserve.retained_tokens + in_flight_tokens, m), bs) + 1
     if isinstance(spec.spec, ChunkedAttn):
         return cdiv(min(spec.window + in_flight_tokens, m), bs)
     if isinstance(spec.spec, LinearState):  # mamba_cache_mode align (prefix caching): state + one checkpoint
-        return 2 if prefix_caching else 1
+        return (2 if prefix_caching else 1) + reserve.state_blocks
     return cdiv(cdiv(m, dcp) if dcp > 1 else m, bs)

@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
-from kvplan.engines.vllm import refusals
+from kvplan.engines.vllm import refusals, speculative
 from kvplan.engines.vllm.backends import attention_backend, is_hopper
 from kvplan.engines.vllm.groups import (
     DEFAULT_MAMBA_CHUNK_TOKENS,
+    NO_SPEC,
     Group,
+    SpecReserve,
     Specs,
     align_mamba,
     blocks_needed,
@@ -55,6 +57,8 @@ class Blocks:
     need: tuple[int, ...]  # blocks one max-length request reserves per group
     num_blocks: int
     in_flight: int
+    stages: tuple[range, ...]  # the layers of each worker's stage (the last holds any draft layers)
+    reserve: SpecReserve = NO_SPEC
 
 
 def check_request(req: Request, layout: Layout) -> None:
@@ -72,10 +76,12 @@ def check_request(req: Request, layout: Layout) -> None:
 
 
 def paging(req: Request, layout: Layout) -> Paging:
-    """Backend and block size, then every layer's paged spec (Mamba hybrids raise the block size)."""
+    """Backend and block size, then every layer's paged spec (Mamba hybrids raise the block size). A draft's
+    KV layers follow the target's: they register in the same forward context and share its pool."""
     has_mla = any(isinstance(s, MLAAttn) for s in layout.specs)
     backend, bs = attention_backend(has_mla, layout.kv_dtype, req.settings.block_size, req.gpu_name)
-    specs = tuple(paged_spec(s, layout.kv_dtype, layout.state_dtype, bs) for s in layout.specs_per_gpu)
+    per_gpu = (*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ()))
+    specs = tuple(paged_spec(s, layout.kv_dtype, layout.state_dtype, bs) for s in per_gpu)
     raw = layout.model.raw
     chunk = int(raw.get("mamba_chunk_size") or raw.get("chunk_size") or DEFAULT_MAMBA_CHUNK_TOKENS)
     mamba = mamba_block_size(specs, chunk, req.settings.prefix_caching)
@@ -92,31 +98,32 @@ def in_flight_tokens(req: Request) -> int:
     return s.max_num_batched_tokens * s.in_flight_batches
 
 
-def blocks(req: Request, layout: Layout, specs: Specs, budgets: tuple[int, ...]) -> Blocks:
+def blocks(req: Request, layout: Layout, specs: Specs, budgets: tuple[int, ...], rel: VllmRelease) -> Blocks:
     """Groups, bytes per block id on each stage, blocks per request, and num_blocks (min over stages)."""
     groups, uniform_type = kv_cache_groups(specs)
-    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in layout.stage_ranges)
+    stages = speculative.worker_stages(req, layout)
+    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
-    in_flight = in_flight_tokens(req)
-    need = tuple(blocks_needed(g.spec, req.max_model_len, in_flight, req.dcp, req.settings.prefix_caching)
+    in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
+    need = tuple(blocks_needed(g.spec, req.max_model_len, in_flight, req.dcp, req.settings.prefix_caching, reserve)
                  for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    return Blocks(groups, block_bytes, need, num_blocks, in_flight)
+    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve)
 
 
-def request_bytes(req: Request, specs: Specs, stage: range, length: int, in_flight: int) -> int:
+def request_bytes(req: Request, specs: Specs, stage: range, length: int, paged: Blocks) -> int:
     """Bytes one request of `length` tokens reserves on a worker of this stage."""
-    return sum(blocks_needed(v, length, in_flight, req.dcp, req.settings.prefix_caching) * v.page_bytes
-               for i, v in enumerate(specs) if v is not None and i in stage)
+    return sum(blocks_needed(v, length, paged.in_flight, req.dcp, req.settings.prefix_caching, paged.reserve)
+               * v.page_bytes for i, v in enumerate(specs) if v is not None and i in stage)
 
 
-def longest_fitting(req: Request, specs: Specs, stage: range, available: int, in_flight: int) -> int:
+def longest_fitting(req: Request, specs: Specs, stage: range, available: int, paged: Blocks) -> int:
     """The largest length whose reservation fits (vLLM binary-searches the same)."""
     lo, hi = 0, req.max_model_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if request_bytes(req, specs, stage, mid, in_flight) <= available else (lo, mid - 1)
+        lo, hi = (mid, hi) if request_bytes(req, specs, stage, mid, paged) <= available else (lo, mid - 1)
     return lo
 
 
@@ -131,13 +138,13 @@ def refusal(req: Request, rel: VllmRelease, layout: Layout, pages: Paging, paged
         if req.max_model_len <= longest:
             return None
         return Refusal(message=refusals.v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
-    for k, stage in enumerate(layout.stage_ranges):
+    for k, stage in enumerate(paged.stages):
         available = budgets[k] - (paged.block_bytes[k] if rel.refusal == "0.33" else 0)
         if available <= 0:
             return Refusal(message=refusals.no_memory(rel.refusal), stage=k)
-        need = request_bytes(req, pages.specs, stage, req.max_model_len, paged.in_flight)
+        need = request_bytes(req, pages.specs, stage, req.max_model_len, paged)
         if need > available:
-            longest = longest_fitting(req, pages.specs, stage, available, paged.in_flight)
+            longest = longest_fitting(req, pages.specs, stage, available, paged)
             return Refusal(message=refusals.too_long(rel.refusal, req.max_model_len, need, available, longest),
                            estimated_max_model_len=longest, stage=k)
     return None
@@ -177,18 +184,21 @@ def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float,
 def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmRelease = RELEASES[NEWEST]) -> EnginePlan:
     check_request(req, layout)
     pages = paging(req, layout)
-    paged = blocks(req, layout, pages.specs, budgets)
+    paged = blocks(req, layout, pages.specs, budgets, rel)
     concurrency = max_concurrency(req, rel, pages, paged)
     tokens = logged_tokens(req, paged, concurrency)
     refused = refusal(req, rel, layout, pages, paged, budgets)
-    steady = layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
+    steady = (layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
+              + speculative.draft_sequence_bytes(req, layout, pages.block_size))
     return EnginePlan(
         engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=pages.block_size,
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
-        steady_bytes_per_request=steady, groups=rows(paged, layout), notes=notes(req, pages, paged),
+        steady_bytes_per_request=steady, groups=rows(paged), notes=(*notes(req, pages, paged),
+                                                                     *speculative.notes(req, rel, pages.block_size)),
         explain=explain(req, rel, pages, paged, budgets, (concurrency, tokens)),
-        log_lines=log_lines(req, rel, paged, concurrency, tokens, refused), refusal=refused)
+        log_lines=log_lines(req, rel, paged, concurrency, tokens, refused), refusal=refused,
+        lookahead_tokens_per_request=speculative.lookahead_tokens(req, rel))
 
 
 def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
@@ -239,9 +249,9 @@ def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
     return tuple(lines)
 
 
-def rows(paged: Blocks, layout: Layout) -> tuple[GroupRow, ...]:
+def rows(paged: Blocks) -> tuple[GroupRow, ...]:
     """One row per kind of layer: its layers, the engine groups holding it, its blocks per request."""
-    heavy = layout.stage_ranges[paged.block_bytes.index(max(paged.block_bytes))]
+    heavy = paged.stages[paged.block_bytes.index(max(paged.block_bytes))]
     out: dict[str, GroupRow] = {}
     for g, n in zip(paged.groups, paged.need, strict=True):
         spec, prev = g.spec, out.get(g.spec.kind)
