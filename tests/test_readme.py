@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -31,3 +33,18 @@ def test_readme_reconcile_output_is_current(run_cli) -> None:
     assert code == 0
     for text in ("3.06-3.10 GiB", "5,054-5,070", "9.89x", "6,553", "4 of 4 recomputed numbers match"):
         assert text in shown and text in out
+
+
+@pytest.mark.parametrize(("command", "numbers"), [
+    pytest.param("kvplan capacity meta-llama/Llama-3.1-70B --gpu H100 --tp 4 --max-model-len 32k --speculative-model "
+                 "meta-llama/Llama-3.2-1B --num-speculative-tokens 4",
+                 ("1,441,792", "433,152", "618,008,576", "16 KV layers, 8,192 B/token"), id="speculative"),
+    pytest.param("kvplan capacity meta-llama/Llama-3.1-8B --gpu H100 --max-model-len 16k --max-loras 4 --max-lora-rank 64",
+                 ("1,477,705,728", "438,432", "LoRA: 4 slots × rank 64"), id="lora"),
+])
+def test_readme_beside_the_kv_cache_outputs_are_current(run_cli, command: str, numbers: tuple[str, ...]) -> None:
+    shown = README.read_text().split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    code, out, _ = run_cli(*command.split()[1:])
+    assert code == 0
+    for number in numbers:
+        assert number in shown and number in out

@@ -21,6 +21,20 @@ from kvplan.cli.common import (
     emit,
     reports_errors,
 )
+from kvplan.cli.extras import (
+    CpuLoras,
+    CpuOffload,
+    HicacheRatio,
+    KvOffload,
+    LmcacheSize,
+    LoraModules,
+    MaxLoras,
+    MmLimit,
+    SpecMethod,
+    SpecModel,
+    SpecTokens,
+    extras_settings,
+)
 from kvplan.cli.values import kv_budget as kv_budget_option
 from kvplan.config import ModelConfig, load_model
 from kvplan.engines import Settings
@@ -52,7 +66,7 @@ def _settings(o: dict[str, Any]) -> Settings:
                     async_scheduling=False if o["no_async_scheduling"] else None, entry_point=o["entry_point"],
                     max_num_batched_tokens=parse_positive_tokens(batched, "--max-num-batched-tokens") if batched else None,
                     max_num_seqs=o["max_num_seqs"], sampler=o["sampler"], enforce_eager=o["enforce_eager"],
-                    moe_backend=o["moe_backend"], max_lora_rank=o["max_lora_rank"])
+                    moe_backend=o["moe_backend"], max_lora_rank=o["max_lora_rank"], **extras_settings(o))
 
 
 MaxModelLen = Annotated[str | None, typer.Option("--max-model-len", help="Tokens (32k); default: the model's.")]
@@ -73,8 +87,8 @@ Sampler = Annotated[str | None, typer.Option("--sampler", help="vLLM profile-run
                                              "flashinfer (~15 B/logit); default: the release's.")]
 Eager = Annotated[bool, typer.Option("--enforce-eager", help="vLLM/TRT-LLM: no CUDA graphs, eager profile forward.")]
 MoeBackend = Annotated[str | None, typer.Option("--moe-backend", help="vLLM MXFP4 experts: marlin (padded) or triton.")]
-LoraRank = Annotated[int | None, typer.Option("--max-lora-rank", help="vLLM --enable-lora: one LoRA slot of this "
-                                              "rank is allocated with the weights.")]
+LoraRank = Annotated[int | None, typer.Option("--max-lora-rank", help="--enable-lora: LoRA slots of this rank "
+                                              "(vLLM default 16) are allocated with the weights.")]
 NonTorch = Annotated[str | None, typer.Option("--non-torch", help="Non-torch memory per GPU instead of kvplan's "
                                               "estimate (context, NCCL), e.g. 2.1GiB as vLLM logs it.")]
 Dp = Annotated[int, typer.Option("--dp", help="SGLang DP-attention size.")]
@@ -103,10 +117,15 @@ def capacity(
     max_lora_rank: LoraRank = None, non_torch: NonTorch = None, dp: Dp = 1,
     disable_hybrid_kv_cache_manager: NoHybrid = False, no_async_scheduling: NoAsync = False,
     quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto", json: Json = False, explain: Explain = False,
-    plot: Plot = None, revision: Revision = None, ssm_state_dtype: SsmStateDtype = "auto",
+    plot: Plot = None, revision: Revision = None, ssm_state_dtype: SsmStateDtype = "auto", speculative_model: SpecModel = None,
+    speculative_method: SpecMethod = None, num_speculative_tokens: SpecTokens = None, max_loras: MaxLoras = None,
+    lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None, limit_mm_per_prompt: MmLimit = None,
+    cpu_offload_gb: CpuOffload = None, kv_offloading_size: KvOffload = None, hicache_ratio: HicacheRatio = None,
+    lmcache_cpu_size: LmcacheSize = None,
 ) -> None:
     """KV capacity an engine release reaches on a GPU: its budget term by term, blocks, tokens, concurrency,
-    and its verdict (exit 1 when it would refuse to start; the answer is still printed)."""
+    and its verdict (exit 1 when it would refuse to start; the answer is still printed). What shares the GPU
+    beside it: a speculative draft, LoRA slots, the encoder cache; and the host tier behind it."""
     from kvplan.render.capacity import capacity_payload, capacity_tables, explain_lines
 
     if plot:  # before any work: a bad path or a missing matplotlib is one line, not a table then a failure

@@ -36,6 +36,12 @@ FLAGS: dict[str, str] = {
     "max_num_seqs": "--max-num-seqs", "entry_point": "--entry-point", "sampler": "--sampler",
     "moe_backend": "--moe-backend", "max_lora_rank": "--max-lora-rank", "non_torch_bytes": "--non-torch",
     "gpu": "--gpu", "prices": "--price", "max_gpus": "--max-gpus", "max_replicas": "--max-replicas",
+    "speculative_model": "--speculative-model", "speculative_method": "--speculative-method",
+    "num_speculative_tokens": "--num-speculative-tokens", "max_loras": "--max-loras",
+    "lora_target_modules": "--lora-target-modules", "max_cpu_loras": "--max-cpu-loras",
+    "limit_mm_per_prompt": "--limit-mm-per-prompt", "cpu_offload_bytes": "--cpu-offload-gb",
+    "kv_offloading_bytes": "--kv-offloading-size", "hicache_ratio": "--hicache-ratio",
+    "lmcache_cpu_bytes": "--lmcache-cpu-size",
 }
 
 

@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from kvplan.cli.common import Json, Revision, emit, reports_errors
+from kvplan.cli.extras import (
+    CpuLoras,
+    CpuOffload,
+    HicacheRatio,
+    KvOffload,
+    LmcacheSize,
+    LoraModules,
+    MaxLoras,
+    MmLimit,
+    SpecMethod,
+    SpecModel,
+    SpecTokens,
+    extras_settings,
+)
 from kvplan.config import load_model
+from kvplan.engines import Settings
 from kvplan.errors import InputError
 from kvplan.units import parse_memory_size, parse_positive_tokens
 
@@ -52,11 +67,18 @@ def fit(
                                                 "(one --gpu type).")] = None,
     overhead: Annotated[str | None, typer.Option("--overhead", help="Per-GPU overhead instead of kvplan's "
                                                  "estimate.")] = None,
-    json: Json = False, revision: Revision = None,
+    json: Json = False, revision: Revision = None, speculative_model: SpecModel = None,
+    speculative_method: SpecMethod = None, num_speculative_tokens: SpecTokens = None,
+    max_lora_rank: Annotated[int | None, typer.Option("--max-lora-rank", help="LoRA rank of each slot.")] = None,
+    max_loras: MaxLoras = None, lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None,
+    limit_mm_per_prompt: MmLimit = None, cpu_offload_gb: CpuOffload = None, kv_offloading_size: KvOffload = None,
+    hicache_ratio: HicacheRatio = None, lmcache_cpu_size: LmcacheSize = None,
 ) -> None:
     """Cheapest setups serving CONCURRENCY requests of CONTEXT tokens: GPU type, replicas × (TP × PP), KV dtype.
 
     Ranking: cost per hour (--price; unpriced last), GPUs, fewer PP stages, precise KV dtype, requests, smaller TP.
+
+    Whatever shares the GPU beside the KV cache (a draft model, LoRA slots, ...) is in every layout tried.
 
     Exit 0 when a setup serves the load; 1 when none does (the closest are shown).
     """
@@ -64,15 +86,25 @@ def fit(
     from kvplan.planning.fit import fit as run
     from kvplan.render.fit import fit_payload, fit_tables
 
-    if engine.strip().lower() == "all":
-        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
+    kwargs = _fit_kwargs(locals())
     with progress("fitting") as step:
-        result = run(load_model(model, revision=revision), gpu=[g for g in gpu.split(",") if g.strip()] if gpu else None,
-                     context=parse_positive_tokens(context, "--context"), concurrency=concurrency, engine=engine,
-                     kv_dtype=kv_dtype, gpus_per_node=gpus_per_node, max_gpus=max_gpus, max_replicas=max_replicas,
-                     prices=read_prices(price) if price else None, progress=step,
-                     gpu_memory_bytes=parse_memory_size(gpu_mem, "gpu_memory_bytes") if gpu_mem is not None else None,
-                     overhead_bytes=parse_memory_size(overhead, "overhead_bytes") if overhead is not None else None)
+        result = run(load_model(model, revision=revision), progress=step, **kwargs)
     emit(fit_payload(result), json, fit_tables, notes=result.notes)
     if result.best is None:
         raise typer.Exit(1)
+
+
+def _fit_kwargs(o: dict[str, Any]) -> dict[str, Any]:
+    """`kvplan fit` options -> fit() keyword arguments."""
+    if o["engine"].strip().lower() == "all":
+        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
+
+    def size(name: str, arg: str) -> int | None:
+        return parse_memory_size(o[name], arg) if o[name] is not None else None
+
+    return dict(gpu=[g for g in o["gpu"].split(",") if g.strip()] if o["gpu"] else None,
+                context=parse_positive_tokens(o["context"], "--context"), concurrency=o["concurrency"],
+                engine=o["engine"], kv_dtype=o["kv_dtype"], gpus_per_node=o["gpus_per_node"], max_gpus=o["max_gpus"],
+                max_replicas=o["max_replicas"], prices=read_prices(o["price"]) if o["price"] else None,
+                gpu_memory_bytes=size("gpu_mem", "gpu_memory_bytes"), overhead_bytes=size("overhead", "overhead_bytes"),
+                settings=Settings(max_lora_rank=o["max_lora_rank"], **extras_settings(o)))

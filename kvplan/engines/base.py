@@ -24,8 +24,12 @@ from kvplan.dtypes import DEFAULT_QUANT_GROUP
 from kvplan.errors import InputError
 from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout, LayoutPolicy
+from kvplan.specs import LayerSpec
 
 EntryPoint = Literal["serve", "llm"]
+# How tokens are drafted (vLLM's method names): a separate draft checkpoint, an EAGLE head, an EAGLE-3 head,
+# the target's own next-token-prediction layers (DeepSeek-V3 num_nextn_predict_layers), or prompt n-grams.
+SPEC_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,7 +48,19 @@ class Settings:
     enforce_eager: bool = False  # vLLM/TRT-LLM: no CUDA graphs; the profile forward runs eagerly
     sampler: str | None = None  # vLLM top-k/top-p path of the profile run: sort | flashinfer
     moe_backend: str | None = None  # vLLM MXFP4 experts: marlin | triton (weights are laid out per backend)
-    max_lora_rank: int | None = None  # vLLM --enable-lora --max-lora-rank: LoRA slots allocated with the weights
+    max_lora_rank: int | None = None  # --max-lora-rank: LoRA slots of this rank are allocated with the weights
+    max_loras: int | None = None  # vLLM --max-loras (1) / SGLang --max-loras-per-batch (8): adapter slots on the GPU
+    lora_target_modules: tuple[str, ...] | None = None  # None: every linear module (vLLM's default)
+    max_cpu_loras: int | None = None  # vLLM: adapters cached in host memory (default: max_loras)
+    speculative_model: str | None = None  # a draft checkpoint (draft_model, eagle, eagle3)
+    speculative_method: str | None = None  # one of SPEC_METHODS (None: draft_model with a model, mtp without)
+    num_speculative_tokens: int | None = None  # K: tokens drafted per step (default: the draft's layers, else 1)
+    limit_mm_per_prompt: int | None = None  # vLLM items of a modality per prompt (999); 0: text only
+    cpu_offload_bytes: int = 0  # vLLM --cpu-offload-gb: weights kept in host memory, per GPU
+    kv_offloading_bytes: int | None = None  # host KV tier: vLLM --kv-offloading-size (all ranks), SGLang
+    # --hicache-size and TRT-LLM host_cache_size (per rank)
+    hicache_ratio: float | None = None  # SGLang --enable-hierarchical-cache: host pool = ratio × device pool (2.0)
+    lmcache_cpu_bytes: int | None = None  # LMCache max_local_cpu_size, allocated by every rank
     gpu_memory_utilization: float | None = None  # vLLM
     mem_fraction_static: float | None = None  # SGLang
     free_gpu_memory_fraction: float | None = None  # TRT-LLM
@@ -54,14 +70,21 @@ class Settings:
 
     def __post_init__(self) -> None:
         for name, allowed in (("entry_point", ("serve", "llm")), ("sampler", (None, "sort", "flashinfer")),
-                              ("moe_backend", (None, "marlin", "triton"))):
+                              ("moe_backend", (None, "marlin", "triton")),
+                              ("speculative_method", (None, *SPEC_METHODS))):
             if getattr(self, name) not in allowed:
                 raise InputError(f"{name} must be one of {', '.join(a for a in allowed if a)}, got "
                                  f"{getattr(self, name)!r}", arg=name)
-        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "max_lora_rank", "chunked_prefill_size"):
+        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "max_lora_rank", "chunked_prefill_size",
+                     "max_loras", "max_cpu_loras", "num_speculative_tokens", "kv_offloading_bytes", "hicache_ratio",
+                     "lmcache_cpu_bytes"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise InputError(f"{name} must be positive, got {value}", arg=name)
+        for name in ("limit_mm_per_prompt", "cpu_offload_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise InputError(f"{name} must be 0 or more, got {value}", arg=name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +94,27 @@ class Device:
     name: str | None  # catalog name (H100-SXM); None: only the memory is known
     memory_bytes: int  # torch total_memory (vLLM total_gpu_memory)
     smi_memory_mib: int | None = None  # nvidia-smi memory.total (SGLang sizes its reserve from it)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Draft:
+    """What speculative decoding adds to the KV cache, as every engine sees it (built by
+    ``kvplan.planning.extras.speculative``; engines never build layouts)."""
+
+    method: str  # one of SPEC_METHODS
+    num_speculative_tokens: int  # K
+    model: ModelConfig | None  # the draft checkpoint; None: layers of the target's checkpoint (mtp), or none (ngram)
+    tp: int  # the draft's TP size (the engines run it at the target's)
+    specs: tuple[LayerSpec, ...] = ()  # the draft's KV layers, whole model
+    specs_per_gpu: tuple[LayerSpec, ...] = ()  # the same layers on one GPU (they sit on the last PP stage)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.specs)
+
+    @property
+    def model_id(self) -> str | None:
+        return self.model.model_id if self.model else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +134,7 @@ class Request:
     quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
     state_dtype: str = "auto"  # linear/Mamba conv states and, by default, recurrent ones (vLLM mamba_cache_dtype)
     ssm_state_dtype: str = "auto"  # recurrent states (vLLM mamba_ssm_cache_dtype; auto: the config's own)
+    draft: Draft | None = None  # speculative decoding (None: off)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,9 +179,11 @@ class EnginePlan:
     explain: tuple[str, ...] = ()
     log_lines: tuple[str, ...] = ()  # what the engine logs about its cache (vLLM), refusal included
     refusal: Refusal | None = None  # the engine refuses to start with this memory (the numbers above still hold)
+    lookahead_tokens_per_request: int = 0  # KV slots a running request holds for drafted tokens (speculative)
 
 
-TermKind = Literal["weights", "weights_extra", "activation", "persistent", "non_torch", "cuda_graphs", "given"]
+TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",
+                   "non_torch", "cuda_graphs", "given"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,8 +220,38 @@ class BudgetRules:
     nccl_groups: int = 0  # process groups whose NCCL/all-reduce buffers it subtracts
     cuda_graphs: bool = False  # graph memory is subtracted (captured or estimated before the KV cache)
     mxfp4_backend: str | None = None  # MXFP4 expert layout: marlin pads the experts, triton swizzles them
-    lora_rank: int | None = None  # LoRA slots allocated with the weights
     mla_absorbed: bool = False  # vLLM 0.7 V0: absorbed MLA matrices built at load time
+    draft_weights: bool = False  # a draft's weights are loaded before the KV cache is sized (they count)
+    lora: LoraRule | None = None  # LoRA slots allocated before the KV cache is sized
+    encoder: EncoderRule | None = None  # the profile run encodes dummy multimodal items and holds their outputs
+    cpu_offload_bytes: int = 0  # weights the engine keeps in host memory instead (vLLM --cpu-offload-gb)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoraRule:
+    """How a release allocates LoRA adapter slots on the GPU (sized by ``kvplan.planning.extras.lora``)."""
+
+    slots: int  # adapters resident at once (vLLM max_loras, SGLang max_loras_per_batch)
+    rank: int  # max_lora_rank
+    target_modules: tuple[str, ...] | None  # None: every linear module
+    embeddings: bool  # embed_tokens and lm_head get LoRA slots too (vLLM, families that declare embedding_modules)
+    extra_vocab: int  # rows of new vocabulary an adapter may add (vLLM 0.11 and before: lora_extra_vocab_size 256)
+    vocab_padding: int  # lm_head LoRA B rows padded to this multiple (vLLM lora_vocab_padding_size; 1: none)
+    host_adapters: int  # adapters cached in host memory per rank (vLLM max_cpu_loras; 0: not modelled)
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderRule:
+    """A release's multimodal profile run: dummy items of the largest modality, their outputs held through the
+    language model's dummy forward (sized by ``kvplan.planning.extras.encoder``)."""
+
+    budget_tokens: int  # encoder budget before the per-item floor: max_num_batched_tokens
+    max_num_seqs: int
+    limit_per_prompt: int  # items of a modality per prompt (999 by default in V1)
+    items_rule: Literal["cdiv", "floor"]  # 0.9: cdiv(budget, item) and seqs × limit; 0.10 on: get_max_items
+    padded_to_budget: bool  # 0.11: every item's output is expanded to budget rows before it is cached
+    source: str
 
 
 @dataclass(frozen=True, kw_only=True)

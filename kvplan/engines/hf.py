@@ -42,6 +42,13 @@ class HfEngine:
             raise InputError(f"unknown transformers release {release_key!r}; kvplan follows: 5", arg="engine")
 
     def resolve(self, request: Request) -> Request:
+        s = request.settings
+        asked = [name for name, on in (("speculative_method", request.draft is not None),
+                                       ("max_lora_rank", bool(s.max_lora_rank or s.max_loras)),
+                                       ("cpu_offload_bytes", bool(s.cpu_offload_bytes))) if on]
+        if asked:
+            raise InputError("kvplan's transformers profile models no assisted generation, PEFT adapters or "
+                             f"weight offloading: drop {asked[0]}", arg=asked[0])
         return request
 
     def policy(self, request: Request) -> LayoutPolicy:

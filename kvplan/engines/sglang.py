@@ -16,9 +16,10 @@ model keeps all tokens on every attention layer. Heads split over the attention 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal, TypeVar
+from dataclasses import replace
+from typing import TypeVar
 
+from kvplan.engines import sglang_extras as extras
 from kvplan.engines.base import (
     BudgetRules,
     BudgetSteps,
@@ -30,6 +31,7 @@ from kvplan.engines.base import (
     kv_stages,
     term_bytes,
 )
+from kvplan.engines.sglang_extras import SglangRelease
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, Load
 from kvplan.specs import AttnSpec, MLAAttn, parts
@@ -42,21 +44,14 @@ MIB = 1024**2
 NO_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."  # model_runner / pool_configurator
 
 
-@dataclass(frozen=True, kw_only=True)
-class SglangRelease:
-    key: str
-    label: str
-    fraction_rule: Literal["tp-table", "tiers", "reserve"]
-    unknown_gpu_fraction: float  # the fraction when the GPU's memory cannot be read
-    source: str
-
-
 RELEASES = {r.key: r for r in (
     SglangRelease(key="0.4", label="SGLang 0.4", fraction_rule="tp-table", unknown_gpu_fraction=0.88,
                   source="python/sglang/srt/server_args.py (commit 8b5e1bbf72cc): mem_fraction_static by tp"),
     SglangRelease(key="0.5.2", label="SGLang 0.5.2", fraction_rule="tiers", unknown_gpu_fraction=0.88,
+                  spec_rule="headroom", spec_reserve_mib=(2048, 6144),
                   source="srt/server_args.py:452-527 (reserve by GPU tier and tp·pp; chunked prefill by tier)"),
     SglangRelease(key="0.5.23", label="SGLang 0.5.23", fraction_rule="reserve", unknown_gpu_fraction=0.95,
+                  spec_rule="cell",
                   source="srt/arg_groups/memory_hook.py:47-343 (reserve from chunked prefill, graph sizes, tp·pp)"),
 )}
 Tier052 = tuple[int | None, float, float, int]
@@ -100,10 +95,10 @@ def reserve_mib_0523(gpu_mib: int, req: Request, chunked: int) -> float:
     return max(reserved, 10 * 1024) if gpu_mib > 60 * 1024 else reserved
 
 
-def reserve_mib_052(gpu_mib: int, req: Request) -> float:
-    """(a + b·tp·pp) GiB by GPU tier (32 GiB from 160 GiB on)."""
+def reserve_mib_052(gpu_mib: int, req: Request, rel: SglangRelease) -> float:
+    """(a + b·tp·pp) GiB by GPU tier (32 GiB from 160 GiB on), + the draft's reserve (server_args.py:485-492)."""
     _, a, b, _ = _tier(TIERS_052, gpu_mib)
-    return (a + b * req.tp * req.pp) * 1024
+    return (a + b * req.tp * req.pp) * 1024 + extras.spec_reserve_mib(rel, req)
 
 
 def chunked_prefill_size(rel: SglangRelease, gpu_mib: int) -> int:
@@ -124,8 +119,8 @@ def mem_fraction_static(rel: SglangRelease, req: Request, chunked: int) -> float
         return default_mem_fraction_static(req.tp)
     if g is None:
         return rel.unknown_gpu_fraction
-    reserved = reserve_mib_0523(g, req, chunked) if rel.fraction_rule == "reserve" else reserve_mib_052(g, req)
-    return round((g - reserved) / g, 3)
+    reserved = reserve_mib_0523(g, req, chunked) if rel.fraction_rule == "reserve" else reserve_mib_052(g, req, rel)
+    return round((g - reserved) / g, 3) * extras.vlm_factor(req.model)
 
 
 def has_windows(request: Request) -> bool:
@@ -157,8 +152,11 @@ class SglangEngine:
         return replace(request, settings=replace(s, chunked_prefill_size=chunked, mem_fraction_static=fraction))
 
     def budget_rules(self, request: Request) -> BudgetRules:
-        """Nothing is profiled: the context and NCCL lower the free memory the fraction applies to."""
-        return BudgetRules(profile=None, non_torch=("cuda_context",), nccl_groups=int(request.tp > 1) + int(request.pp > 1))
+        """Nothing is profiled: the context and NCCL lower the free memory the fraction applies to. LoRA
+        buffers are allocated after the weights and before the pool is sized; a draft loads after it."""
+        extras.check(self.release, request)
+        return BudgetRules(profile=None, non_torch=("cuda_context",), nccl_groups=int(request.tp > 1) + int(request.pp > 1),
+                           lora=extras.lora_rule(request), cpu_offload_bytes=request.settings.cpu_offload_bytes)
 
     def no_memory(self, request: Request) -> Refusal:
         return Refusal(message=NO_MEMORY)
@@ -173,7 +171,7 @@ class SglangEngine:
         assert request.device is not None
         fraction = self.resolve(request).settings.mem_fraction_static
         assert fraction is not None
-        weights = term_bytes(terms, ("weights", "weights_extra"))
+        weights = term_bytes(terms, ("weights", "weights_extra", "lora"))
         free_at_init = request.device.memory_bytes - (term_bytes(terms) - weights)
         budget = int(free_at_init * fraction) - weights
         return BudgetSteps(kv_budget_bytes=budget, lines=(
@@ -182,24 +180,26 @@ class SglangEngine:
             f"KV pool = free at init × mem_fraction_static {fraction} − weights {weights:,} = {budget:,} B"))
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
-        plan = _plan(request, layout, budgets_per_stage, self.version)
+        plan = _plan(request, layout, budgets_per_stage, self.release)
         return replace(plan, refusal=self.no_memory(request)) if plan.kv_tokens <= 0 else plan
 
 
-def _pool_tokens(layout: Layout, budgets: tuple[int, ...], page: int, lines: list[str]) -> int:
-    cells = [stage.bytes_per_token() for stage in layout.stages]
+def _pool_tokens(req: Request, rel: SglangRelease, layout: Layout, budgets: tuple[int, ...], lines: list[str]) -> int:
+    page = req.settings.block_size or PAGE_SIZE
+    cells = extras.cells(req, rel, layout, [stage.bytes_per_token() for stage in layout.stages])
     lines.append(f"cell size per token per GPU (attention TP {layout.policy.attention_tp}): "
                  f"stages {[f'{c:,}' for c in cells]} B")
     budgets = _carve_mamba(layout, budgets, lines)
-    tokens = max(0, min(b // c for b, c in kv_stages(budgets, cells, "the cell size")) // page * page)
+    tokens = max(0, min(b // c for b, c in kv_stages(budgets, cells, "the cell size")))
+    tokens = extras.headroom(req, rel, tokens, lines) // page * page
     lines.append(f"#tokens N = min over stages budget // cell, rounded down to page {page} = {tokens:,}")
     return tokens
 
 
-def _plan(req: Request, layout: Layout, budgets: tuple[int, ...], version: str) -> EnginePlan:
-    s, page = req.settings, req.settings.block_size or PAGE_SIZE
+def _plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: SglangRelease) -> EnginePlan:
+    s, page, version = req.settings, req.settings.block_size or PAGE_SIZE, rel.label
     lines: list[str] = []
-    tokens = _pool_tokens(layout, budgets, page, lines)
+    tokens = _pool_tokens(req, rel, layout, budgets, lines)
     heavy = max(range(req.pp), key=lambda k: layout.stages[k].bytes_per_token())
     stage = layout.stages[heavy]
     full_tokens, swa_tokens = tokens, tokens
@@ -215,7 +215,8 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...], version: str) 
         page_bytes=page * stage.bytes_per_token(), num_blocks=tokens // page, kv_tokens=full_tokens,
         max_concurrency=None, requests_at_max_len=float(_requests(req, stage, full_tokens, swa_tokens) * s.dp),
         reserve_bytes_per_request=steady, steady_bytes_per_request=steady, groups=_rows(req, layout, heavy, page),
-        notes=_notes(req, layout, heavy, tokens, page, (full_tokens, swa_tokens)), explain=tuple(lines))
+        notes=(*_notes(req, layout, heavy, tokens, page, (full_tokens, swa_tokens)), *extras.notes(req, rel, layout, tokens)),
+        explain=tuple(lines), lookahead_tokens_per_request=extras.lookahead_tokens(req))
 
 
 def _requests(req: Request, stage: Load, full_tokens: int, swa_tokens: int) -> int:

@@ -9,6 +9,13 @@ heads per rank (MLA: one K-only latent); every layer keeps max_seq_len tokens un
 ``max_attention_window`` is set, which kvplan does not model, so windows count as full. Tokens:
 ``max_tokens = budget // bytes_per_token``; ``blocks = ceil(max_tokens / tokens_per_block)``; min
 over ranks. TRT-LLM logs no concurrency.
+
+Speculative decoding: a separate draft (draft/target, EAGLE-3 two-model) gets its own KV cache manager
+with the same token count, so ``KvCacheCreator._get_kv_size_per_token`` adds the draft's bytes per token to
+the target's (``_torch/pyexecutor/_util.py``); MTP and one-model EAGLE-3 layers join the target's manager
+(``_torch/speculative/utils.py`` ``get_num_spec_layers``): either way one token costs both. The draft's
+weights are loaded before the estimation run, so they count in its peak. A request also holds its K draft
+tokens in the cache (``resource_manager.py`` ``get_num_available_tokens`` subtracts ``max_num_draft_tokens``).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from kvplan.engines.base import (
 )
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
+from kvplan.formulas.per_token import kv_bytes_per_token
 from kvplan.specs import AttnSpec, Composite, LayerSpec, MLAAttn
 from kvplan.units import cdiv
 
@@ -76,8 +84,13 @@ class TrtllmEngine:
         assert s.max_num_batched_tokens is not None
         run = ProfileRun(tokens=s.max_num_batched_tokens, eager=True, sampler_rows=0, sampler_path="none",
                          sampler_bytes_per_logit=0.0, full_hidden_at_sampler=False, sampled_row_copies=0)
+        if s.max_lora_rank or s.max_loras or s.cpu_offload_bytes:
+            name = "max_lora_rank" if s.max_lora_rank or s.max_loras else "cpu_offload_bytes"
+            raise InputError(f"kvplan models no TensorRT-LLM LoRA cache (PeftCacheConfig) or weight offloading: drop "
+                             f"{name}", arg=name)
         return BudgetRules(profile=run, non_torch=("cuda_context", "cublas_handles"),
-                           nccl_groups=int(request.tp > 1) + int(request.pp > 1), cuda_graphs=not s.enforce_eager)
+                           nccl_groups=int(request.tp > 1) + int(request.pp > 1), cuda_graphs=not s.enforce_eager,
+                           draft_weights=request.draft is not None)
 
     def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
@@ -103,8 +116,10 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
                          arg="kv_dtype")
     tpb = req.settings.block_size or TOKENS_PER_BLOCK
     per_token = [stage.bytes_per_token() for stage in layout.stages]
+    per_token[-1] += _draft_bytes_per_token(req, layout)
     tokens = max(0, min(b // c for b, c in kv_stages(budgets, per_token, "bytes per token")))
-    blocks, blocks_per_request = cdiv(tokens, tpb), cdiv(req.max_model_len, tpb)
+    ahead = req.draft.num_speculative_tokens if req.draft else 0
+    blocks, blocks_per_request = cdiv(tokens, tpb), cdiv(req.max_model_len + ahead, tpb)
     heavy = max(range(req.pp), key=lambda k: per_token[k])
     reserve = blocks_per_request * tpb * per_token[heavy]
     return EnginePlan(
@@ -112,15 +127,24 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
         page_bytes=tpb * per_token[heavy], num_blocks=blocks, kv_tokens=tokens, max_concurrency=None,
         requests_at_max_len=float(blocks // blocks_per_request), reserve_bytes_per_request=reserve,
         steady_bytes_per_request=reserve, groups=_rows(layout, heavy, tpb, blocks_per_request),
-        notes=_notes(req, layout, heavy, tpb, per_token[heavy]),
+        notes=_notes(req, layout, heavy, tpb, per_token[heavy]), lookahead_tokens_per_request=ahead,
         explain=(f"bytes per token per GPU = Σ layers kv_factor × ceil(Hkv/{req.tp}) × head_dim × bytes: "
                  f"stages {[f'{c:,}' for c in per_token]}",
                  f"max tokens = min over ranks budget // bytes per token = {tokens:,}",
                  f"blocks = ceil({tokens:,} / tokens_per_block {tpb}) = {blocks:,}"))
 
 
+def _draft_bytes_per_token(req: Request, layout: Layout) -> int:
+    """The draft's KV per token on one GPU (its own manager, or extra layers in the target's)."""
+    return sum(kv_bytes_per_token(s, layout.kv_dtype) for s in req.draft.specs_per_gpu) if req.draft else 0
+
+
 def _notes(req: Request, layout: Layout, heavy: int, tpb: int, per_token: int) -> tuple[str, ...]:
     out = [f"tokens_per_block {tpb} (PyTorch flow; legacy TRT engines: 64)"]
+    if req.draft is not None:
+        out.append(f"speculative ({req.draft.method}, max_draft_len {req.draft.num_speculative_tokens}): a token costs "
+                   f"the target's and the draft's {_draft_bytes_per_token(req, layout):,} B per GPU; each request "
+                   f"holds {req.draft.num_speculative_tokens} draft tokens more")
     bits = layout.kv_dtype.element_bits
     stage = layout.stage_ranges[heavy]
     estimate = sum(estimator_bytes_per_token(layout.specs[i], req.tp, bits) for i in stage)

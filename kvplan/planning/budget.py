@@ -6,7 +6,9 @@ engine release's rules (``Engine.budget_rules``), one named ``BudgetTerm`` at a 
 exact (derived from the config and the engine's code) or an estimate:
 
 - weights as loaded: the checkpoint (``kvplan.planning.weights``, per PP stage) plus what the load adds
-  (``weights.loaded``: rotary caches, MXFP4 Marlin padding, LoRA slots, V0 MLA absorbed matrices);
+  (``weights.loaded``: rotary caches, MXFP4 Marlin padding, V0 MLA absorbed matrices);
+- what shares the GPU beside them (``kvplan.planning.extras``): a draft's weights, LoRA slots, the profile
+  run's encoder outputs, and weights kept in host memory instead (a negative term);
 - the profile run's activation peak (``profile_run``: forward, or the sampler on the last stage);
 - persistent buffers counted by the release (vLLM 0.33's penalty state);
 - non-torch memory the release subtracts: measured or logged sizes below (CUDA context, cuBLAS
@@ -27,6 +29,7 @@ from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Request
 from kvplan.engines.base import term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
+from kvplan.planning.extras import extra_terms
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.profile_run import activation_term, persistent_term
 from kvplan.planning.weights import weight_bytes_per_stage
@@ -57,12 +60,16 @@ class Overhead:
     non_torch_bytes: int
     activation_bytes: int  # the profile run's peak plus persistent buffers
     cuda_graph_bytes: int
-    weights_extra_bytes: int = 0  # allocated with the weights: rotary caches, kernel padding, LoRA slots
+    weights_extra_bytes: int = 0  # allocated with the weights: rotary caches, kernel padding
+    draft_weights_bytes: int = 0  # a speculative draft's weights
+    lora_bytes: int = 0  # LoRA adapter slots
+    encoder_cache_bytes: int = 0  # the profile run's multimodal encoder outputs
     source: str = "estimate"
 
     @property
     def total_bytes(self) -> int:
-        return self.non_torch_bytes + self.activation_bytes + self.cuda_graph_bytes + self.weights_extra_bytes
+        return (self.non_torch_bytes + self.activation_bytes + self.cuda_graph_bytes + self.weights_extra_bytes
+                + self.draft_weights_bytes + self.lora_bytes + self.encoder_cache_bytes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,12 +139,13 @@ def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
     return out
 
 
-def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int) -> tuple[BudgetTerm, ...]:
+def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
+                weights_dtype: str | None = None) -> tuple[BudgetTerm, ...]:
     """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
     layers = pp_layer_counts(request.model.num_layers, request.pp)[stage]
     terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=True, kind="weights",
                         source="parameter counts from the config × the weight format, this GPU's share"),
-             *loaded_extras(request.model, rules, request.tp, layers)]
+             *loaded_extras(request.model, rules, request.tp, layers), *extra_terms(request, rules, stage, weights_dtype)]
     if rules.profile is not None:
         terms.append(activation_term(request.model, request.tp, rules.profile, last_stage=stage == request.pp - 1))
         terms += [t for t in (persistent_term(request.model, rules.profile),) if t]
@@ -151,7 +159,7 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int) 
 def overridden(terms: tuple[BudgetTerm, ...], memory: Memory) -> tuple[BudgetTerm, ...]:
     """The terms with the user's figures in place of estimates."""
     if memory.overhead_bytes is not None:
-        keep = tuple(t for t in terms if t.kind == "weights")
+        keep = tuple(t for t in terms if t.kind in ("weights", "draft_weights"))
         return (*keep, BudgetTerm(name="overhead (given)", bytes=memory.overhead_bytes, exact=True, kind="given",
                                   source="overhead_bytes"))
     if memory.non_torch_bytes is not None:
@@ -166,7 +174,9 @@ def overhead(terms: tuple[BudgetTerm, ...], memory: Memory) -> Overhead:
     return Overhead(non_torch_bytes=term_bytes(terms, ("non_torch", "given")),
                     activation_bytes=term_bytes(terms, ("activation", "persistent")),
                     cuda_graph_bytes=term_bytes(terms, ("cuda_graphs",)),
-                    weights_extra_bytes=term_bytes(terms, ("weights_extra",)), source=source)
+                    weights_extra_bytes=term_bytes(terms, ("weights_extra",)),
+                    draft_weights_bytes=term_bytes(terms, ("draft_weights",)), lora_bytes=term_bytes(terms, ("lora",)),
+                    encoder_cache_bytes=term_bytes(terms, ("encoder_cache",)), source=source)
 
 
 def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[tuple[int, tuple[BudgetTerm, ...], tuple[str, ...]]]:
@@ -175,7 +185,7 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[tup
     weights = weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp, weights_dtype=memory.weights_dtype)
     out = []
     for stage, w in enumerate(weights):
-        terms = overridden(stage_terms(request, rules, w, stage), memory)
+        terms = overridden(stage_terms(request, rules, w, stage, memory.weights_dtype), memory)
         steps = profile.kv_budget(request, terms)
         out.append((steps.kv_budget_bytes, terms, steps.lines))
     return out

@@ -22,7 +22,9 @@ from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.sizing import FALLBACK_MAX_MODEL_LEN
+from kvplan.planning import extras
 from kvplan.planning.budget import Budget, Memory, Overhead, device, kv_budget, no_budget_warning
+from kvplan.planning.extras import NO_EXTRAS, Extras
 from kvplan.planning.roofline import DecodeFloor, decode_floor
 
 
@@ -48,6 +50,7 @@ class CapacityResult:
     error: str | None = None
     settings: Settings | None = None  # the engine's knobs with the release's defaults filled in
     decode_floor: DecodeFloor | None = None  # memory-bound lower bound on a decode step of the admitted batch
+    extras: Extras = NO_EXTRAS  # speculative decoding, LoRA, encoder cache, host tier
 
     @property
     def refusal(self) -> Refusal | None:
@@ -100,8 +103,13 @@ def capacity(model: ModelConfig | str, *, engine: str = "vllm", gpu: str | None 
                     gpu_name=gpu_device.name if gpu_device else None)
     request = profile.resolve(asked)
     layout = engine_layout(profile, request)
+    drafter = extras.draft(request, layout, profile.policy(request))
+    if drafter is not None:
+        asked = replace(asked, draft=drafter)
+        request = profile.resolve(asked)
     budget = kv_budget(profile, request, memory)
-    return _result(profile, (asked, request), layout, budget, memory)
+    result = _result(profile, (asked, request), layout, budget, memory)
+    return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
 
 
 def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, budget: Budget,

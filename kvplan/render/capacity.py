@@ -13,6 +13,7 @@ from kvplan.formulas.layout import with_block_size
 from kvplan.formulas.sizing import KvCacheResult
 from kvplan.planning.capacity import CapacityResult
 from kvplan.render import gib, gib_number
+from kvplan.render.extras import extras_lines, extras_payload, extras_table
 from kvplan.render.size import group_payload
 from kvplan.render.tables import Table
 
@@ -48,8 +49,10 @@ def _settings_payload(result: CapacityResult) -> dict[str, Any] | None:
         return None
     keys = ("entry_point", "max_num_batched_tokens", "max_num_seqs", "sampler", "enforce_eager", "moe_backend",
             "max_lora_rank", "gpu_memory_utilization", "mem_fraction_static", "chunked_prefill_size",
-            "free_gpu_memory_fraction", "block_size", "async_scheduling")
-    return {k: getattr(s, k) for k in keys}
+            "free_gpu_memory_fraction", "block_size", "async_scheduling", "max_loras", "lora_target_modules",
+            "max_cpu_loras", "speculative_model", "speculative_method", "num_speculative_tokens",
+            "limit_mm_per_prompt", "cpu_offload_bytes", "kv_offloading_bytes", "hicache_ratio", "lmcache_cpu_bytes")
+    return {k: list(v) if isinstance(v := getattr(s, k), tuple) else v for k in keys}
 
 
 def _budget_payload(result: CapacityResult) -> dict[str, Any]:
@@ -60,7 +63,9 @@ def _budget_payload(result: CapacityResult) -> dict[str, Any]:
         "overhead_bytes_per_gpu": o.total_bytes if o else None,
         "overhead": None if o is None else {
             "source": o.source, "non_torch_bytes": o.non_torch_bytes, "activation_bytes": o.activation_bytes,
-            "cuda_graph_bytes": o.cuda_graph_bytes, "weights_extra_bytes": o.weights_extra_bytes},
+            "cuda_graph_bytes": o.cuda_graph_bytes, "weights_extra_bytes": o.weights_extra_bytes,
+            "draft_weights_bytes": o.draft_weights_bytes, "lora_bytes": o.lora_bytes,
+            "encoder_cache_bytes": o.encoder_cache_bytes},
         "budget_terms": [{"name": t.name, "bytes": t.bytes, "exact": t.exact, "source": t.source, "kind": t.kind}
                          for t in result.budget_terms],
         "budget_rule": list(result.budget_rule),
@@ -101,6 +106,7 @@ def capacity_payload(result: CapacityResult) -> dict[str, Any]:
         "estimated_max_model_len": refusal.estimated_max_model_len if refusal else None,
         "log_lines": list(plan.log_lines),
         "decode_step_floor": _floor_payload(result),
+        **extras_payload(result.extras),
     }
     if plan.log_lines and not refusal:
         payload["log_line"] = ", ".join(plan.log_lines)
@@ -133,7 +139,7 @@ def explain_lines(result: CapacityResult) -> list[str]:
         lines.append("they differ because the engine reserves whole blocks for max_model_len on full layers, "
                      "W − 1 + in-flight tokens (+1 block) on sliding layers, blocks of every padded layer of a "
                      "group, and checkpoint pages for Mamba states; a real request holds less")
-    return lines + _floor_lines(result)
+    return lines + extras_lines(result.extras) + _floor_lines(result)
 
 
 def _floor_lines(result: CapacityResult) -> list[str]:
@@ -186,6 +192,7 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
         from rich.text import Text
 
         out += [budget_table(payloads[0]), Text("\n".join(payloads[0]["budget_rule"]))]
+    out += [t for t in (extras_table(p) for p in payloads) if t is not None]
     if len(payloads) == 1:
         groups = Table(title="layer groups (most loaded GPU)", title_justify="left")
         for name in ("kind", "layers (GPU)", "engine groups", "block", "page/layer", "blocks/request"):

@@ -18,7 +18,7 @@ from strategies import mla_doc, valid_docs
 
 import kvplan
 from kvplan.config import normalize
-from kvplan.specs import ChunkedAttn, FullAttn, LinearState, MLAAttn, SlidingAttn
+from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LinearState, MLAAttn, SlidingAttn
 
 TPS = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128)
 BLOCK_SIZES = (1, 2, 16, 17, 32, 64, 128, 256, 544)
@@ -56,8 +56,11 @@ def with_layers(model: kvplan.ModelConfig, num_layers: int) -> kvplan.ModelConfi
 
 
 def replication(spec: object, tp: int) -> int:
-    """Ranks holding the same KV bytes: MLA's latent is on every rank; heads repeat once tp > heads."""
-    if isinstance(spec, MLAAttn):
+    """Ranks holding the same KV bytes: MLA's latent and the sparse-attention indexer's one K head are on every
+    rank; heads repeat once tp > heads; a layer of several caches repeats bytes if any of its parts does."""
+    if isinstance(spec, Composite):
+        return max(replication(p, tp) for p in spec.parts)
+    if isinstance(spec, (MLAAttn, IndexerCache)):
         return tp
     if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
         return tp // spec.num_kv_heads if tp > spec.num_kv_heads else 1

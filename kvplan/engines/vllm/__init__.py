@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 
 from kvplan.engines.base import BudgetRules, BudgetSteps, BudgetTerm, EnginePlan, Refusal, Request, term_bytes
-from kvplan.engines.vllm import refusals
+from kvplan.engines.vllm import refusals, speculative
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.releases import NEWEST, budget_rules, release, resolve
+from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 
 
@@ -29,6 +30,10 @@ class VllmEngine:
         self.supports_dcp = self.release.decode_context_parallel
 
     def resolve(self, request: Request) -> Request:
+        speculative.check(self.release, request)
+        if request.settings.kv_offloading_bytes and not self.release.kv_offloading:
+            raise InputError(f"{self.version} has no kv_offloading_bytes (vLLM 0.33's native CPU tier); use an LMCache "
+                             "connector (lmcache_cpu_bytes)", arg="kv_offloading_bytes")
         return resolve(self.release, request)
 
     def policy(self, request: Request) -> LayoutPolicy:

@@ -62,6 +62,19 @@ Specs = tuple[PagedSpec | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
+class SpecReserve:
+    """What speculative decoding adds to one request's reserve (vLLM 0.33): tokens a sliding window keeps below
+    itself so multi-module MTP can re-prefill them (``extra_retained_tokens``), and one state block per drafted
+    token on Mamba layers (``num_speculative_blocks``)."""
+
+    retained_tokens: int = 0
+    state_blocks: int = 0
+
+
+NO_SPEC = SpecReserve()
+
+
+@dataclass(frozen=True, slots=True)
 class Modules:
     """The cache modules of a model's layers, in order: a composite layer gives one per part, a
     layer without cache one None; `stages` are the PP stages' module index ranges."""
@@ -149,15 +162,16 @@ def stage_block_bytes(groups: tuple[Group, ...], specs: Specs, stage: range, uni
     return group_width(groups, stage) * groups[0].spec.page_bytes
 
 
-def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dcp: int) -> int:
+def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dcp: int,
+                  reserve: SpecReserve = NO_SPEC) -> int:
     """Blocks one max_model_len request reserves in one group (vLLM max_memory_usage_bytes / page)."""
     bs, m = spec.block_size, max_model_len
     if isinstance(spec.spec, SlidingAttn):  # the window may straddle a block boundary: +1
-        return cdiv(min(spec.window - 1 + in_flight_tokens, m), bs) + 1
+        return cdiv(min(spec.window - 1 + reserve.retained_tokens + in_flight_tokens, m), bs) + 1
     if isinstance(spec.spec, ChunkedAttn):
         return cdiv(min(spec.window + in_flight_tokens, m), bs)
-    if isinstance(spec.spec, LinearState):
-        return spec.fixed_blocks
+    if isinstance(spec.spec, LinearState):  # + one state block per drafted token (0.33, kv_cache_interface.py:1135-1141)
+        return spec.fixed_blocks + reserve.state_blocks
     if isinstance(spec.spec, CrossAttn):
         return cdiv(spec.encoder_tokens, bs)
     return cdiv(cdiv(m, dcp) if dcp > 1 else m, bs)

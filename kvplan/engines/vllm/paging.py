@@ -21,6 +21,7 @@ from kvplan.engines.vllm.mamba import (
     hybrid_block_size,
     state_blocks,
 )
+from kvplan.engines.vllm.speculative import worker_stages
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
 from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, parts
@@ -62,8 +63,11 @@ def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True) -> P
 
     `mamba_prefix_caching`: the release caches Mamba state for prefixes (0.33's align mode). Before
     (0.10, 0.11) a state is one block per request and the hybrid block is 16 · cdiv(state page,
-    16 · attention page per token) (vllm 0.11 model_executor/models/config.py:315-400)."""
-    mods = modules(layout.specs_per_gpu, layout.stage_ranges)
+    16 · attention page per token) (vllm 0.11 model_executor/models/config.py:315-400). A draft's KV
+    layers follow the target's on the last stage: they register in the same forward context and share
+    its pool (speculative.py)."""
+    per_gpu = (*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ()))
+    mods = modules(per_gpu, worker_stages(req, layout))
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
     head_size = max((p.head_dim for p in mods.parts if isinstance(p, AttnSpec)), default=0)
     backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, req.settings.block_size, req.gpu_name,

@@ -14,9 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
-from kvplan.engines.vllm import refusals
+from kvplan.engines.vllm import refusals, speculative
 from kvplan.engines.vllm.backends import is_hopper
-from kvplan.engines.vllm.groups import Group, Specs, blocks_needed, kv_cache_groups, stage_block_bytes
+from kvplan.engines.vllm.groups import (
+    NO_SPEC,
+    Group,
+    SpecReserve,
+    Specs,
+    blocks_needed,
+    kv_cache_groups,
+    stage_block_bytes,
+)
 from kvplan.engines.vllm.paging import Paging, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
 from kvplan.errors import InputError, ShardingError
@@ -50,6 +58,8 @@ class Blocks:
     need: tuple[int, ...]  # blocks one max-length request reserves per group
     num_blocks: int
     in_flight: int
+    stages: tuple[range, ...]  # the layers of each worker's stage (the last holds any draft layers)
+    reserve: SpecReserve = NO_SPEC
 
 
 def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
@@ -93,38 +103,40 @@ def in_flight_tokens(req: Request) -> int:
     return s.max_num_batched_tokens * s.in_flight_batches
 
 
-def blocks(req: Request, pages: Paging, budgets: tuple[int, ...]) -> Blocks:
+def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelease) -> Blocks:
     """Groups, bytes per block id on each stage, blocks per request, and num_blocks (min over stages)."""
     specs = pages.specs
     groups, uniform_type = kv_cache_groups(specs)
-    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in pages.stages)
+    stages = pages.stages
+    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
-    in_flight = in_flight_tokens(req)
-    need = tuple(_group_need(g, specs, req.max_model_len, in_flight, req.dcp, uniform_type) for g in groups)
+    in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
+    need = tuple(_group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    return Blocks(groups, block_bytes, need, num_blocks, in_flight)
+    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve)
 
 
-def _group_need(group: Group, specs: Specs, max_model_len: int, in_flight: int, dcp: int, uniform: bool) -> int:
+def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,
+                reserve: SpecReserve) -> int:
     """A group's blocks per request; a uniform-type group needs the most any member needs
     (UniformTypeKVCacheSpecs.max_memory_usage_bytes, vllm/v1/kv_cache_interface.py:1326-1331)."""
     members = [s for i in group.layers if (s := specs[i]) is not None] if uniform else [group.spec]
-    return max(blocks_needed(s, max_model_len, in_flight, dcp) for s in members)
+    return max(blocks_needed(s, max_model_len, *flight_dcp, reserve) for s in members)
 
 
-def request_bytes(req: Request, specs: Specs, stage: range, length: int, in_flight: int) -> int:
+def request_bytes(req: Request, specs: Specs, stage: range, length: int, paged: Blocks) -> int:
     """Bytes one request of `length` tokens reserves on a worker of this stage."""
-    return sum(blocks_needed(v, length, in_flight, req.dcp) * v.page_bytes
+    return sum(blocks_needed(v, length, paged.in_flight, req.dcp, paged.reserve) * v.page_bytes
                for i, v in enumerate(specs) if v is not None and i in stage)
 
 
-def longest_fitting(req: Request, specs: Specs, stage: range, available: int, in_flight: int) -> int:
+def longest_fitting(req: Request, specs: Specs, stage: range, available: int, paged: Blocks) -> int:
     """The largest length whose reservation fits (vLLM binary-searches the same)."""
     lo, hi = 0, req.max_model_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if request_bytes(req, specs, stage, mid, in_flight) <= available else (lo, mid - 1)
+        lo, hi = (mid, hi) if request_bytes(req, specs, stage, mid, paged) <= available else (lo, mid - 1)
     return lo
 
 
@@ -138,13 +150,13 @@ def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
         if req.max_model_len <= longest:
             return None
         return Refusal(message=refusals.v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
-    for k, stage in enumerate(pages.stages):
+    for k, stage in enumerate(paged.stages):
         available = budgets[k] - (paged.block_bytes[k] if rel.refusal == "0.33" else 0)
         if available <= 0:
             return Refusal(message=refusals.no_memory(rel.refusal), stage=k)
-        need = request_bytes(req, pages.specs, stage, req.max_model_len, paged.in_flight)
+        need = request_bytes(req, pages.specs, stage, req.max_model_len, paged)
         if need > available:
-            longest = longest_fitting(req, pages.specs, stage, available, paged.in_flight)
+            longest = longest_fitting(req, pages.specs, stage, available, paged)
             return Refusal(message=refusals.too_long(rel.refusal, req.max_model_len, need, available, longest),
                            estimated_max_model_len=longest, stage=k)
     return None
@@ -184,18 +196,21 @@ def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float,
 def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmRelease = RELEASES[NEWEST]) -> EnginePlan:
     check_request(req, layout, rel)
     pages = paging(req, layout, mamba_prefix_caching=rel.key == NEWEST)
-    paged = blocks(req, pages, budgets)
+    paged = blocks(req, pages, budgets, rel)
     concurrency = max_concurrency(req, rel, pages, paged)
     tokens = logged_tokens(req, paged, concurrency)
     refused = refusal(req, rel, pages, paged, budgets)
-    steady = layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
+    steady = (layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
+              + speculative.draft_sequence_bytes(req, layout, pages.block_size))
     return EnginePlan(
         engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=pages.block_size,
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
-        steady_bytes_per_request=steady, groups=rows(paged, pages), notes=notes(req, pages, paged),
+        steady_bytes_per_request=steady, groups=rows(paged), notes=(*notes(req, pages, paged),
+                                                                     *speculative.notes(req, rel, pages.block_size)),
         explain=explain(req, rel, pages, paged, budgets, (concurrency, tokens)),
-        log_lines=log_lines(req, rel, paged, concurrency, tokens, refused), refusal=refused)
+        log_lines=log_lines(req, rel, paged, concurrency, tokens, refused), refusal=refused,
+        lookahead_tokens_per_request=speculative.lookahead_tokens(req, rel))
 
 
 def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
@@ -248,9 +263,9 @@ def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
     return tuple(lines)
 
 
-def rows(paged: Blocks, pages: Paging) -> tuple[GroupRow, ...]:
+def rows(paged: Blocks) -> tuple[GroupRow, ...]:
     """One row per kind of cache module: its modules, the engine groups holding it, its blocks per request."""
-    heavy = pages.stages[paged.block_bytes.index(max(paged.block_bytes))]
+    heavy = paged.stages[paged.block_bytes.index(max(paged.block_bytes))]
     out: dict[str, GroupRow] = {}
     for g, n in zip(paged.groups, paged.need, strict=True):
         spec, prev = g.spec, out.get(g.spec.kind)

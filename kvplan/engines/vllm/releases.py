@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from kvplan.engines.base import BudgetRules, Device, ProfileRun, Request, Settings
+from kvplan.engines.base import BudgetRules, Device, EncoderRule, LoraRule, ProfileRun, Request, Settings
 from kvplan.errors import InputError
 
 GIB = 1024**3
@@ -60,6 +60,20 @@ class VllmRelease:
     mla_absorbed_weights: bool = False
     decode_context_parallel: bool = False  # --decode-context-parallel-size exists (0.11 on)
     v0_blocks_label: str = "GPU"  # V0 "# GPU blocks" (0.6), "# CUDA blocks" (0.7), "# cuda blocks" (0.8)
+    # Speculative decoding (V1): methods kvplan follows, those whose drafted tokens get KV slots ahead of the
+    # target's (scheduler num_lookahead_tokens), and 0.33's reserve rules for Mamba states and sliding windows.
+    spec_methods: tuple[str, ...] = ()
+    lookahead_methods: tuple[str, ...] = ()
+    spec_state_blocks: bool = False  # MambaSpec.num_speculative_blocks counted in max_memory_usage_bytes
+    spec_sliding_retained: bool = False  # SlidingWindowSpec.extra_retained_tokens (multi-module MTP)
+    # LoRA: families whose embed_tokens/lm_head get slots (models' embedding_modules), extra adapter vocabulary
+    lora_embedding_families: frozenset[str] = frozenset({"llama", "mistral", "mixtral"})
+    lora_extra_vocab: int = 256
+    lora_target_modules: bool = False  # --lora-target-modules exists
+    # Multimodal profile run (V1): None = not modelled; cdiv (0.9) or floor (get_max_items, 0.10 on)
+    encoder_items_rule: Literal["cdiv", "floor"] | None = None
+    encoder_padded_to_budget: bool = False  # 0.11 expands each item's output to the encoder budget's rows
+    kv_offloading: bool = False  # --kv-offloading-size (native CPU tier through the OffloadingConnector)
     source: str
 
 
@@ -93,6 +107,8 @@ V1_09 = replace(
     V0_065, key="0.9", label="vLLM 0.9", compiled=True, rows_capped=True, sampled_row_copies=2,
     sort_bytes_per_logit=SORT_V1, scheduler=_V1, chunked_prefill_always=True, concurrency_from_tokens=False,
     hybrid_kv_cache_manager=True, refusal="v1", mla_absorbed_weights=False,
+    spec_methods=("eagle", "eagle3", "mtp", "ngram"), lookahead_methods=("eagle", "eagle3", "mtp"),
+    encoder_items_rule="cdiv",
     source="v1/worker/gpu_worker.py:140-232 (snapshot before NCCL init; KV = total × u − weights − torch peak "
            "growth − non-torch growth); gpu_model_runner.py profile_run (compiled forward, then the sampler on "
            "min(max_num_seqs, T) rows, full hidden states and a rand_like copy alive); FlashInfer sampler only if "
@@ -109,16 +125,17 @@ RELEASES: dict[str, VllmRelease] = {r.key: r for r in (
     replace(V0_065, key="0.8-v0", label="vLLM 0.8 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="cuda"),
     replace(V1_09, key="0.8", label="vLLM 0.8", absolute_peak=True, sampler_paths=("sort",), sampled_row_copies=1,
             full_hidden_at_sampler=False, scheduler=_V1_08, concurrency_from_tokens=True,
-            hybrid_kv_cache_manager=False, refusal="v1-0.8",
+            hybrid_kv_cache_manager=False, refusal="v1-0.8", spec_methods=(), lookahead_methods=(),
+            encoder_items_rule=None,
             source="v1/worker/gpu_worker.py:165-211 (KV = total × u − absolute torch peak − (used − allocated) "
                    "after the profile: context, cuBLAS, NCCL, other processes); FlashInfer sampling switched off "
                    "(v1/sample/ops/topk_topp_sampler.py:33-48)"),
     V1_09,
-    replace(V1_09, key="0.10", label="vLLM 0.10", mxfp4_backend="marlin",
+    replace(V1_09, key="0.10", label="vLLM 0.10", mxfp4_backend="marlin", encoder_items_rule="floor",
             source="v1/worker/gpu_worker.py:174-276 (0.10.1.1; snapshot before NCCL init); gpu_model_runner.py "
                    "profile_run; quantization/mxfp4.py (Marlin experts on Hopper)"),
     replace(V1_09, key="0.11", label="vLLM 0.11", nccl_subtracted=False, mxfp4_backend="marlin",
-            decode_context_parallel=True,
+            decode_context_parallel=True, encoder_items_rule="floor", encoder_padded_to_budget=True,
             source="v1/worker/gpu_worker.py:169-298 (NCCL initialised before the snapshot: not subtracted); "
                    "gpu_model_runner.py:2977-3397 (profile run); quantization/mxfp4.py:95-102 (Marlin on Hopper "
                    "without triton_kernels)"),
@@ -126,6 +143,10 @@ RELEASES: dict[str, VllmRelease] = {r.key: r for r in (
             nccl_subtracted=False, graphs_subtracted=True, persistent_sampler_buffers=True, sampled_row_copies=1,
             sampler="flashinfer", scheduler=_V033, async_scheduling=True, in_flight_per_stage=True,
             legacy_token_log=False, refusal="0.33", mxfp4_backend="triton", decode_context_parallel=True,
+            spec_methods=("draft_model", "eagle", "eagle3", "mtp", "ngram"),
+            lookahead_methods=("draft_model", "eagle", "eagle3", "mtp"), spec_state_blocks=True,
+            spec_sliding_retained=True, lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}),
+            lora_extra_vocab=0, lora_target_modules=True, encoder_items_rule="floor", kv_offloading=True,
             source="v1/worker/gpu_worker.py:519-775 (cuBLAS and NCCL before the snapshot; KV = ceil(total × u) − "
                    "memory consumed since − transient peak − CUDA-graph estimate); v1/worker/gpu/model_runner.py "
                    "(Model Runner V2: sampler twice, FlashInfer); gpu/sample/penalties.py:43-50"),
@@ -203,4 +224,38 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
         nccl_groups=groups if rel.nccl_subtracted else 0,
         cuda_graphs=rel.graphs_subtracted and not s.enforce_eager, mxfp4_backend=s.moe_backend,
-        lora_rank=s.max_lora_rank, mla_absorbed=rel.mla_absorbed_weights)
+        mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None, lora=lora_rule(rel, req),
+        encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes)
+
+
+DEFAULT_LORA_RANK, DEFAULT_MAX_LORAS = 16, 1  # LoRAConfig defaults (config/lora.py)
+MM_LIMIT_PER_PROMPT = 999  # V1 MultiModalConfig: items per modality per prompt when unset
+
+
+def lora_rule(rel: VllmRelease, req: Request) -> LoraRule | None:
+    """--enable-lora (kvplan: --max-lora-rank or --max-loras): max_loras slots in every wrapped layer, allocated by
+    LoRAModelManager inside load_model (lora/layers create_lora_weights; 0.11 gpu_model_runner.py:2631-2651)."""
+    s = req.settings
+    if s.max_lora_rank is None and s.max_loras is None:
+        return None
+    if s.lora_target_modules and not rel.lora_target_modules:
+        raise InputError(f"{rel.label} has no lora_target_modules (LoRAConfig.target_modules is vLLM 0.33's): "
+                         "every linear module gets slots", arg="lora_target_modules")
+    slots = s.max_loras or DEFAULT_MAX_LORAS
+    return LoraRule(slots=slots, rank=s.max_lora_rank or DEFAULT_LORA_RANK, target_modules=s.lora_target_modules,
+                    embeddings=(req.model.model_type or "") in rel.lora_embedding_families,
+                    extra_vocab=rel.lora_extra_vocab, vocab_padding=256 if rel.lora_extra_vocab else 1,
+                    host_adapters=max(s.max_cpu_loras or slots, slots),
+                    source=f"{rel.label}: lora/layers create_lora_weights (max_loras × A and B per wrapped module)")
+
+
+def encoder_rule(rel: VllmRelease, s: Settings) -> EncoderRule | None:
+    """V1's multimodal profile run (0.9: gpu_model_runner.py:2210-2270; 0.10-0.11 v1/worker/utils.py
+    get_max_items, 0.11 gpu_model_runner.py:3326-3388; 0.33 gpu/model_runner.py:1022-1032)."""
+    if rel.encoder_items_rule is None or s.limit_mm_per_prompt == 0:
+        return None
+    assert s.max_num_batched_tokens is not None and s.max_num_seqs is not None
+    return EncoderRule(budget_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
+                       limit_per_prompt=s.limit_mm_per_prompt or MM_LIMIT_PER_PROMPT,
+                       items_rule=rel.encoder_items_rule, padded_to_budget=rel.encoder_padded_to_budget,
+                       source=f"{rel.label} profile_run: dummy items of the largest modality, outputs cached")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kvplan.planning.weights.counts import (
     LayerParams,
     ParamCount,
+    mtp_bytes_per_gpu,
     param_count,
     weight_bytes,
     weight_bytes_by_kind,
@@ -18,5 +19,6 @@ from kvplan.planning.weights.counts import (
 )
 from kvplan.planning.weights.formats import WEIGHT_DTYPE_NAMES, WeightFormat, weight_format
 
-__all__ = ["WEIGHT_DTYPE_NAMES", "LayerParams", "ParamCount", "WeightFormat", "param_count", "weight_bytes",
+__all__ = ["WEIGHT_DTYPE_NAMES", "LayerParams", "ParamCount", "WeightFormat", "mtp_bytes_per_gpu", "param_count",
+           "weight_bytes",
            "weight_bytes_by_kind", "weight_bytes_per_gpu", "weight_bytes_per_stage", "weight_format"]

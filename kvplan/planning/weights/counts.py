@@ -97,7 +97,7 @@ def _check(tp: int, pp: int) -> None:
             raise InputError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _shard_shape(part: Part, tp: int, num_kv_heads: int) -> tuple[int, ...]:
+def shard_shape(part: Part, tp: int, num_kv_heads: int) -> tuple[int, ...]:
     """The shape one TP rank holds."""
     first, rest = part.shape[0], part.shape[1:]
     if part.tp == "column":
@@ -121,7 +121,7 @@ class _Rank:
 def _add_bytes(into: Counter[str], parts: tuple[Part, ...], module: str, rank: _Rank, kind: str | None = None) -> None:
     """Add the bytes one TP rank holds of `parts`, by kind (module: their path, for modules_to_not_convert)."""
     for part in parts:
-        shape = part.shape if rank.tp is None else _shard_shape(part, rank.tp, rank.num_kv_heads)
+        shape = part.shape if rank.tp is None else shard_shape(part, rank.tp, rank.num_kv_heads)
         quantized = part.is_linear and rank.fmt.is_quantized(f"{module}{part.name}")
         into[kind or part.category] += tensor_bytes(shape, part.count, rank.fmt, quantized=quantized)
 
@@ -157,6 +157,19 @@ def weight_bytes_per_gpu(model: ModelConfig, *, tp: int = 1, pp: int = 1, weight
                          include_mtp: bool = False) -> int:
     """Bytes on the most loaded GPU (the heaviest PP stage; TP ranks are alike)."""
     return max(weight_bytes_per_stage(model, tp=tp, pp=pp, weights_dtype=weights_dtype, include_mtp=include_mtp))
+
+
+def mtp_bytes_per_gpu(model: ModelConfig, *, tp: int = 1, weights_dtype: str | None = None,
+                      shared: tuple[str, ...] = ("embedding", "lm_head")) -> int:
+    """Bytes of the MTP modules on one TP rank, without the parts the engine shares with the target
+    (vLLM's MTP drafter reuses the target's embedding and lm_head)."""
+    _check(tp, 1)
+    parts = model_parts(model)
+    rank, by_kind = _Rank(weight_format(model, weights_dtype), tp, model.num_kv_heads), Counter[str]()
+    for j, layer in enumerate(parts.mtp_layers):
+        kept = tuple(p for p in layer if p.category not in shared)
+        _add_bytes(by_kind, kept, f"model.layers.{len(parts.layers) + j}.", rank, "mtp")
+    return by_kind["mtp"]
 
 
 def _stage_bytes(model: ModelConfig, rank: _Rank, pp: int, stage: int, include_mtp: bool) -> Counter[str]:

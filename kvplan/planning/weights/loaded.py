@@ -6,8 +6,6 @@ vLLM measures the weights as the torch allocation growth across ``load_model``, 
   factor`` for YaRN; the model dtype, fp32 for gpt-oss (``models/gpt_oss.py``);
 - MXFP4 experts re-laid for the Marlin kernel: ``I/tp`` rounded up to 128 and ``h`` to 256
   (``quantization/mxfp4.py`` in 0.10/0.11), at 4 bits plus one E8M0 scale per 32;
-- LoRA slots (``--enable-lora --max-lora-rank r``, one slot): ``lora_a (r × in)`` and ``lora_b (out × r)``
-  of q, k, v, o, gate, up and down in every layer, the split side sharded like the base layer;
 - vLLM 0.7's V0 MLA: the absorbed ``W_Q·W_UK`` and ``W_UV·W_O`` per layer, ``2·h·(heads/tp)·kv_lora_rank``.
 """
 
@@ -58,15 +56,6 @@ def marlin_padding_bytes(model: ModelConfig, tp: int, layers: int) -> int:
     return (padded - _mxfp4_expert_bytes(inter, d.hidden)) * d.num_experts * layers
 
 
-def lora_bytes(model: ModelConfig, rank: int, tp: int, layers: int) -> int:
-    """One LoRA slot: per layer q/k/v/gate/up (A replicated, B column-split) and o/down (A row-split, B whole)."""
-    d = dims(model)
-    h, q, kv, inter = d.hidden, d.q_width, d.kv_width, d.intermediate
-    column = (h + cdiv(q, tp)) + 2 * (h + cdiv(kv, tp)) + 2 * (h + cdiv(inter, tp))
-    row = (cdiv(q, tp) + h) + (cdiv(inter, tp) + h)
-    return (column + row) * rank * layers * d.act_bytes
-
-
 def mla_absorbed_bytes(model: ModelConfig, tp: int, layers: int) -> int:
     heads = cdiv(model.num_attention_heads, tp)
     return 2 * model.hidden_size * heads * (model.kv_lora_rank or 0) * layers * dims(model).act_bytes
@@ -82,10 +71,6 @@ def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int) 
     if rules.mxfp4_backend == "marlin" and isinstance(quant, dict) and quant.get("quant_method") == "mxfp4":
         yield BudgetTerm(name="MXFP4 Marlin padding", bytes=marlin_padding_bytes(model, tp, layers), exact=True,
                          kind="weights_extra", source="experts padded to I/tp → ×128, h → ×256 (quantization/mxfp4.py)")
-    if rules.lora_rank:
-        yield BudgetTerm(name=f"LoRA slot (rank {rules.lora_rank})", bytes=lora_bytes(model, rules.lora_rank, tp, layers),
-                         exact=False, kind="weights_extra",
-                         source="lora_a + lora_b of q, k, v, o, gate, up, down per layer (extra-vocab rows left out)")
     if rules.mla_absorbed and model.is_mla:
         yield BudgetTerm(name="MLA absorbed matrices", bytes=mla_absorbed_bytes(model, tp, layers), exact=False,
                          kind="weights_extra", source="vLLM 0.7 V0 MLA: W_Q·W_UK and W_UV·W_O per layer")

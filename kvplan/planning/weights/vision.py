@@ -29,7 +29,8 @@ PROJECTORS: dict[str, str] = {
 }
 
 
-def _vision_config(model: ModelConfig) -> tuple[str, dict[str, Any]] | None:
+def vision_config(model: ModelConfig) -> tuple[str, dict[str, Any]] | None:
+    """(model_type, fields with its class defaults) of the vision tower's config; None for text models."""
     config = model.raw.get("vision_config")
     if not isinstance(config, dict):
         return None
@@ -38,7 +39,7 @@ def _vision_config(model: ModelConfig) -> tuple[str, dict[str, Any]] | None:
 
 
 def vision_note(model: ModelConfig) -> str | None:
-    found = _vision_config(model)
+    found = vision_config(model)
     if found and found[0] not in TOWERS:
         return f"vision tower {found[0] or '?'!r} not counted: kvplan does not know its layout"
     return None
@@ -79,7 +80,7 @@ def _siglip(c: dict[str, Any]) -> tuple[Part, ...]:
 
 def vision_parts(model: ModelConfig) -> tuple[Part, ...]:
     """The tower and projector of a multimodal checkpoint; () for text-only models."""
-    found = _vision_config(model)
+    found = vision_config(model)
     if not found or found[0] not in TOWERS:
         return ()
     parts = _siglip(found[1])

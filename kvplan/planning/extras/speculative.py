@@ -1,0 +1,132 @@
+"""Speculative decoding: the draft's KV layers and weights, from kvplan's own layout and weight formulas.
+
+``draft(request, layout, policy)`` answers what the drafter adds, the same for every engine (each engine
+then places it by its own rule: ``kvplan/engines``):
+- ``draft_model``, ``eagle``, ``eagle3``: a separate checkpoint (``speculative_model``), laid out with
+  ``build_layout`` at the target's TP (vLLM requires ``draft_tensor_parallel_size`` = tp:
+  ``v1/spec_decode/draft_model.py:63-78`` in 0.33; SGLang and TensorRT-LLM run the draft on the same
+  ranks). Its KV dtype is the target's. An EAGLE head is a one-layer model: its config says so.
+- ``mtp``: the target's own next-token-prediction layers (``num_nextn_predict_layers``, DeepSeek-V3 1):
+  each is one more attention layer shaped like the target's full-attention layers.
+- ``ngram``: prompt lookup; no weights, no KV layers, only the K drafted tokens.
+The method is inferred as vLLM 0.33 does (``config/speculative.py:1240-1244``, ``:1432-1448``): from the
+draft's name (``eagle-``, ``eagle3``), else a draft model; without a checkpoint only ``mtp`` and ``ngram``
+make sense. K (``num_speculative_tokens``) must be given, except for MTP, where it
+defaults to the number of MTP layers (vLLM's ``n_predict``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.config import as_model
+from kvplan.config.model import ModelConfig
+from kvplan.engines.base import BudgetTerm, Draft, Request
+from kvplan.errors import InputError
+from kvplan.formulas.layout import Layout, LayoutPolicy, build_layout
+from kvplan.planning.weights import mtp_bytes_per_gpu, weight_bytes_by_kind, weight_bytes_per_gpu
+from kvplan.specs import AttnSpec, LayerSpec, MLAAttn, SlidingAttn
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpeculativeSummary:
+    """What speculative decoding takes beside the target's KV cache, per GPU (JSON ``speculative``)."""
+
+    method: str
+    num_speculative_tokens: int
+    draft_model: str | None
+    draft_tp: int
+    draft_kv_layers: int
+    draft_kv_bytes_per_token_per_gpu: int
+    draft_weights_bytes_per_gpu: int
+    draft_weights_in_budget: bool  # False: the engine loads them after sizing its pool (SGLang: from its reserve)
+    lookahead_tokens_per_request: int
+
+
+def method_of(settings_method: str | None, draft_name: str | None, target: ModelConfig) -> str:
+    """vLLM's inference of the method: from the draft's name ("eagle-" -> eagle, "eagle3" -> eagle3, as in
+    yuhuili/EAGLE-LLaMA3-Instruct-8B and yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), any other draft is a draft model;
+    without one, MTP if the target has MTP layers."""
+    if settings_method:
+        return settings_method
+    if draft_name is None:
+        if target.num_nextn_predict_layers:
+            return "mtp"
+        raise InputError(f"num_speculative_tokens without a draft: {target.model_id} has no MTP layers; name a "
+                         "speculative_model or speculative_method ngram", arg="speculative_model")
+    name = draft_name.lower()
+    return "eagle" if "eagle-" in name else "eagle3" if "eagle3" in name else "draft_model"
+
+
+def _mtp_spec(layout: Layout) -> tuple[LayerSpec, LayerSpec]:
+    """(whole, per GPU) spec of an MTP layer: the target's first full-attention (or MLA) layer."""
+    pairs = list(zip(layout.specs, layout.specs_per_gpu, strict=True))
+    for whole, gpu in pairs:
+        if isinstance(whole, MLAAttn) or (isinstance(whole, AttnSpec) and not isinstance(whole, SlidingAttn)):
+            return whole, gpu
+    found = next(((w, g) for w, g in pairs if isinstance(w, AttnSpec)), None)
+    if found is None:
+        raise InputError(f"{layout.model.model_id} has no attention layer for its MTP layers to copy",
+                         arg="speculative_method")
+    return found
+
+
+def _specs(method: str, request: Request, layout: Layout, draft_model: ModelConfig | None,
+           policy: LayoutPolicy) -> tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]:
+    if method == "ngram":
+        return (), ()
+    if method == "mtp":
+        n = request.model.num_nextn_predict_layers
+        if not n:
+            raise InputError(f"{request.model.model_id} has no MTP layers (num_nextn_predict_layers is 0)",
+                             arg="speculative_method")
+        whole, gpu = _mtp_spec(layout)
+        return (whole,) * n, (gpu,) * n
+    if draft_model is None:
+        raise InputError(f"speculative_method {method} needs a draft checkpoint (speculative_model)",
+                         arg="speculative_model")
+    d = build_layout(draft_model, tp=request.tp, kv_dtype=layout.kv_dtype.name, block_size=0,
+                     quant_group=request.quant_group, policy=policy)
+    return d.specs, d.specs_per_gpu
+
+
+def draft(request: Request, layout: Layout, policy: LayoutPolicy) -> Draft | None:
+    """The drafter of a request (None: no speculative decoding asked)."""
+    s = request.settings
+    if not (s.speculative_model or s.speculative_method or s.num_speculative_tokens):
+        return None
+    draft_model = as_model(s.speculative_model) if s.speculative_model else None
+    method = method_of(s.speculative_method, s.speculative_model, request.model)
+    if method in ("mtp", "ngram") and draft_model is not None:
+        raise InputError(f"speculative_method {method} drafts without a checkpoint; drop speculative_model",
+                         arg="speculative_model")
+    specs, per_gpu = _specs(method, request, layout, draft_model, policy)
+    k = s.num_speculative_tokens or (len(specs) if method == "mtp" else None)
+    if k is None:
+        raise InputError(f"speculative_method {method} needs num_speculative_tokens (vLLM: \"num_speculative_tokens "
+                         "was not provided\")", arg="num_speculative_tokens")
+    return Draft(method=method, num_speculative_tokens=k, model=draft_model if method != "mtp" else None,
+                 tp=request.tp, specs=specs, specs_per_gpu=per_gpu)
+
+
+def draft_weights_bytes(request: Request, drafter: Draft) -> tuple[int, bool, str]:
+    """(bytes on one GPU, exact, rule) of the draft's weights as the engines load them."""
+    if drafter.method == "mtp":
+        size = mtp_bytes_per_gpu(request.model, tp=drafter.tp)
+        return size, True, "the MTP layers without embedding and lm_head (shared with the target)"
+    if drafter.model is None:
+        return 0, True, "n-gram lookup: no weights"
+    whole = weight_bytes_per_gpu(drafter.model, tp=drafter.tp)
+    if drafter.method == "draft_model":
+        return whole, True, f"{drafter.model.model_id} at tp {drafter.tp}: its whole checkpoint"
+    embed = weight_bytes_by_kind(drafter.model, tp=drafter.tp).get("embedding", 0)
+    return whole - embed, False, (f"{drafter.model.model_id} at tp {drafter.tp} without its embedding (shared with "
+                                  "the target when the head has none); EAGLE-3's wider q/k/v and fc not derived")
+
+
+def draft_weights_term(request: Request, drafter: Draft) -> BudgetTerm | None:
+    size, exact, rule = draft_weights_bytes(request, drafter)
+    if not size:
+        return None
+    return BudgetTerm(name=f"draft weights ({drafter.method})", bytes=size, exact=exact, kind="draft_weights",
+                      source=f"{rule}; loaded before the KV cache is sized")
