@@ -9,6 +9,7 @@ from functools import cache
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from kvplan.errors import KvplanError
 
@@ -50,16 +51,29 @@ Version = Annotated[bool, typer.Option("--version", "-V", callback=_print_versio
                                        help="Print kvplan's version and exit.")]
 
 
+class AliasGroup(TyperGroup):
+    """Parses SGLang's and trtllm-serve's spellings of a flag as kvplan's primary name (common.FLAG_ALIASES)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        from kvplan.cli.common import primary_flags
+
+        return super().parse_args(ctx, primary_flags(args))
+
+
 @cache
 def build_app(names: tuple[str, ...] = tuple(COMMANDS), completion: bool = True) -> typer.Typer:
     """A typer app with these commands (the full app by default). `completion` adds --install-completion and
     --show-completion to `kvplan` itself; a single command's app leaves them out (start-up time)."""
-    app = typer.Typer(no_args_is_help=True, add_completion=completion, pretty_exceptions_enable=False,
+    app = typer.Typer(cls=AliasGroup, no_args_is_help=True, add_completion=completion, pretty_exceptions_enable=False,
                       context_settings={"help_option_names": ["-h", "--help"]})
 
     @app.callback()
     def kvplan(version: Version = False) -> None:
-        """Exact KV-cache memory planning for LLM inference."""
+        """Exact KV-cache memory planning for LLM inference.
+
+        Options take vLLM's names (--tensor-parallel-size, --max-model-len, --kv-cache-dtype, ...) with kvplan's
+        short forms (-tp/--tp, --seq-len, --kv-dtype); SGLang's and trtllm-serve's spellings work too
+        (--tp-size, --context-length, --page-size, --tp_size, --max_seq_len, ...)."""
 
     for name in names:
         module, function = COMMANDS[name]

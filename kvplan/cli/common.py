@@ -20,17 +20,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Library argument -> the flag a user types: library errors name arguments, the CLI says flags.
 FLAGS: dict[str, str] = {
-    "tp": "--tp", "pp": "--pp", "dcp": "--dcp", "dp": "--dp", "seq_len": "--seq-len", "batch": "--batch",
-    "kv_dtype": "--kv-dtype", "block_size": "--block-size", "quant_group": "--quant-group",
+    "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size", "dcp": "--decode-context-parallel-size", "dp": "--dp", "seq_len": "--max-model-len", "batch": "--batch",
+    "kv_dtype": "--kv-cache-dtype", "block_size": "--block-size", "quant_group": "--quant-group",
     "attention": "--attention", "kv_heads": "--kv-heads", "layer_types": "--layer-types", "window": "--window",
-    "state_dtype": "--state-dtype", "ssm_state_dtype": "--ssm-state-dtype", "max_model_len": "--max-model-len", "kv_budget": "--kv-budget",
+    "state_dtype": "--mamba-cache-dtype", "ssm_state_dtype": "--mamba-ssm-cache-dtype", "max_model_len": "--max-model-len", "kv_budget": "--kv-budget",
     "gpu_memory_bytes": "--gpu-mem", "overhead_bytes": "--overhead", "weights_dtype": "--weights-dtype",
     "gpu_memory_utilization": "--gpu-memory-utilization", "mem_fraction_static": "--mem-fraction-static",
-    "engine": "--engine", "hybrid_kv_cache_manager": "--disable-hybrid-kv-cache-manager", "context": "--context",
+    "engine": "--engine", "hybrid_kv_cache_manager": "--disable-hybrid-kv-cache-manager", "context": "--max-model-len",
     "concurrency": "--concurrency", "gpus_per_node": "--gpus-per-node", "allocator": "--allocator",
     "prompt_len": "--prompt-len", "shared_prefix": "--shared-prefix", "beam_width": "--beam-width",
-    "max_seq_len": "--max-seq-len", "lengths": "--lengths", "seq_lens": "--seq-len", "batches": "--batch",
-    "tps": "--tp", "pps": "--pp", "kv_dtypes": "--kv-dtype", "engines": "--engine", "model": "--model",
+    "max_seq_len": "--max-model-len", "lengths": "--lengths", "seq_lens": "--max-model-len", "batches": "--batch",
+    "tps": "--tensor-parallel-size", "pps": "--pipeline-parallel-size", "kv_dtypes": "--kv-cache-dtype", "engines": "--engine", "model": "--model",
     "revision": "--revision",
     "free_gpu_memory_fraction": "--free-gpu-memory-fraction", "max_num_batched_tokens": "--max-num-batched-tokens",
     "max_num_seqs": "--max-num-seqs", "entry_point": "--entry-point", "sampler": "--sampler",
@@ -41,7 +41,7 @@ FLAGS: dict[str, str] = {
     "lora_target_modules": "--lora-target-modules", "max_cpu_loras": "--max-cpu-loras",
     "limit_mm_per_prompt": "--limit-mm-per-prompt", "cpu_offload_bytes": "--cpu-offload-gb",
     "kv_offloading_bytes": "--kv-offloading-size", "hicache_ratio": "--hicache-ratio",
-    "lmcache_cpu_bytes": "--lmcache-cpu-size",
+    "lmcache_cpu_bytes": "--lmcache-cpu-size", "dtype": "--dtype", "quantization": "--quantization",
 }
 
 
@@ -134,14 +134,65 @@ def overrides(attention: str | None, kv_heads: int | None, layer_types: str | No
                      window=parse_positive_tokens(window, "--window") if window else None)
 
 
+# The names a flag answers to: vLLM's first (the primary spelling where the meaning matches), then kvplan's
+# short forms. SGLang's and TensorRT-LLM's spellings of the same knobs are FLAG_ALIASES, rewritten to the
+# primary name before parsing (kvplan.cli.AliasGroup): accepted everywhere, kept out of --help's name column.
+TP_NAMES = ("--tensor-parallel-size", "--tp")
+PP_NAMES = ("--pipeline-parallel-size", "--pp")
+DCP_NAMES = ("--decode-context-parallel-size", "--dcp")
+KV_DTYPE_NAMES = ("--kv-cache-dtype", "--kv-dtype")
+LENGTH_NAMES = ("--max-model-len", "--seq-len")
+BLOCK_NAMES = ("--block-size",)
+FLAG_ALIASES = {
+    "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dcp": "--decode-context-parallel-size",
+    "--tp-size": "--tensor-parallel-size", "--tp_size": "--tensor-parallel-size",  # SGLang, trtllm-serve
+    "--pp-size": "--pipeline-parallel-size", "--pp_size": "--pipeline-parallel-size",
+    "--context-length": "--max-model-len", "--max_seq_len": "--max-model-len",  # SGLang, trtllm-serve
+    "--context": "--max-model-len", "--max-seq-len": "--max-model-len",  # kvplan's older names (fit, waste)
+    "--page-size": "--block-size", "--dp-size": "--dp", "--mamba-ssm-dtype": "--mamba-ssm-cache-dtype",  # SGLang
+    "--kv_cache_free_gpu_memory_fraction": "--free-gpu-memory-fraction",  # trtllm-serve
+    "--free_gpu_memory_fraction": "--free-gpu-memory-fraction", "--max_num_tokens": "--max-num-batched-tokens",
+}
+
+
+def primary_flags(args: list[str]) -> list[str]:
+    """Engine spellings of a flag (`--tp-size 4`, `--context-length=32k`) -> kvplan's primary name; values
+    and everything after a bare `--` are left alone."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        name, eq, value = arg.partition("=")
+        out.append(FLAG_ALIASES[name] + eq + value if name in FLAG_ALIASES else arg)
+    return out
+
+
+KV_DTYPE_HELP = ("auto, fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, int4, fp8_per_token_head, "
+                 "int8_per_token_head, nvfp4, fp8_ds_mla")
+
 # Options shared by the commands that describe one cache layout.
-Tp = Annotated[int, typer.Option("--tp", help="Tensor-parallel size: splits KV heads (MLA is replicated).")]
-Pp = Annotated[int, typer.Option("--pp", help="Pipeline-parallel size: splits layers as vLLM does.")]
-Dcp = Annotated[int, typer.Option("--dcp", help="Decode-context-parallel size: splits a sequence's tokens.")]
-KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="auto, fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, "
-                                         "int4, fp8_per_token_head, int8_per_token_head, nvfp4, fp8_ds_mla.")]
-BlockSize = Annotated[int, typer.Option("--block-size", help="Tokens per block (0: no paging).")]
+Tp = Annotated[int, typer.Option(*TP_NAMES, help="Tensor-parallel size (-tp): splits KV heads (MLA is replicated).")]
+Pp = Annotated[int, typer.Option(*PP_NAMES, help="Pipeline-parallel size (-pp): splits layers as vLLM does.")]
+Dcp = Annotated[int, typer.Option(*DCP_NAMES, help="Decode-context-parallel size (-dcp): splits a sequence's "
+                                  "tokens.")]
+KvDtypeOpt = Annotated[str, typer.Option(*KV_DTYPE_NAMES, help=KV_DTYPE_HELP + ".")]
+KvDtypes = Annotated[str, typer.Option(*KV_DTYPE_NAMES, help=KV_DTYPE_HELP + "; a comma list compares them.")]
+BlockSize = Annotated[int, typer.Option(*BLOCK_NAMES, help="Tokens per block (SGLang: page; 0: no paging).")]
+
+
+def length_option(text: str) -> Any:
+    """The one option for a request's length, under every name an engine gives it."""
+    return typer.Option(*LENGTH_NAMES, help=text + " Also --context, --context-length (SGLang).")
+
+
+def batch_option(text: str, *, fit: bool = False) -> Any:
+    """The number of requests held at once: `--batch` (size, compare, sweep) or `--concurrency` (fit), either name."""
+    return typer.Option(*(("--concurrency", "--batch") if fit else ("--batch", "--concurrency")), help=text)
+
+
 QuantGroup = Annotated[int, typer.Option("--quant-group", help="int8/int4: elements per fp16 scale.")]
+ModelDtype = Annotated[str, typer.Option("--dtype", help="Model dtype as vLLM's --dtype: auto (the config's; fp32 "
+                                         "served as bf16), bfloat16, float16, float32: weights and KV auto.")]
 Attention = Annotated[str | None, typer.Option("--attention", help="Override the attention kind: mha|gqa|mqa|mla.")]
 KvHeads = Annotated[int | None, typer.Option("--kv-heads", help="Override the number of KV heads.")]
 LayerTypes = Annotated[str | None, typer.Option("--layer-types",
@@ -151,9 +202,9 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a tabl
 Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub revision (branch, tag or commit) of the "
                                               "model's config, from the HF cache or the hub; never the bundled copy.")]
-StateDtype = Annotated[str, typer.Option("--state-dtype", help="Linear/Mamba conv state dtype, and the recurrent "
-                                         "state's unless --ssm-state-dtype (vLLM's mamba_cache_dtype): auto (the "
+StateDtype = Annotated[str, typer.Option("--mamba-cache-dtype", "--state-dtype", help="Linear/Mamba conv state "
+                                         "dtype, and the recurrent state's unless --mamba-ssm-cache-dtype: auto (the "
                                          "model's), fp32, bf16, fp16.")]
-SsmStateDtype = Annotated[str, typer.Option("--ssm-state-dtype", help="Recurrent (SSM) state dtype (vLLM's "
-                                            "mamba_ssm_cache_dtype): auto (the config's own, e.g. fp32 for Qwen3.5 "
+SsmStateDtype = Annotated[str, typer.Option("--mamba-ssm-cache-dtype", "--ssm-state-dtype", help="Recurrent "
+                                            "(SSM) state dtype: auto (the config's own, e.g. fp32 for Qwen3.5 "
                                             "and Nemotron-H, fp32 for KDA, else --state-dtype), fp32, bf16, fp16.")]

@@ -7,7 +7,31 @@ from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Json, Revision, emit, reports_errors
+from kvplan.cli.common import (
+    KV_DTYPE_NAMES,
+    Json,
+    ModelDtype,
+    Revision,
+    batch_option,
+    emit,
+    length_option,
+    reports_errors,
+)
+from kvplan.cli.engine_options import (
+    Batched,
+    BlockSizeOpt,
+    Eager,
+    FreeFraction,
+    GpuUtil,
+    LoraRank,
+    MaxSeqs,
+    MemFraction,
+    Overhead,
+    Quantization,
+    WeightsDtype,
+    engine_settings,
+    weights_option,
+)
 from kvplan.cli.extras import (
     CpuLoras,
     CpuOffload,
@@ -20,10 +44,8 @@ from kvplan.cli.extras import (
     SpecMethod,
     SpecModel,
     SpecTokens,
-    extras_settings,
 )
-from kvplan.config import load_model
-from kvplan.engines import Settings
+from kvplan.config import ModelConfig, load_model, with_dtype
 from kvplan.errors import InputError
 from kvplan.units import parse_memory_size, parse_positive_tokens
 
@@ -52,24 +74,29 @@ MaxReplicas = Annotated[int | None, typer.Option("--max-replicas", help="Most da
                                                  "replica must serve it all; default: as many as --max-gpus allows).")]
 
 
+FitEngine = Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | hf, or a release (vllm@0.11).")]
+FitKvDtypes = Annotated[str, typer.Option(*KV_DTYPE_NAMES, help="auto, fp8, ...; a comma list or any (auto and fp8) "
+                                          "tries each.")]
+GpusPerNode = Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")]
+MaxGpus = Annotated[int | None, typer.Option("--max-gpus", help="Most GPUs in all, replicas × tp × pp (default 8 "
+                                             "nodes).")]
+FitGpuMem = Annotated[str | None, typer.Option("--gpu-mem", help="Override the GPU's memory, e.g. 79GiB (one --gpu "
+                                               "type).")]
+
+
 @reports_errors
 def fit(
-    model: Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")],
-    context: Annotated[str, typer.Option("--context", help="Tokens per request (32k).")],
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests served at once.")],
-    gpu: GpuList = None, price: Price = None, max_replicas: MaxReplicas = None,
-    engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | hf.")] = "vllm",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="auto, fp8, ... or any (try auto and fp8).")] = "auto",
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="Largest TP (one node).")] = 8,
-    max_gpus: Annotated[int | None, typer.Option("--max-gpus", help="Most GPUs in all, replicas × tp × pp "
-                                                 "(default 8 nodes).")] = None,
-    gpu_mem: Annotated[str | None, typer.Option("--gpu-mem", help="Override the GPU's memory, e.g. 79GiB "
-                                                "(one --gpu type).")] = None,
-    overhead: Annotated[str | None, typer.Option("--overhead", help="Per-GPU overhead instead of kvplan's "
-                                                 "estimate.")] = None,
+    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
+    context: Annotated[str, length_option("Tokens per request (32k): each layout's max_model_len.")],
+    concurrency: Annotated[int, batch_option("Requests served at once.", fit=True)],
+    gpu: GpuList = None, price: Price = None, max_replicas: MaxReplicas = None, engine: FitEngine = "vllm",
+    kv_dtype: FitKvDtypes = "auto", gpus_per_node: GpusPerNode = 8, max_gpus: MaxGpus = None, gpu_mem: FitGpuMem = None,
+    overhead: Overhead = None, dtype: ModelDtype = "auto", quantization: Quantization = None,
+    weights_dtype: WeightsDtype = None, block_size: BlockSizeOpt = None, gpu_memory_utilization: GpuUtil = None,
+    mem_fraction_static: MemFraction = None, free_gpu_memory_fraction: FreeFraction = None,
+    max_num_batched_tokens: Batched = None, max_num_seqs: MaxSeqs = None, enforce_eager: Eager = False,
     json: Json = False, revision: Revision = None, speculative_model: SpecModel = None,
-    speculative_method: SpecMethod = None, num_speculative_tokens: SpecTokens = None,
-    max_lora_rank: Annotated[int | None, typer.Option("--max-lora-rank", help="LoRA rank of each slot.")] = None,
+    speculative_method: SpecMethod = None, num_speculative_tokens: SpecTokens = None, max_lora_rank: LoraRank = None,
     max_loras: MaxLoras = None, lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None,
     limit_mm_per_prompt: MmLimit = None, cpu_offload_gb: CpuOffload = None, kv_offloading_size: KvOffload = None,
     hicache_ratio: HicacheRatio = None, lmcache_cpu_size: LmcacheSize = None,
@@ -77,24 +104,23 @@ def fit(
     """Cheapest setups serving CONCURRENCY requests of CONTEXT tokens: GPU type, replicas × (TP × PP), KV dtype.
 
     Ranking: cost per hour (--price; unpriced last), GPUs, fewer PP stages, precise KV dtype, requests, smaller TP.
-
-    Whatever shares the GPU beside the KV cache (a draft model, LoRA slots, ...) is in every layout tried.
-
-    Exit 0 when a setup serves the load; 1 when none does (the closest are shown).
+    A draft model, LoRA slots, ... beside the KV cache are in every layout tried. Exit 0 when a setup serves the
+    load; 1 when none does (the closest are shown).
     """
     from kvplan.cli.progress import progress
     from kvplan.planning.fit import fit as run
     from kvplan.render.fit import fit_payload, fit_tables
 
-    kwargs = _fit_kwargs(locals())
+    m = with_dtype(load_model(model, revision=revision), dtype)
+    kwargs = _fit_kwargs(locals(), m)
     with progress("fitting") as step:
-        result = run(load_model(model, revision=revision), progress=step, **kwargs)
+        result = run(m, progress=step, **kwargs)
     emit(fit_payload(result), json, fit_tables, notes=result.notes)
     if result.best is None:
         raise typer.Exit(1)
 
 
-def _fit_kwargs(o: dict[str, Any]) -> dict[str, Any]:
+def _fit_kwargs(o: dict[str, Any], model: ModelConfig) -> dict[str, Any]:
     """`kvplan fit` options -> fit() keyword arguments."""
     if o["engine"].strip().lower() == "all":
         raise InputError("fit takes one engine: vllm, sglang, trtllm or hf")
@@ -103,8 +129,8 @@ def _fit_kwargs(o: dict[str, Any]) -> dict[str, Any]:
         return parse_memory_size(o[name], arg) if o[name] is not None else None
 
     return dict(gpu=[g for g in o["gpu"].split(",") if g.strip()] if o["gpu"] else None,
-                context=parse_positive_tokens(o["context"], "--context"), concurrency=o["concurrency"],
+                context=parse_positive_tokens(o["context"], "--max-model-len"), concurrency=o["concurrency"],
                 engine=o["engine"], kv_dtype=o["kv_dtype"], gpus_per_node=o["gpus_per_node"], max_gpus=o["max_gpus"],
                 max_replicas=o["max_replicas"], prices=read_prices(o["price"]) if o["price"] else None,
                 gpu_memory_bytes=size("gpu_mem", "gpu_memory_bytes"), overhead_bytes=size("overhead", "overhead_bytes"),
-                settings=Settings(max_lora_rank=o["max_lora_rank"], **extras_settings(o)))
+                weights_dtype=weights_option(model, o["weights_dtype"], o["quantization"]), settings=engine_settings(o))

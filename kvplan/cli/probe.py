@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kvplan.cli.common import BlockSize, Json, QuantGroup, Tp, emit, reports_errors
+from kvplan.cli.common import KV_DTYPE_NAMES, BlockSize, Json, QuantGroup, Tp, emit, reports_errors
 from kvplan.errors import KvplanError
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ Models = Annotated[list[str] | None, typer.Option("--model", "-m", help="Model t
                                                   "GQA, MQA, MLA, sliding, linear, fp8, int4 set.")]
 Device = Annotated[str, typer.Option("--device", help="cpu, cuda or auto (cuda:0 when visible).")]
 GpuIndex = Annotated[int | None, typer.Option("--gpu", help="CUDA device index.")]
-ProbeKvDtype = Annotated[str | None, typer.Option("--kv-dtype", help="KV dtype for every model (default: auto, or "
+ProbeKvDtype = Annotated[str | None, typer.Option(*KV_DTYPE_NAMES, help="KV dtype for every model (default: auto, or "
                                                   "the default set's own).")]
 Blocks = Annotated[int | None, typer.Option("--blocks", help=f"Blocks per layer ({CPU_BLOCKS} on CPU, {GPU_BLOCKS} on "
                                             "GPU).")]

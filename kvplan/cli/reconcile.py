@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.common import Json, reports_errors
+from kvplan.cli.common import KV_DTYPE_NAMES, PP_NAMES, TP_NAMES, Json, length_option, reports_errors
 from kvplan.errors import InputError
 from kvplan.units import parse_positive_tokens
 
@@ -32,14 +32,17 @@ def reconcile(
     logfile: Annotated[str, typer.Argument(help="A vLLM, SGLang or TensorRT-LLM start-up log; - reads stdin.")],
     model: Annotated[str | None, typer.Option("--model", help="The model, where the log names none or one "
                                               "kvplan cannot load (bundled id, config.json or folder).")] = None,
-    tp: Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size, where the log does not say.")] = None,
-    pp: Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size, where the log does not say.")] = None,
-    max_model_len: Annotated[str | None, typer.Option("--max-model-len", help="Tokens (32k).")] = None,
+    tp: Annotated[int | None, typer.Option(*TP_NAMES, help="Tensor-parallel size, where the log does not say.")]
+    = None,
+    pp: Annotated[int | None, typer.Option(*PP_NAMES, help="Pipeline-parallel size, where the log does not say.")]
+    = None,
+    max_model_len: Annotated[str | None, length_option("Tokens (32k), where the log does not say.")] = None,
     engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang | trtllm (default: "
                                                "recognized from the log).")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type, for vLLM's attention backend "
                                             "(default H100).")] = None,
-    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="KV dtype, where the log does not say.")] = None,
+    kv_dtype: Annotated[str | None, typer.Option(*KV_DTYPE_NAMES, help="KV dtype, where the log does not say.")]
+    = None,
     json: Json = False,
 ) -> None:
     """Recompute every KV number an engine's start-up log prints; exit 1 if any differs from kvplan."""
@@ -48,7 +51,7 @@ def reconcile(
     from kvplan.reconcile import reconcile as run
     from kvplan.render.reconcile import reconcile_payload, reconcile_tables
 
-    for name, value in (("--tp", tp), ("--pp", pp)):
+    for name, value in (("--tensor-parallel-size", tp), ("--pipeline-parallel-size", pp)):
         if value is not None and value <= 0:
             raise InputError(f"{name} must be positive, got {value}")
     options = Options(model=model, tp=tp, pp=pp, kv_dtype=kv_dtype, gpu=gpu,

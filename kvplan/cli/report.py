@@ -16,7 +16,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kvplan.cli.capacity import (
+from kvplan.cli.common import (
+    Dcp,
+    ModelDtype,
+    Pp,
+    QuantGroup,
+    Revision,
+    SsmStateDtype,
+    StateDtype,
+    Tp,
+    fail,
+    length_option,
+    reports_errors,
+)
+from kvplan.cli.engine_options import (
     Batched,
     BlockSizeOpt,
     Dp,
@@ -29,29 +42,24 @@ from kvplan.cli.capacity import (
     NoAsync,
     NoHybrid,
     Overhead,
+    Quantization,
     WeightsDtype,
-    _settings,
+    engine_settings,
+    weights_option,
 )
-from kvplan.cli.common import QuantGroup, fail, reports_errors
 from kvplan.errors import InputError
 from kvplan.units import parse_bytes, parse_positive_tokens
 
 if TYPE_CHECKING:
+    from kvplan.config import ModelConfig
     from kvplan.workflows.report import ReportRequest
 
-Model = Annotated[str, typer.Argument(help="Model id (bundled or in the HF cache), config.json, or folder.")]
-Tp = Annotated[int, typer.Option("--tensor-parallel-size", "-tp", "--tp", help="Tensor-parallel size.")]
-Pp = Annotated[int, typer.Option("--pipeline-parallel-size", "-pp", "--pp", help="Pipeline-parallel size.")]
-Dcp = Annotated[int, typer.Option("--decode-context-parallel-size", "-dcp", "--dcp",
-                                  help="Decode-context-parallel size (vLLM).")]
-MaxModelLen = Annotated[str | None, typer.Option("--max-model-len", "--seq-len",
-                                                 help="Tokens per request (32k); default: the model's.")]
+Model = Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")]
+MaxModelLen = Annotated[str | None, length_option("Tokens per request (32k); default: the model's.")]
 Engines = Annotated[list[str] | None, typer.Option("--engine", help="vllm, sglang, trtllm, hf or all: a comma list "
                                                    "or repeated (default: all).")]
 KvDtypes = Annotated[list[str] | None, typer.Option("--kv-cache-dtype", "--kv-dtype", help="KV dtypes to compare: "
                                                     "auto, fp8, int8, ... (comma list or repeated; default auto).")]
-StateDtype = Annotated[str, typer.Option("--mamba-ssm-cache-dtype", "--state-dtype",
-                                         help="Linear-attention/Mamba state dtype: auto (the model's), fp32, bf16.")]
 Probe = Annotated[list[str] | None, typer.Option("--probe", help="A `kvplan probe --json` file: measured next to "
                                                  "predicted (repeatable).")]
 Output = Annotated[str | None, typer.Option("--output", "-o", help="The HTML file to write ('-': standard output); "
@@ -118,18 +126,20 @@ def report(
     gpu_memory_utilization: GpuUtil = None, mem_fraction_static: MemFraction = None,
     free_gpu_memory_fraction: FreeFraction = None, max_num_batched_tokens: Batched = None, dp: Dp = 1,
     disable_hybrid_kv_cache_manager: NoHybrid = False, no_async_scheduling: NoAsync = False,
-    quant_group: QuantGroup = 8, mamba_ssm_cache_dtype: StateDtype = "auto", probe: Probe = None,
-    output: Output = None, json: Json = False,
+    quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto", ssm_state_dtype: SsmStateDtype = "auto", probe: Probe = None,
+    output: Output = None, json: Json = False, dtype: ModelDtype = "auto", quantization: Quantization = None,
+    revision: Revision = None,
 ) -> None:
     """One self-contained HTML page: inputs, sizes with formulas, memory per engine, capacity, curves, probe."""
+    from kvplan.config import load_model, with_dtype
     from kvplan.render import to_json
     from kvplan.render.html import report_html
     from kvplan.render.report import report_payload
     from kvplan.workflows.report import report as build
 
-    settings = _settings({**locals(), "entry_point": "serve"})
-    request = _request(ctx.params, settings, [read_probe(p) for p in probe or []])
-    payload = report_payload(build(model, request))
+    m = with_dtype(load_model(model, revision=revision), dtype)
+    request = _request(ctx.params, m, engine_settings(locals()), [read_probe(p) for p in probe or []])
+    payload = report_payload(build(m, request))
     for warning in payload["warnings"]:
         print(f"kvplan: {warning}", file=sys.stderr)
     if json:
@@ -138,7 +148,7 @@ def report(
         write_page(report_html(payload, shown_command(ctx)), output or default_output(model))
 
 
-def _request(p: dict[str, Any], settings: Any, probes: list[dict[str, Any]]) -> ReportRequest:
+def _request(p: dict[str, Any], model: ModelConfig, settings: Any, probes: list[dict[str, Any]]) -> ReportRequest:
     from kvplan.planning.budget import parse_budget
     from kvplan.workflows.report import ReportRequest
 
@@ -149,5 +159,5 @@ def _request(p: dict[str, Any], settings: Any, probes: list[dict[str, Any]]) -> 
         gpu=p["gpu"], gpu_memory_bytes=parse_bytes(p["gpu_mem"]) if p["gpu_mem"] is not None else None,
         kv_budget_bytes=parse_budget(p["kv_budget"]) if p["kv_budget"] else None,
         overhead_bytes=parse_bytes(p["overhead"]) if p["overhead"] is not None else None,
-        weights_dtype=p["weights_dtype"], settings=settings, quant_group=p["quant_group"],
-        state_dtype=p["mamba_ssm_cache_dtype"], probes=tuple(probes))
+        weights_dtype=weights_option(model, p["weights_dtype"], p["quantization"]), settings=settings, quant_group=p["quant_group"],
+        state_dtype=p["state_dtype"], ssm_state_dtype=p["ssm_state_dtype"], probes=tuple(probes))

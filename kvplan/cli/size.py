@@ -15,6 +15,7 @@ from kvplan.cli.common import (
     KvDtypeOpt,
     KvHeads,
     LayerTypes,
+    ModelDtype,
     Pp,
     QuantGroup,
     Revision,
@@ -22,19 +23,20 @@ from kvplan.cli.common import (
     StateDtype,
     Tp,
     Window,
+    batch_option,
     emit,
+    length_option,
     overrides,
     reports_errors,
 )
-from kvplan.config import bundled_index, load_model
+from kvplan.config import bundled_index, load_model, with_dtype
 from kvplan.errors import KvplanError
 from kvplan.formulas import KvCacheResult, kv_cache
 from kvplan.render.size import model_row, models_tables, size_payload, size_tables
 from kvplan.units import parse_count, parse_positive_tokens, parse_tokens
 
-SeqLen = Annotated[str | None, typer.Option("--seq-len", help="Tokens per sequence (4096, 32k); default: the "
-                                            "model's max length.")]
-Batch = Annotated[str, typer.Option("--batch", help="Number of sequences.")]
+SeqLen = Annotated[str | None, length_option("Tokens per sequence (4096, 32k); default: the model's max length.")]
+Batch = Annotated[str, batch_option("Number of sequences.")]
 SharedPrefix = Annotated[str, typer.Option("--shared-prefix", help="Prompt tokens all --batch requests share "
                                            "(prefix caching; paged engines share full blocks only).")]
 BeamWidth = Annotated[int, typer.Option("--beam-width", help="Beams per request.")]
@@ -66,14 +68,14 @@ def size(
     block_size: BlockSize = 16, quant_group: QuantGroup = 8, attention: Attention = None, kv_heads: KvHeads = None,
     layer_types: LayerTypes = None, window: Window = None, json: Json = False, explain: Explain = False,
     state_dtype: StateDtype = "auto", shared_prefix: SharedPrefix = "0", beam_width: BeamWidth = 1,
-    prompt_len: PromptLen = None, allocator: Allocator = None, revision: Revision = None,
+    prompt_len: PromptLen = None, allocator: Allocator = None, revision: Revision = None, dtype: ModelDtype = "auto",
     ssm_state_dtype: SsmStateDtype = "auto",
 ) -> None:
     """KV cache per token, per sequence and per GPU."""
-    m = load_model(model, revision=revision)
+    m = with_dtype(load_model(model, revision=revision), dtype)
     result = kv_cache(
         m, tp=tp, pp=pp, dcp=dcp, batch=parse_count(batch, "--batch"),
-        seq_len=parse_positive_tokens(seq_len, "--seq-len") if seq_len is not None else None,
+        seq_len=parse_positive_tokens(seq_len, "--max-model-len") if seq_len is not None else None,
         kv_dtype=kv_dtype, block_size=block_size, quant_group=quant_group,
         overrides=overrides(attention, kv_heads, layer_types, window, m.num_layers), state_dtype=state_dtype,
         ssm_state_dtype=ssm_state_dtype)

@@ -7,9 +7,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.common import BlockSize, KvDtypeOpt, Revision, emit, print_notes, reports_errors
+from kvplan.cli.common import (
+    PP_NAMES,
+    TP_NAMES,
+    BlockSize,
+    KvDtypes,
+    ModelDtype,
+    Revision,
+    batch_option,
+    emit,
+    length_option,
+    print_notes,
+    reports_errors,
+)
 from kvplan.cli.values import kv_budget as kv_budget_option
-from kvplan.config import load_model
+from kvplan.config import load_model, with_dtype
 
 if TYPE_CHECKING:
     from kvplan.workflows.sweep import EngineAxis, Sweep
@@ -26,18 +38,19 @@ Gpu = Annotated[str | None, typer.Option("--gpu", help="The GPU: the engines' bu
 KvBudget = Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU (20GiB): the plot's budget line, "
                                               "and the engines' budget with --engine.")]
 Engine = Annotated[str | None, typer.Option("--engine", help="Add capacity columns for these engines "
-                                            "(vllm,sglang,trtllm,hf); --plot then draws concurrency.")]
+                                            "(vllm,sglang,trtllm,hf, or releases: vllm@0.11); --plot then draws concurrency.")]
 
 
 @reports_errors
 def sweep(
     models: Annotated[list[str], typer.Argument(help="One or more model ids, config.json files or folders.")],
-    seq_len: Annotated[str, typer.Option("--seq-len", help=f"Tokens per sequence: {Axis}")],
-    batch: Annotated[str, typer.Option("--batch", help=f"Sequences: {Axis}")] = "1",
-    tp: Annotated[str, typer.Option("--tp", help=f"Tensor-parallel sizes: {Axis}")] = "1",
-    pp: Annotated[str, typer.Option("--pp", help=f"Pipeline-parallel sizes: {Axis}")] = "1",
-    kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, csv: Csv = None, json: JsonLines = False,
+    seq_len: Annotated[str, length_option(f"Tokens per sequence: {Axis}")],
+    batch: Annotated[str, batch_option(f"Sequences: {Axis}")] = "1",
+    tp: Annotated[str, typer.Option(*TP_NAMES, help=f"Tensor-parallel sizes: {Axis}")] = "1",
+    pp: Annotated[str, typer.Option(*PP_NAMES, help=f"Pipeline-parallel sizes: {Axis}")] = "1",
+    kv_dtype: KvDtypes = "auto", block_size: BlockSize = 16, csv: Csv = None, json: JsonLines = False,
     plot: Plot = None, gpu: Gpu = None, kv_budget: KvBudget = None, engine: Engine = None, revision: Revision = None,
+    dtype: ModelDtype = "auto",
 ) -> None:
     """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch.
 
@@ -52,10 +65,11 @@ def sweep(
 
     _check_files(plot, csv)
     with progress("sweeping") as step:
-        result = run_sweep([load_model(m, revision=revision) for m in models], seq_lens=parse_int_axis(seq_len, "--seq-len"),
+        result = run_sweep([with_dtype(load_model(m, revision=revision), dtype) for m in models], seq_lens=parse_int_axis(seq_len, "--max-model-len"),
                            batches=parse_int_axis(batch, "--batch", parse_count),
-                           tps=parse_int_axis(tp, "--tp", parse_count), pps=parse_int_axis(pp, "--pp", parse_count),
-                           kv_dtypes=parse_str_axis(kv_dtype, "--kv-dtype"), block_size=block_size,
+                           tps=parse_int_axis(tp, "--tensor-parallel-size", parse_count),
+                           pps=parse_int_axis(pp, "--pipeline-parallel-size", parse_count),
+                           kv_dtypes=parse_str_axis(kv_dtype, "--kv-cache-dtype"), block_size=block_size,
                            engines=_engines(engine, gpu, kv_budget), progress=step)
     _write(result, csv, json)
     if plot:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from kvplan.config.hf import load_file, normalize
+from kvplan.config.hf import load_file, normalize, with_dtype
 from kvplan.config.model import ModelConfig
 from kvplan.config.resolve import bundled_index, resolve
 
-__all__ = ["ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize", "resolve"]
+__all__ = ["ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize", "resolve", "with_dtype"]
 
 
 def load_model(name: str, revision: str | None = None) -> ModelConfig:

@@ -51,7 +51,7 @@ RELEASES = {r.key: r for r in (
                   spec_rule="headroom", spec_reserve_mib=(2048, 6144),
                   source="srt/server_args.py:452-527 (reserve by GPU tier and tp·pp; chunked prefill by tier)"),
     SglangRelease(key="0.5.23", label="SGLang 0.5.23", fraction_rule="reserve", unknown_gpu_fraction=0.95,
-                  spec_rule="cell",
+                  spec_rule="cell", logs_dtype=True,
                   source="srt/arg_groups/memory_hook.py:47-343 (reserve from chunked prefill, graph sizes, tp·pp)"),
 )}
 Tier052 = tuple[int | None, float, float, int]
@@ -216,7 +216,8 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: SglangRel
         max_concurrency=None, requests_at_max_len=float(_requests(req, stage, full_tokens, swa_tokens) * s.dp),
         reserve_bytes_per_request=steady, steady_bytes_per_request=steady, groups=_rows(req, layout, heavy, page),
         notes=(*_notes(req, layout, heavy, tokens, page, (full_tokens, swa_tokens)), *extras.notes(req, rel, layout, tokens)),
-        explain=tuple(lines), lookahead_tokens_per_request=extras.lookahead_tokens(req))
+        explain=tuple(lines), lookahead_tokens_per_request=extras.lookahead_tokens(req),
+        log_lines=_log_lines(req, rel, layout, heavy, tokens, page))
 
 
 def _requests(req: Request, stage: Load, full_tokens: int, swa_tokens: int) -> int:
@@ -225,6 +226,20 @@ def _requests(req: Request, stage: Load, full_tokens: int, swa_tokens: int) -> i
     if is_hybrid_swa(req) and window:
         requests = min(requests, swa_tokens // min(window, req.max_model_len))
     return requests
+
+
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "float8_e4m3fn",
+                "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+
+def _log_lines(req: Request, rel: SglangRelease, layout: Layout, heavy: int, tokens: int,
+               page: int) -> tuple[str, ...]:
+    """The pool's allocation line (mem_cache/memory_pool.py _finalize_allocation_log: 0.5.2 line 352, 0.5.23
+    line 2088): #tokens N, K/V sizes of N + page slots. Hybrid SWA and Mamba pools log other lines: none here."""
+    if is_hybrid_swa(req) or any(stage.state_bytes for stage in layout.stages):
+        return ()
+    dtype = f"dtype: torch.{TORCH_DTYPES.get(layout.kv_dtype.name, layout.kv_dtype.name)}, " if rel.logs_dtype else ""
+    return (f"KV Cache is allocated. {dtype}#tokens: {tokens}, {pool_log(layout, heavy, tokens + page)}",)
 
 
 def _notes(req: Request, layout: Layout, heavy: int, tokens: int, page: int,

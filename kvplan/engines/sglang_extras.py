@@ -44,6 +44,7 @@ class SglangRelease:
     unknown_gpu_fraction: float  # the fraction when the GPU's memory cannot be read
     spec_rule: Literal["headroom", "cell"] | None = None  # how the pool makes room for a draft (None: not modelled)
     spec_reserve_mib: tuple[int, int] = (0, 0)  # reserve added for a draft: (EAGLE/NEXTN, STANDALONE)
+    logs_dtype: bool = False  # the pool's allocation line names its torch dtype (memory_pool.py, 0.5.23)
     source: str
 
 

@@ -128,10 +128,21 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
         requests_at_max_len=float(blocks // blocks_per_request), reserve_bytes_per_request=reserve,
         steady_bytes_per_request=reserve, groups=_rows(layout, heavy, tpb, blocks_per_request),
         notes=_notes(req, layout, heavy, tpb, per_token[heavy]), lookahead_tokens_per_request=ahead,
+        log_lines=_log_lines(req, blocks, blocks_per_request, per_token[heavy], tpb),
         explain=(f"bytes per token per GPU = Σ layers kv_factor × ceil(Hkv/{req.tp}) × head_dim × bytes: "
                  f"stages {[f'{c:,}' for c in per_token]}",
                  f"max tokens = min over ranks budget // bytes per token = {tokens:,}",
                  f"blocks = ceil({tokens:,} / tokens_per_block {tpb}) = {blocks:,}"))
+
+
+def _log_lines(req: Request, blocks: int, blocks_per_request: int, per_token: int, tpb: int) -> tuple[str, ...]:
+    """The KV cache manager's lines (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp): the blocks of the
+    1.x PyTorch flow's final cache, then the tokens of the primary blocks and their bytes ('%0.2f GiB')."""
+    length = req.max_model_len
+    return (f"Max KV cache blocks per sequence: {blocks_per_request} [window size={length}], tokens per block={tpb}, "
+            f"primary blocks={blocks}, secondary blocks=0, max sequence length={length}",
+            f"[MemUsageChange] Allocated {blocks * tpb * per_token / 2**30:.2f} GiB for max tokens in paged KV cache "
+            f"({blocks * tpb}).")
 
 
 def _draft_bytes_per_token(req: Request, layout: Layout) -> int:

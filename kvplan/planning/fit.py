@@ -184,15 +184,24 @@ def _check(model: ModelConfig, load: Load, gpus_per_node: int, dtypes: Sequence[
                          f"{model.max_model_len:,}", arg="context")
 
 
+def _kv_dtypes(kv_dtype: str | Sequence[str]) -> tuple[str, ...]:
+    names = kv_dtype.split(",") if isinstance(kv_dtype, str) else list(kv_dtype)
+    out = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
+    if not out:
+        raise InputError("kv_dtype names no KV dtype", arg="kv_dtype")
+    return ANY_KV_DTYPES if [n.lower() for n in out] == ["any"] else out
+
+
 def fit(model: ModelConfig | str, *, gpu: str | Sequence[str] | None = None, context: int, concurrency: int,
-        engine: str = "vllm", kv_dtype: str = "auto", gpus_per_node: int = 8, max_gpus: int | None = None,
-        max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
+        engine: str = "vllm", kv_dtype: str | Sequence[str] = "auto", gpus_per_node: int = 8,
+        max_gpus: int | None = None, max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
         gpu_memory_bytes: int | None = None, overhead_bytes: int | None = None, settings: Settings | None = None,
-        progress: Callable[[int, int], None] | None = None) -> FitResult:
-    """Every (GPU type, tp, pp, KV dtype) with the replicas it needs; ranked by RANKING."""
+        weights_dtype: str | None = None, progress: Callable[[int, int], None] | None = None) -> FitResult:
+    """Every (GPU type, tp, pp, KV dtype) with the replicas it needs; ranked by RANKING. `kv_dtype`: one, a
+    list (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8)."""
     model, price = as_model(model), _price_table(prices)
     gpus = _gpu_list(gpu, price)
-    dtypes: tuple[str, ...] = ANY_KV_DTYPES if kv_dtype.strip().lower() == "any" else (kv_dtype,)
+    dtypes = _kv_dtypes(kv_dtype)
     load = Load(context=context, concurrency=concurrency, max_gpus=max_gpus or 8 * gpus_per_node,
                 max_replicas=max_replicas)
     _check(model, load, gpus_per_node, dtypes, engine)
@@ -203,7 +212,8 @@ def fit(model: ModelConfig | str, *, gpu: str | Sequence[str] | None = None, con
     found = []
     for i, (g, tp, pp, d) in enumerate(grid, 1):
         found.append(_try(model, g, tp, pp, d, load, price.get(g), engine=engine, settings=settings,
-                          gpu_memory_bytes=gpu_memory_bytes, overhead_bytes=overhead_bytes))
+                          gpu_memory_bytes=gpu_memory_bytes, overhead_bytes=overhead_bytes,
+                          weights_dtype=weights_dtype))
         if progress:
             progress(i, len(grid))
     good = sorted((c for c in found if c.fits), key=lambda c: rank_key(c, dtypes))

@@ -115,15 +115,18 @@ VLLM_SETTINGS = (
     *_set("max_num_batched_tokens", r"max_num_batched_tokens[=:] ?(\d+)", r"'max_num_batched_tokens': (\d+)"),
 )
 
+DTYPE = r"(?:dtype: torch\.\w+, )?"  # SGLang 0.5.23 names the pool's dtype before #tokens
+
 SGLANG_NUMBERS = (
     _line("load_begin", rf"Load weight begin\. avail mem=(?P<avail_before_gib>{NUM}) GB",
           "python/sglang/srt/model_executor/model_runner.py:697 (0.5.2): '%.2f GB' of GiB"),
     _line("load_end", rf"Load weight end\. .*?avail mem=(?P<avail_after_gib>{NUM}) GB, mem usage=(?P<weights_gib>{NUM})"
           " GB", "python/sglang/srt/model_executor/model_runner.py:782-789 (0.5.2)"),
-    _line("kv_pool", rf"KV Cache is allocated\. #tokens: (?P<kv_tokens>\d+), K size: (?P<k_size_gib>{NUM}) GB, "
-          rf"V size: (?P<v_size_gib>{NUM}) GB", "python/sglang/srt/mem_cache/memory_pool.py:352 (0.5.2)"),
-    _line("kv_pool", rf"KV Cache is allocated\. #tokens: (?P<kv_tokens>\d+), KV size: (?P<kv_size_gib>{NUM}) GB",
-          "python/sglang/srt/mem_cache/memory_pool.py:358 (0.5.2)"),
+    _line("kv_pool", rf"KV Cache is allocated\. {DTYPE}#tokens: (?P<kv_tokens>\d+), K size: (?P<k_size_gib>{NUM}) GB, "
+          rf"V size: (?P<v_size_gib>{NUM}) GB", "python/sglang/srt/mem_cache/memory_pool.py:352 (0.5.2), "
+          "2088 (0.5.23: with the pool's dtype)"),
+    _line("kv_pool", rf"KV Cache is allocated\. {DTYPE}#tokens: (?P<kv_tokens>\d+), KV size: (?P<kv_size_gib>{NUM}) GB",
+          "python/sglang/srt/mem_cache/memory_pool.py:358 (0.5.2), 2096 (0.5.23)"),
     _line("mamba_pool", rf"Mamba Cache is allocated\. max_mamba_cache_size: (?P<mamba_slots>\d+), conv_state size: "
           rf"(?P<conv_state_gib>{NUM}) ?GB, ssm_state size: (?P<ssm_state_gib>{NUM}) ?GB",
           "python/sglang/srt/mem_cache/memory_pool.py:167 (0.5.2)"),

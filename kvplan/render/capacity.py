@@ -7,6 +7,7 @@ from the layout the engine planned on (``CapacityResult.layout``), never recompu
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from kvplan.formulas.layout import with_block_size
@@ -175,6 +176,21 @@ def _floor_cell(floor: dict[str, Any] | None) -> str:
     return f"{floor['seconds'] * 1e3:,.2f} ms ({floor['requests']:,} req.)"
 
 
+def column_labels(payloads: list[dict[str, Any]]) -> list[str]:
+    """One column per answer, named by what differs between them: the engine, its release where one engine
+    appears in several, the KV dtype where several were asked."""
+    releases = len({(p["engine"], p["engine_version"]) for p in payloads}) > len({p["engine"] for p in payloads})
+    dtypes = len({p["kv_dtype"] for p in payloads}) > 1
+    return [" ".join([p["engine"], *([_release(p)] if releases else []), *([p["kv_dtype"]] if dtypes else [])])
+            for p in payloads]
+
+
+def _release(p: dict[str, Any]) -> str:
+    """`vLLM 0.33` -> `0.33`; `TensorRT-LLM 1.x (PyTorch backend)` -> `1.x`."""
+    version = str(p["engine_version"])
+    return next(iter(re.findall(r"\d[\w.]*", version)), version)
+
+
 def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[RenderableType]:
     payloads = payload if isinstance(payload, list) else [payload]
     par = payloads[0]["parallel"]
@@ -182,8 +198,8 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
              f"max_model_len {payloads[0]['max_model_len']:,}")
     table = Table(title=title, title_justify="left", stack="columns")  # too narrow: one block per engine
     table.add_column("")
-    for p in payloads:
-        table.add_column(p["engine"], justify="right")
+    for label in column_labels(payloads):
+        table.add_column(label, justify="right")
     rows = [_summary_rows(p, len(payloads) > 1) for p in payloads]
     for i, (label, _) in enumerate(rows[0]):
         table.add_row(label, *(r[i][1] for r in rows))
@@ -206,11 +222,17 @@ def capacity_tables(payload: dict[str, Any] | list[dict[str, Any]]) -> list[Rend
 
 
 def _verdicts(payloads: list[dict[str, Any]]) -> list[RenderableType]:
-    """Each refusal on one unwrapped line: the engine's message as it would print it."""
+    """What each engine would print, on one unwrapped line each: its cache lines verbatim, or its refusal."""
     from rich.text import Text
 
-    return [Text(f"{p['engine']} ({p['engine_version']}) refuses to start: {p['refusal']}")
-            for p in payloads if p["refusal"]]
+    out: list[RenderableType] = []
+    for label, p in zip(column_labels(payloads), payloads, strict=True):
+        who = label if _release(p) in label.split() else f"{label} ({p['engine_version']})"
+        if p["refusal"]:
+            out.append(Text(f"{who} refuses to start: {p['refusal']}"))
+        elif p["log_lines"]:
+            out += [Text(f"{who} logs: {line}") for line in p["log_lines"]]
+    return out
 
 
 def budget_table(p: dict[str, Any]) -> Table:

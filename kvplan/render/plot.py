@@ -288,7 +288,9 @@ def plot_layer_groups(results: Sequence[KvCacheResult], path: str | Path, *, tit
     are drawn at MIN_SEGMENT of the tallest bar and labelled with their value."""
     fig, ax = _figure()
     _, enlarged = _stack(ax, [group_bytes(r) for r in results])
-    ax.set_xticks(range(len(results)), [_wrapped_name(r.model.model_id) for r in results], fontsize="small")
+    dtypes = len({r.layout.kv_dtype.name for r in results}) > 1  # compare --kv-cache-dtype a,b: one bar each
+    ax.set_xticks(range(len(results)), [_wrapped_name(r.model.model_id + (f" ({r.layout.kv_dtype.name})" if dtypes
+                                                                         else "")) for r in results], fontsize="small")
     ax.margins(x=0.25 if len(results) < 3 else 0.12)  # room for the labels beside the last bar
     ax.set_ylabel("KV cache per sequence per GPU (GiB)")
     ax.set_xlabel("model")

@@ -34,17 +34,19 @@ class Comparison:
 
 
 def compare(models: Sequence[ModelConfig | str], *, seq_len: int | None = None, batch: int = 1,
-            engines: Sequence[str] = (), gpu: str | None = None, kv_budget_bytes: tuple[int, ...] | None = None,
-            **layout_options: Any) -> Comparison:
-    """kv_cache() of every model with the same options (tp, pp, dcp, kv_dtype, block_size, ...), and with
-    `engines`, each engine's capacity (kvplan.planning.capacity) for max_model_len = the compared seq_len."""
+            kv_dtype: str | Sequence[str] = "auto", engines: Sequence[str] = (), gpu: str | None = None,
+            kv_budget_bytes: tuple[int, ...] | None = None, **layout_options: Any) -> Comparison:
+    """kv_cache() of every model with the same options (tp, pp, dcp, block_size, ...) under each KV dtype
+    (one row per model and dtype), and with `engines`, each engine's capacity (kvplan.planning.capacity)
+    for max_model_len = the compared seq_len."""
     if not models:
         raise InputError("compare needs at least one model")
+    dtypes = (kv_dtype,) if isinstance(kv_dtype, str) else tuple(kv_dtype)
     results = []
     for model in models:
         m = as_model(model)
         try:
-            results.append(kv_cache(m, seq_len=seq_len, batch=batch, **layout_options))
+            results += [kv_cache(m, seq_len=seq_len, batch=batch, kv_dtype=d, **layout_options) for d in dtypes]
         except KvplanError as exc:
             raise type(exc)(f"{m.model_id}: {exc}") from None
     if not engines:

@@ -76,7 +76,7 @@ def test_standard_input() -> None:
     ([str(LOGS / "vllm-v0260-lfm25-1.2b-sm90.log")], "the log names '/model', which kvplan cannot load; pass --model"),
     ([NIGHTLY, "--model", "no-such-model-xyz"], "unknown model 'no-such-model-xyz'"),
     ([NIGHTLY, "--engine", "hf"], "unknown --engine 'hf'"),
-    ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--tp", "0"], "--tp must be positive"),
+    ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--tp", "0"], "--tensor-parallel-size must be positive"),
     ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--max-model-len", "lots"], "--max-model-len"),
     ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--tp", "3"], "tp 3 does not divide the 32 attention heads"),
 ])

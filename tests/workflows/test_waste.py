@@ -49,7 +49,7 @@ def test_waste_cli_json(run_cli, lengths_file):
 
 
 def test_waste_cli_table_with_spec(run_cli):
-    code, out, err = run_cli("waste", LLAMA8, "--max-seq-len", "4k", "--lengths", "fixed:1000:10")
+    code, out, err = run_cli("waste", LLAMA8, "--max-model-len", "4k", "--lengths", "fixed:1000:10")
     assert code == 0, err
     assert "contiguous" in out and "waste %" in out
     # contiguous waste: (4,096 − 1,000) / 4,096 = 75.6 %
@@ -84,7 +84,7 @@ def test_bad_specs(text):
 
 @pytest.mark.parametrize(("args", "message"), [
     pytest.param(("--max-seq-len", "1000", "--lengths", "fixed:2000:2"), None, id="clamped-spec-ok"),
-    pytest.param(("--max-seq-len", "0", "--lengths", "fixed:10:2"), "--max-seq-len", id="zero-max"),
+    pytest.param(("--max-seq-len", "0", "--lengths", "fixed:10:2"), "--max-model-len", id="zero-max"),
 ])
 def test_waste_cli_edges(run_cli, args, message):
     code, _, err = run_cli("waste", LLAMA8, *args)
@@ -96,7 +96,7 @@ def test_waste_cli_edges(run_cli, args, message):
 
 def test_waste_cli_length_over_max_in_file(run_cli, lengths_file):
     code, _, err = run_cli("waste", LLAMA8, "--max-seq-len", "1000", "--lengths", str(lengths_file))
-    assert code == 2 and "exceeds --max-seq-len" in err
+    assert code == 2 and "exceeds --max-model-len" in err
 
 
 def test_waste_bad_file_line(run_cli, tmp_path):

@@ -17,8 +17,9 @@ from kvplan.planning.weights.counts import (
     weight_bytes_per_gpu,
     weight_bytes_per_stage,
 )
-from kvplan.planning.weights.formats import WEIGHT_DTYPE_NAMES, WeightFormat, weight_format
+from kvplan.planning.weights.formats import WEIGHT_DTYPE_NAMES, WeightFormat, weight_format, weights_for_quantization
 
 __all__ = ["WEIGHT_DTYPE_NAMES", "LayerParams", "ParamCount", "WeightFormat", "mtp_bytes_per_gpu", "param_count",
            "weight_bytes",
-           "weight_bytes_by_kind", "weight_bytes_per_gpu", "weight_bytes_per_stage", "weight_format"]
+           "weight_bytes_by_kind", "weight_bytes_per_gpu", "weight_bytes_per_stage", "weight_format",
+           "weights_for_quantization"]

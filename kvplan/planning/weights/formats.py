@@ -95,6 +95,30 @@ def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> Weigh
     return WeightFormat(name=model.dtype, base_bits=base_bits, linear_bits=base_bits, source="model dtype")
 
 
+ONLINE_QUANTIZATION = {"fp8": "fp8"}  # vLLM/SGLang quantize a bf16/fp16 checkpoint at load: per-tensor fp8 scale
+
+
+def weights_for_quantization(model: ModelConfig, quantization: str | None) -> str | None:
+    """vLLM's --quantization -> the weights_dtype that weight_format reads (None: the checkpoint's own).
+
+    The method the checkpoint was saved with (its quantization_config) is read from the config, so naming it
+    changes nothing; `fp8` on an unquantized checkpoint is vLLM's online fp8. Any other method needs a checkpoint
+    saved in it: vLLM refuses the mismatch (ModelConfig._verify_quantization), and so does kvplan."""
+    if quantization is None or quantization.strip().lower() in ("", "none"):
+        return None
+    wanted = quantization.strip().lower().replace("-", "_")
+    quant = model.raw.get("quantization_config")
+    saved = str(quant.get("quant_method", "")).lower().replace("-", "_") if isinstance(quant, dict) else ""
+    if saved == wanted:
+        return None
+    if not saved and wanted in ONLINE_QUANTIZATION:
+        return ONLINE_QUANTIZATION[wanted]
+    has = f"saved as {saved}" if saved else "not quantized"
+    raise InputError(f"quantization {quantization!r}: the checkpoint is {has}, and vLLM loads {wanted} weights only "
+                     f"from a checkpoint saved that way{'' if saved else ' (fp8 is the one online method)'}; for a "
+                     "what-if give weights_dtype (fp8, int8, int4)", arg="quantization")
+
+
 def _skip_patterns(quant: dict[str, Any]) -> tuple[str, ...]:
     found: list[str] = []
     for key in _SKIP_KEYS:
