@@ -1,17 +1,23 @@
 """Per-layer KV-cache facts: one frozen spec per decoder layer.
 
 A spec says what a layer stores, never how much memory that takes (``kvplan.formulas`` does) nor
-how it is built from a config (``kvplan.formulas.layers``). Specs are hashable, so hybrid models
-group their layers with ``Counter(specs)``; sharding derives new specs (``shard_spec``), nothing is
-mutated in place. The three attention kinds share their head fields through ``AttnSpec``; code
-dispatches on the types (``isinstance(spec, AttnSpec)``, ``match``), and ``kind`` is the name a
-spec has in payloads and tables.
+how it is built from a config (``kvplan.config`` builds the model's own specs, ``kvplan.formulas.layers``
+applies the user's overrides). Specs are hashable, so hybrid models group their layers with
+``Counter(specs)``; sharding derives new specs (``shard_spec``), nothing is mutated in place. Code
+dispatches on the types (``isinstance(spec, AttnSpec)``, ``match``), and ``kind`` is the name a spec
+has in payloads and tables.
+
+A decoder layer that keeps more than one cache (Falcon-H1: attention beside a Mamba mixer; Zamba2:
+a Mamba mixer plus the shared attention block; DeepSeek-V3.2: the MLA latent plus the indexer's K
+cache; a Whisper decoder layer: self- and cross-attention) is one ``Composite`` of parts: the PP
+split stays by decoder layer, and every formula sums over ``parts(spec)``. vLLM pages each part as a
+module of its own (``kvplan.engines.vllm``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,12 +55,24 @@ class ChunkedAttn(AttnSpec):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CrossAttn(AttnSpec):
+    """Cross-attention of an encoder-decoder decoder layer (Whisper): K and V of the encoder's
+    output, `encoder_tokens` of them per sequence, whatever the decoder's length."""
+
+    encoder_tokens: int
+
+    kind: ClassVar[str] = "cross"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MLAAttn:
     """Multi-head latent attention: one latent of kv_lora_rank + qk_rope_head_dim per token,
-    shared by all heads, and the same on every TP rank."""
+    shared by all heads, and the same on every TP rank. `sparse`: DeepSeek sparse attention
+    (V3.2, GLM-5), served by vLLM's sparse MLA backends (fp8 becomes the fp8_ds_mla layout)."""
 
     kv_lora_rank: int
     qk_rope_head_dim: int
+    sparse: bool = False
 
     kind: ClassVar[str] = "mla"
 
@@ -64,11 +82,31 @@ class MLAAttn:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LinearState:
-    """Linear-attention / Mamba layer: a fixed state per sequence, whatever its length.
+class IndexerCache:
+    """DeepSeek sparse attention's indexer K cache: one fp8 key of `head_dim` plus one fp32 scale
+    per 128 values per token, whatever the KV dtype, the same on every TP rank."""
 
-    conv state: (conv_kernel - 1) × conv_channels elements;
-    recurrent state: num_state_heads × state_rows × state_cols elements.
+    head_dim: int
+
+    kind: ClassVar[str] = "indexer"
+
+    @property
+    def bytes_per_token(self) -> int:
+        return self.head_dim + self.head_dim // 128 * 4
+
+
+Mixer = Literal["gdn", "olmo_gdn", "kda", "mamba1", "mamba2", "short_conv", "lightning"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinearState:
+    """Linear-attention / Mamba / short-conv layer: a fixed state per sequence, whatever its length.
+
+    conv state: (conv_kernel - 1) × (conv_channels + num_groups × group_channels) elements (Mamba-2
+    keeps its B/C groups apart: they shard differently); recurrent state: num_state_heads ×
+    state_rows × state_cols elements. `mixer` names the layer class (vLLM's rules differ by it);
+    `ssm_dtype` is the recurrent state's dtype when left at auto, where the config or the layer sets
+    one (Qwen3.5 `mamba_ssm_dtype`, Nemotron-H `mamba_ssm_cache_dtype`, KDA fp32).
     """
 
     conv_kernel: int
@@ -76,38 +114,77 @@ class LinearState:
     num_state_heads: int
     state_rows: int
     state_cols: int
+    num_groups: int = 0
+    group_channels: int = 0
+    mixer: Mixer = "gdn"
+    ssm_dtype: str | None = None
 
     kind: ClassVar[str] = "linear"
 
     @property
+    def conv_elements(self) -> int:
+        return max(self.conv_kernel - 1, 0) * (self.conv_channels + self.num_groups * self.group_channels)
+
+    @property
+    def ssm_elements(self) -> int:
+        return self.num_state_heads * self.state_rows * self.state_cols
+
+    @property
     def state_elements(self) -> int:
-        conv = (self.conv_kernel - 1) * self.conv_channels
-        return conv + self.num_state_heads * self.state_rows * self.state_cols
+        return self.conv_elements + self.ssm_elements
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NoKV:
-    """A layer that caches nothing (e.g. a shared-KV or attention-free layer)."""
+    """A layer that caches nothing (an attention-free block, a NAS no_op, a KV-shared layer)."""
 
     kind: ClassVar[str] = "none"
 
 
+Part = FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCache | LinearState
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Composite:
+    """A decoder layer with several caches, in module order (see the module docstring)."""
+
+    parts: tuple[Part, ...]
+
+    @property
+    def kind(self) -> str:
+        return "+".join(p.kind for p in self.parts)
+
+
 WindowAttn = SlidingAttn | ChunkedAttn
-LayerSpec = FullAttn | SlidingAttn | ChunkedAttn | MLAAttn | LinearState | NoKV
-LAYER_KINDS = ("full", "sliding", "chunked", "mla", "linear", "none")
+LayerSpec = FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCache | LinearState | NoKV | Composite
+LAYER_KINDS = ("full", "sliding", "chunked", "mla", "linear", "none")  # what --layer-types sets
+
+
+def parts(spec: LayerSpec) -> tuple[Part, ...]:
+    """The caches of one decoder layer: a composite's parts, a plain spec itself, none for NoKV."""
+    if isinstance(spec, Composite):
+        return spec.parts
+    if isinstance(spec, NoKV):
+        return ()
+    return (spec,)
 
 
 def window_tokens(spec: LayerSpec) -> int | None:
     """The window (sliding) or chunk (chunked) of an attention layer; None for every other layer."""
-    if isinstance(spec, SlidingAttn):
-        return spec.window
-    if isinstance(spec, ChunkedAttn):
-        return spec.chunk_size
+    for part in parts(spec):
+        if isinstance(part, SlidingAttn):
+            return part.window
+        if isinstance(part, ChunkedAttn):
+            return part.chunk_size
     return None
 
 
 def token_limit(spec: LayerSpec) -> int | None:
-    """Most tokens of one sequence a layer holds (None: all of them; 0: none, a fixed state)."""
-    if isinstance(spec, (LinearState, NoKV)):
+    """Most decoder tokens of one sequence a cache holds (None: all of them; 0: none, a fixed
+    state or the encoder's tokens)."""
+    if isinstance(spec, (LinearState, NoKV, CrossAttn)):
         return 0
+    if isinstance(spec, Composite):
+        limits = [token_limit(p) for p in spec.parts]
+        return None if None in limits else max(limits, key=lambda x: x or 0)
     return window_tokens(spec)

@@ -16,6 +16,7 @@ from kvplan.cli.common import (
     Pp,
     QuantGroup,
     Revision,
+    SsmStateDtype,
     StateDtype,
     Tp,
     emit,
@@ -102,7 +103,7 @@ def capacity(
     max_lora_rank: LoraRank = None, non_torch: NonTorch = None, dp: Dp = 1,
     disable_hybrid_kv_cache_manager: NoHybrid = False, no_async_scheduling: NoAsync = False,
     quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto", json: Json = False, explain: Explain = False,
-    plot: Plot = None, revision: Revision = None, speculative_model: SpecModel = None,
+    plot: Plot = None, revision: Revision = None, ssm_state_dtype: SsmStateDtype = "auto", speculative_model: SpecModel = None,
     speculative_method: SpecMethod = None, num_speculative_tokens: SpecTokens = None, max_loras: MaxLoras = None,
     lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None, limit_mm_per_prompt: MmLimit = None,
     cpu_offload_gb: CpuOffload = None, kv_offloading_size: KvOffload = None, hicache_ratio: HicacheRatio = None,
@@ -148,8 +149,8 @@ def _capacity_kwargs(o: dict[str, Any], model: ModelConfig) -> dict[str, Any]:
                 max_model_len=parse_positive_tokens(o["max_model_len"], "--max-model-len") if o["max_model_len"] else None,
                 kv_budget_bytes=kv_budget_option(o["kv_budget"]) if o["kv_budget"] else None,
                 overhead_bytes=size(o["overhead"], "overhead_bytes"), non_torch_bytes=size(o["non_torch"], "non_torch_bytes"),
-                weights_dtype=weights_option(model, o["weights_dtype"], o["quantization"]), quant_group=o["quant_group"], state_dtype=o["state_dtype"],
-                settings=engine_settings(o))
+                weights_dtype=weights_option(model, o["weights_dtype"], o["quantization"]), quant_group=o["quant_group"],
+                state_dtype=o["state_dtype"], ssm_state_dtype=o["ssm_state_dtype"], settings=engine_settings(o))
 
 
 def _plot(m: ModelConfig, path: str, engines: list[str], kwargs: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ FLAGS: dict[str, str] = {
     "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size", "dcp": "--decode-context-parallel-size", "dp": "--dp", "seq_len": "--max-model-len", "batch": "--batch",
     "kv_dtype": "--kv-cache-dtype", "block_size": "--block-size", "quant_group": "--quant-group",
     "attention": "--attention", "kv_heads": "--kv-heads", "layer_types": "--layer-types", "window": "--window",
-    "state_dtype": "--state-dtype", "max_model_len": "--max-model-len", "kv_budget": "--kv-budget",
+    "state_dtype": "--mamba-cache-dtype", "ssm_state_dtype": "--mamba-ssm-cache-dtype", "max_model_len": "--max-model-len", "kv_budget": "--kv-budget",
     "gpu_memory_bytes": "--gpu-mem", "overhead_bytes": "--overhead", "weights_dtype": "--weights-dtype",
     "gpu_memory_utilization": "--gpu-memory-utilization", "mem_fraction_static": "--mem-fraction-static",
     "engine": "--engine", "hybrid_kv_cache_manager": "--disable-hybrid-kv-cache-manager", "context": "--max-model-len",
@@ -149,7 +149,7 @@ FLAG_ALIASES = {
     "--pp-size": "--pipeline-parallel-size", "--pp_size": "--pipeline-parallel-size",
     "--context-length": "--max-model-len", "--max_seq_len": "--max-model-len",  # SGLang, trtllm-serve
     "--context": "--max-model-len", "--max-seq-len": "--max-model-len",  # kvplan's older names (fit, waste)
-    "--page-size": "--block-size", "--dp-size": "--dp",  # SGLang
+    "--page-size": "--block-size", "--dp-size": "--dp", "--mamba-ssm-dtype": "--mamba-ssm-cache-dtype",  # SGLang
     "--kv_cache_free_gpu_memory_fraction": "--free-gpu-memory-fraction",  # trtllm-serve
     "--free_gpu_memory_fraction": "--free-gpu-memory-fraction", "--max_num_tokens": "--max-num-batched-tokens",
 }
@@ -202,5 +202,9 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a tabl
 Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub revision (branch, tag or commit) of the "
                                               "model's config, from the HF cache or the hub; never the bundled copy.")]
-StateDtype = Annotated[str, typer.Option("--state-dtype", help="Linear-attention/Mamba state dtype (vLLM's "
-                                         "mamba_ssm_cache_dtype): auto (the model's), fp32, bf16, fp16.")]
+StateDtype = Annotated[str, typer.Option("--mamba-cache-dtype", "--state-dtype", help="Linear/Mamba conv state "
+                                         "dtype, and the recurrent state's unless --mamba-ssm-cache-dtype: auto (the "
+                                         "model's), fp32, bf16, fp16.")]
+SsmStateDtype = Annotated[str, typer.Option("--mamba-ssm-cache-dtype", "--ssm-state-dtype", help="Recurrent "
+                                            "(SSM) state dtype: auto (the config's own, e.g. fp32 for Qwen3.5 "
+                                            "and Nemotron-H, fp32 for KDA, else --state-dtype), fp32, bf16, fp16.")]

@@ -171,6 +171,7 @@ def _options(on_gpu: bool, block_size: int, blocks: int | None, seqs: int | None
 
 def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> list[dict[str, Any]]:
     from kvplan.config import load_model
+    from kvplan.formulas.per_token import StateDtypes
     from kvplan.probe.compare import predicted_group_bytes
     from kvplan.probe.run import probe_layout
     from kvplan.render.probe import replication_rows
@@ -179,7 +180,8 @@ def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> list[dict[s
     for r in results:
         layout = probe_layout(load_model(r.model), r.kv_dtype, opts, tp)
         whole[(r.model, r.kv_dtype)] = sum(
-            predicted_group_bytes(g.spec, g.num_layers, layout.kv_dtype, layout.state_dtype, opts.block_size,
+            predicted_group_bytes(g.spec, g.num_layers, layout.kv_dtype,
+                                  StateDtypes(layout.state_dtype, layout.ssm_state_dtype), opts.block_size,
                                   opts.num_blocks, opts.num_seqs) for g in layout.groups)
     return replication_rows(results, whole)
 

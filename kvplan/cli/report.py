@@ -16,7 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kvplan.cli.common import Dcp, ModelDtype, Pp, QuantGroup, Revision, Tp, fail, length_option, reports_errors
+from kvplan.cli.common import (
+    Dcp,
+    ModelDtype,
+    Pp,
+    QuantGroup,
+    Revision,
+    SsmStateDtype,
+    StateDtype,
+    Tp,
+    fail,
+    length_option,
+    reports_errors,
+)
 from kvplan.cli.engine_options import (
     Batched,
     BlockSizeOpt,
@@ -48,8 +60,6 @@ Engines = Annotated[list[str] | None, typer.Option("--engine", help="vllm, sglan
                                                    "or repeated (default: all).")]
 KvDtypes = Annotated[list[str] | None, typer.Option("--kv-cache-dtype", "--kv-dtype", help="KV dtypes to compare: "
                                                     "auto, fp8, int8, ... (comma list or repeated; default auto).")]
-StateDtype = Annotated[str, typer.Option("--mamba-ssm-cache-dtype", "--state-dtype",
-                                         help="Linear-attention/Mamba state dtype: auto (the model's), fp32, bf16.")]
 Probe = Annotated[list[str] | None, typer.Option("--probe", help="A `kvplan probe --json` file: measured next to "
                                                  "predicted (repeatable).")]
 Output = Annotated[str | None, typer.Option("--output", "-o", help="The HTML file to write ('-': standard output); "
@@ -116,7 +126,7 @@ def report(
     gpu_memory_utilization: GpuUtil = None, mem_fraction_static: MemFraction = None,
     free_gpu_memory_fraction: FreeFraction = None, max_num_batched_tokens: Batched = None, dp: Dp = 1,
     disable_hybrid_kv_cache_manager: NoHybrid = False, no_async_scheduling: NoAsync = False,
-    quant_group: QuantGroup = 8, mamba_ssm_cache_dtype: StateDtype = "auto", probe: Probe = None,
+    quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto", ssm_state_dtype: SsmStateDtype = "auto", probe: Probe = None,
     output: Output = None, json: Json = False, dtype: ModelDtype = "auto", quantization: Quantization = None,
     revision: Revision = None,
 ) -> None:
@@ -150,4 +160,4 @@ def _request(p: dict[str, Any], model: ModelConfig, settings: Any, probes: list[
         kv_budget_bytes=parse_budget(p["kv_budget"]) if p["kv_budget"] else None,
         overhead_bytes=parse_bytes(p["overhead"]) if p["overhead"] is not None else None,
         weights_dtype=weights_option(model, p["weights_dtype"], p["quantization"]), settings=settings, quant_group=p["quant_group"],
-        state_dtype=p["mamba_ssm_cache_dtype"], probes=tuple(probes))
+        state_dtype=p["state_dtype"], ssm_state_dtype=p["ssm_state_dtype"], probes=tuple(probes))

@@ -7,6 +7,9 @@ many times parse it once, and an edited file is never served stale.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import lru_cache
+
 from kvplan.config.hf import load_file, normalize, with_dtype
 from kvplan.config.model import ModelConfig
 from kvplan.config.resolve import bundled_index, resolve
@@ -17,9 +20,29 @@ __all__ = ["ModelConfig", "as_model", "bundled_index", "load_file", "load_model"
 def load_model(name: str, revision: str | None = None) -> ModelConfig:
     """A model id, alias or path -> its normalized ModelConfig. An `org/name` id found neither bundled nor
     in the HF cache has its config.json fetched from the hub (unless HF_HUB_OFFLINE); `revision` pins a
-    hub revision. Never weights, never code: the config is read as JSON."""
+    hub revision. Never weights, never code: the config is read as JSON.
+
+    A name whose own config is not bundled but resolves to a bundled sibling (an alias row,
+    -Instruct/-Base, a date suffix) is sized with that architecture twin, and the result says so in a
+    warning."""
     path, model_id = resolve(name, revision)
-    return load_file(path, model_id=model_id)
+    model = load_file(path, model_id=model_id)
+    if model_id in bundled_index() and _short(name) != _short(model_id):
+        note = (f"warning: {name.strip()} has no bundled config; sized with {model_id}, an architecture twin "
+                "(the same KV-cache geometry)")
+        return _noted(model, note)
+    return model
+
+
+def _short(name: str) -> str:
+    """A name without its org, case, Meta's `Meta-` prefix and the `-hf` packaging suffix."""
+    return name.strip().strip("/").lower().rpartition("/")[2].removeprefix("meta-").removesuffix("-hf")
+
+
+@lru_cache(maxsize=256)
+def _noted(model: ModelConfig, note: str) -> ModelConfig:
+    """The same config with a note (cached, so its layouts stay cached too)."""
+    return replace(model, notes=(*model.notes, note))
 
 
 def as_model(model: ModelConfig | str) -> ModelConfig:

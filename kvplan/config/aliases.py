@@ -35,7 +35,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "qk_rope_head_dim": ("qk_rope_head_dim",),
     "qk_nope_head_dim": ("qk_nope_head_dim",),
     "sliding_window": ("sliding_window", "sliding_window_size"),
-    "sliding_window_pattern": ("sliding_window_pattern",),  # Gemma-3 (sliding unless (i+1) % p == 0)
+    "sliding_window_pattern": ("sliding_window_pattern",),  # Gemma-3 int p; EXAONE-4 "LLLG" (L local, G global)
     "use_sliding_window": ("use_sliding_window",),  # Qwen2/3: window only if true ...
     "max_window_layers": ("max_window_layers",),  # ... and only from this layer on
     "attention_chunk_size": ("attention_chunk_size",),  # Llama-4 chunked local attention
@@ -49,13 +49,38 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "linear_num_value_heads": ("linear_num_value_heads",),
     "linear_key_head_dim": ("linear_key_head_dim",),
     "linear_value_head_dim": ("linear_value_head_dim",),
-    "mamba_d_state": ("mamba_d_state", "ssm_state_size"),  # Jamba (Mamba-1), Nemotron-H / Granite-4 (Mamba-2)
+    "mamba_d_state": ("mamba_d_state", "ssm_state_size", "state_size"),  # Jamba; Nemotron-H, Granite-4; Mamba
     "mamba_d_conv": ("mamba_d_conv", "conv_kernel"),
     "mamba_expand": ("mamba_expand", "expand"),
-    "mamba_num_heads": ("mamba_num_heads", "mamba_n_heads"),  # Mamba-2: state (heads, head_dim, d_state)
-    "mamba_head_dim": ("mamba_head_dim", "mamba_d_head"),
-    "mamba_n_groups": ("mamba_n_groups", "n_groups"),  # Mamba-2 B/C groups (conv over x, B and C)
+    "mamba_num_heads": ("mamba_num_heads", "mamba_n_heads", "n_mamba_heads"),  # Mamba-2: (heads, head_dim, d_state)
+    "mamba_head_dim": ("mamba_head_dim", "mamba_d_head", "mamba_headdim"),  # n_mamba_heads, mamba_headdim: Zamba2
+    "mamba_n_groups": ("mamba_n_groups", "n_groups", "mamba_ngroups"),  # Mamba-2 B/C groups (conv over x, B and C)
     "hybrid_override_pattern": ("hybrid_override_pattern",),  # Nemotron-H: M mamba, * attention, - / E MLP
+    "layers_block_type": ("layers_block_type",),  # Nemotron-H (newer form), Zamba2: one name per layer
+    "attn_type_list": ("attn_type_list",),  # MiniMax-M1/M2: 0 lightning (linear) attention, 1 softmax
+    "full_attn_idxs": ("full_attn_idxs",),  # LFM2 (first release): attention layers; the others short conv
+    "linear_attn_config": ("linear_attn_config",),  # Kimi-Linear: 1-based kda_layers, KDA heads and conv
+    "block_configs": ("block_configs",),  # Nemotron-NAS / DeciLM: per-layer attention (no_op, n_heads_in_group)
+    "global_head_dim": ("global_head_dim",),  # Gemma-4: full layers' head_dim ...
+    "num_global_kv_heads": ("num_global_key_value_heads",),  # ... and KV heads (with attention_k_eq_v)
+    "attention_k_eq_v": ("attention_k_eq_v",),
+    "num_kv_shared_layers": ("num_kv_shared_layers",),  # Gemma-3n/4: the last n layers reuse earlier KV
+    "use_bidirectional_attention": ("use_bidirectional_attention",),  # Gemma-3/4: "all"/true halves the window
+    "index_topk": ("index_topk",),  # DeepSeek sparse attention (V3.2, GLM-5): an indexer K cache per layer
+    "index_head_dim": ("index_head_dim",),
+    "index_topk_freq": ("index_topk_freq",),  # IndexCache: which layers keep an indexer
+    "index_topk_pattern": ("index_topk_pattern",),
+    "index_skip_topk_offset": ("index_skip_topk_offset",),
+    "compress_ratios": ("compress_ratios",),  # DeepSeek-V4 compressed attention (not modelled)
+    "hybrid_layer_pattern": ("hybrid_layer_pattern",),  # MiMo-V2 per-type geometry (not modelled)
+    "cross_attention_layers": ("cross_attention_layers",),  # mllama image cross-attention (not modelled)
+    "conv_l_cache": ("conv_L_cache",),  # LFM2 short conv: kernel size (the state keeps L - 1 rows)
+    "conv_dim": ("conv_dim",),
+    "mamba_d_ssm": ("mamba_d_ssm",),  # Falcon-H1: Mamba inner width (else mamba_expand × hidden_size)
+    "decoder_layers": ("decoder_layers",),  # encoder-decoder (Whisper): the decoder holds the cache
+    "decoder_attention_heads": ("decoder_attention_heads",),
+    "max_source_positions": ("max_source_positions",),  # Whisper: encoder frames a cross-attention keeps
+    "is_encoder_decoder": ("is_encoder_decoder",),
     "multi_query": ("multi_query",),  # Falcon / BigCode: one KV head ...
     "new_decoder_architecture": ("new_decoder_architecture",),  # ... unless Falcon's new architecture
     "multi_query_attention": ("multi_query_attention",),  # ChatGLM: multi_query_group_num applies
@@ -116,13 +141,61 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "chatglm": {"multi_query_attention": False},  # remote ChatGLMConfig
 }
 
+# Fields a config class's __init__ derives from another key when the file names that key: no class default
+# then (transformers NemotronHConfig turns hybrid_override_pattern into layers_block_type and takes the
+# layer count from layers_block_type's length).
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "layers_block_type": ("hybrid_override_pattern",),
+    "num_layers": ("layers_block_type",),
+}
+
 # HF's layer_types strings -> kvplan layer kinds.
 LAYER_TYPE_NAMES: dict[str, str] = {
     "full_attention": "full", "attention": "full", "global": "full", "full": "full",
     "sliding_attention": "sliding", "local": "sliding", "sliding": "sliding",
     "chunked_attention": "chunked", "chunked": "chunked",
     "linear_attention": "linear", "mamba": "linear", "linear": "linear",
+    "conv": "linear",  # LFM2 short convolution: a conv state per sequence
+    "indexed_attention": "full", "deepseek_sparse_attention": "full", "qwen_sparse_attention": "full",
+    "hybrid": "hybrid",  # Zamba2 layers_block_type: a Mamba-2 mixer plus the shared attention block
+    "moe": "none", "mlp": "none",  # Nemotron-H layers_block_type: feed-forward layers, no cache
     "none": "none",
+}
+
+# Config fields that set the recurrent state's dtype when vLLM's mamba_ssm_cache_dtype is auto, by
+# architecture: (field, value when the field is absent). vllm/model_executor/models/config.py:812-848
+# (NemotronH: mamba_ssm_cache_dtype, default float32) and :953-977 (Qwen3.5: mamba_ssm_dtype).
+SSM_DTYPE_HOOKS: dict[str, tuple[str, str | None]] = {
+    "NemotronHForCausalLM": ("mamba_ssm_cache_dtype", "float32"),
+    "NemotronHPuzzleForCausalLM": ("mamba_ssm_cache_dtype", "float32"),
+    "NemotronH_Nano_VL_V2": ("mamba_ssm_cache_dtype", "float32"),
+    "Qwen3_5ForCausalLM": ("mamba_ssm_dtype", None),
+    "Qwen3_5MoeForCausalLM": ("mamba_ssm_dtype", None),
+    "Qwen3_5ForConditionalGeneration": ("mamba_ssm_dtype", None),
+    "Qwen3_5MoeForConditionalGeneration": ("mamba_ssm_dtype", None),
+}
+
+# Architectures vLLM 0.33 serves whose caches kvplan does not model (survey: vLLM 0.33's registry):
+# refused in one line naming the config's `architectures`, never sized with the generic rules.
+UNMODELLED_ARCHITECTURES: dict[str, str] = {
+    "BailingMoeV2_5ForCausalLM": "Bailing V2.5 lightning attention (layer_group_size)",
+    "BailingMoeV3ForCausalLM": "Bailing V3 KDA layers",
+    "Qwen4ExpForCausalLM": "Qwen4-exp's PLE short-conv states",
+    "InklingForCausalLM": "Inkling's short-conv sliding spec",
+    "Glm5NextForCausalLM": "GLM-5-Next KDA layers and indexer",
+    "AliceAIForCausalLM": "AliceAI KDA layers",
+    "MiniMaxM3SparseForConditionalGeneration": "MiniMax-M3's indexer beside GQA",
+    "DeepseekV4ForCausalLM": "DeepSeek-V4 compressed attention",
+}
+
+# Config fields whose architecture kvplan does not model: a one-line refusal names the field.
+UNMODELLED_FIELDS: dict[str, str] = {
+    "compress_ratios": "DeepSeek-V4 compressed attention (compressed MLA states, sliding MLA, compressor "
+                       "ring buffers) is not modelled",
+    "cross_attention_layers": "mllama's image cross-attention caches are not modelled (vLLM 0.33 removed mllama: "
+                              "vllm/model_executor/models/registry.py:857)",
+    "hybrid_layer_pattern": "MiMo-V2's sliding layers have their own geometry (swa_num_key_value_heads, "
+                            "swa_head_dim, swa_v_head_dim), which is not modelled",
 }
 
 # Familiar names -> bundled ids, where the bundled config stands in for a sibling with the same
@@ -135,9 +208,14 @@ MODEL_ID_ALIASES: dict[str, str] = {
     "google/gemma-3-27b-pt": "google/gemma-3-27b-it",
     "moonshotai/kimi-k2": "moonshotai/Kimi-K2-Instruct",
     "moonshotai/kimi-k2-base": "moonshotai/Kimi-K2-Instruct",
-    "meta-llama/llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B",
-    "meta-llama/llama-3.1-70b-instruct": "meta-llama/Llama-3.1-70B",
     "meta-llama/llama-3.1-405b-instruct": "meta-llama/Llama-3.1-405B",
+    "meta-llama/llama-3.3-70b-instruct": "meta-llama/Llama-3.1-70B-Instruct",  # Llama-3.3: Llama-3.1-70B's architecture
+    "meta-llama/llama-3.3-70b": "meta-llama/Llama-3.1-70B-Instruct",
+    "meta-llama/meta-llama-3-8b-instruct": "meta-llama/Meta-Llama-3-8B",
+    "deepseek-ai/deepseek-v3.1": "deepseek-ai/DeepSeek-V3",  # V3.1 / V3.1-Terminus: V3's architecture
+    "deepseek-ai/deepseek-v3.1-terminus": "deepseek-ai/DeepSeek-V3",
+    "google/gemma-4-31b-it": "nvidia/Gemma-4-31B-IT-NVFP4",  # NVIDIA's NVFP4 repo of the same model
+    "google/gemma-4-31b": "nvidia/Gemma-4-31B-IT-NVFP4",
     "mistralai/mistral-7b-instruct-v0.1": "mistralai/Mistral-7B-v0.1",
     "mistralai/mixtral-8x7b-instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     "deepseek-ai/deepseek-v3-base": "deepseek-ai/DeepSeek-V3",

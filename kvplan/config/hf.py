@@ -16,9 +16,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kvplan.config.aliases import FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
-from kvplan.config.defaults import omitted_default
-from kvplan.config.layers import derive_layer_kinds, linear_dims
+from kvplan.config.aliases import DERIVED_FROM, FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
+from kvplan.config.build import (
+    checkpoint_kv_dtype,
+    coarse_kinds,
+    implied_values,
+    layer_specs_of,
+    mla_spec,
+    nas_kv_heads,
+    refuse_unmodelled,
+)
+from kvplan.config.defaults import WRAPPER_KEYS, class_defaults, is_named, omitted_default
+from kvplan.config.geometry import Geometry, sliding_window
+from kvplan.config.layers import derive_layer_kinds
 from kvplan.config.model import ModelConfig
 from kvplan.config.schema import HFConfig
 from kvplan.dtypes import canonical_dtype
@@ -57,11 +67,15 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def language_model_fields(raw: dict[str, Any]) -> dict[str, Any]:
-    """The text model's fields: a nested text_config/llm_config wins, the wrapper fills gaps."""
+    """The text model's fields: a nested text_config/llm_config wins, the wrapper fills gaps, and a
+    key the wrapper decides (WRAPPER_KEYS) that neither names takes the wrapper class's default (the
+    merged fields carry the text class's model_type, whose defaults are not the wrapper's)."""
     for key in TEXT_CONFIG_KEYS:
         nested = raw.get(key)
         if isinstance(nested, dict):
-            return {**{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
+            own = class_defaults(raw.get("model_type"))
+            decided = {k: own[k] for k in WRAPPER_KEYS if k in own and not is_named(raw, k) and k not in nested}
+            return {**decided, **{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
     return raw
 
 
@@ -86,7 +100,9 @@ def canonical_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
         if present:
             origin[name], values[name] = present[0]
     for name, keys in FIELD_ALIASES.items():  # keys the file leaves out: their config class's defaults
-        if name not in origin and (found := omitted_default(fields, keys, name=name, hand=FAMILY_DEFAULTS)):
+        if name in origin or any(is_named(fields, k) for k in DERIVED_FROM.get(name, ())):
+            continue
+        if found := omitted_default(fields, keys, name=name, hand=FAMILY_DEFAULTS):
             values[name], origin[name] = found.value, f"{found.key} (default of {found.model_type})"
     return values, origin
 
@@ -131,49 +147,63 @@ def with_dtype(model: ModelConfig, dtype: str) -> ModelConfig:
 
 
 def total_kv_heads(cfg: HFConfig, origin: dict[str, str]) -> int:
-    """vLLM get_total_num_kv_heads: MQA flags first, then the alias list, else MHA."""
+    """vLLM get_total_num_kv_heads: MQA flags first, NAS blocks, then the alias list, else MHA."""
     if cfg.multi_query and not cfg.new_decoder_architecture:
         return 1  # Falcon/BigCode MQA: a defaulted num_kv_heads would be the query-head count
     if origin.get("num_kv_heads") == "multi_query_group_num" and not cfg.multi_query_attention:
         return cfg.num_attention_heads  # ChatGLM without multi-query attention
-    return cfg.num_kv_heads or cfg.num_attention_heads
+    return cfg.num_kv_heads or nas_kv_heads(cfg) or cfg.num_attention_heads
 
 
-def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig:
-    """A config document -> the normalized, validated ModelConfig."""
-    fields = language_model_fields(raw)
-    values, origin = canonical_fields(fields)
-    cfg = validate(values, origin, source)
+def _head_dim(cfg: HFConfig, source: str) -> int:
     heads = cfg.num_attention_heads
     head_dim = cfg.head_dim or (cfg.hidden_size or 0) // heads  # head_dim null or 0 -> hidden // heads
     if head_dim <= 0:
         why = (f"hidden_size {cfg.hidden_size} is smaller than num_attention_heads {heads}" if cfg.hidden_size
                else "no hidden_size to derive it from")
         raise ConfigError(f"{source}: no head_dim, and {why}")
+    return head_dim
+
+
+def _kv_heads(cfg: HFConfig, origin: dict[str, str], source: str, is_mla: bool) -> int:
     if cfg.num_kv_heads == 0:  # `or heads` below would silently read 0 as MHA
         raise ConfigError(f"{source}: config field '{origin['num_kv_heads']}' is 0; "
                           "expected at least 1 KV head (or null for one per attention head)")
-    kv_heads = total_kv_heads(cfg, origin)
-    is_mla = cfg.kv_lora_rank is not None and cfg.kv_lora_rank > 0
+    kv_heads, heads = total_kv_heads(cfg, origin), cfg.num_attention_heads
     if not is_mla and (kv_heads > heads or heads % kv_heads):
         raise ConfigError(f"{source}: {kv_heads} KV heads do not divide {heads} attention heads")
     if is_mla and not cfg.qk_rope_head_dim:
         raise ConfigError(f"{source}: kv_lora_rank is set (MLA) but qk_rope_head_dim is missing")
+    return kv_heads
+
+
+def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig:
+    """A config document -> the normalized, validated ModelConfig."""
+    fields = language_model_fields(raw)
+    values, origin = canonical_fields(fields)
+    values = implied_values(values, origin, fields)
+    refuse_unmodelled(values, origin, source, fields.get("architectures"))
+    cfg = validate(values, origin, source)
+    head_dim = _head_dim(cfg, source)
+    is_mla = cfg.kv_lora_rank is not None and cfg.kv_lora_rank > 0
+    kv_heads = _kv_heads(cfg, origin, source, is_mla)
+    v_head_dim = head_dim if is_mla else (cfg.v_head_dim or head_dim)
     kinds = derive_layer_kinds(cfg, source)
+    geo = Geometry(num_attention_heads=cfg.num_attention_heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                   v_head_dim=v_head_dim, mla=mla_spec(cfg) if is_mla else None, state=None)
+    specs, state = layer_specs_of(cfg, fields, kinds, geo, source)
     dtype, notes = model_dtype(cfg)
     return ModelConfig(
         model_id=model_id, source=source, model_type=cfg.model_type, num_layers=cfg.num_layers,
-        num_attention_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
-        v_head_dim=head_dim if is_mla else (cfg.v_head_dim or head_dim),
-        hidden_size=cfg.hidden_size or heads * head_dim, layer_kinds=kinds,
-        sliding_window=cfg.sliding_window if "sliding" in kinds else None,
+        num_attention_heads=cfg.num_attention_heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim,
+        hidden_size=cfg.hidden_size or cfg.num_attention_heads * head_dim, layer_kinds=coarse_kinds(kinds),
+        layer_specs=specs, sliding_window=sliding_window(cfg) if "sliding" in kinds else None,
         attention_chunk_size=cfg.attention_chunk_size if "chunked" in kinds else None,
         kv_lora_rank=cfg.kv_lora_rank if is_mla else None,
         qk_rope_head_dim=cfg.qk_rope_head_dim if is_mla else None,
         qk_nope_head_dim=cfg.qk_nope_head_dim if is_mla else None,
-        mla_v_head_dim=cfg.v_head_dim if is_mla else None,
-        linear=linear_dims(cfg, source) if "linear" in kinds else None,
-        dtype=dtype, max_model_len=cfg.max_model_len or None,
+        mla_v_head_dim=cfg.v_head_dim if is_mla else None, linear=state,
+        dtype=dtype, kv_cache_dtype=checkpoint_kv_dtype(fields, is_mla), max_model_len=cfg.max_model_len or None,
         num_nextn_predict_layers=cfg.num_nextn_predict_layers or 0, notes=notes, raw=fields,
     )
 

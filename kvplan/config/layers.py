@@ -1,17 +1,29 @@
-"""Which kind of layer each decoder layer is, following transformers' config classes.
+"""Which kind of layer each decoder layer is, following transformers' config classes and vLLM's models.
 
-Order of the rules (first that applies): an explicit `layer_types` list; Nemotron-H's
-`hybrid_override_pattern`; Qwen3-Next's `full_attention_interval`; Jamba's `attn_layer_period`;
-Llama-4's `attention_chunk_size` with `no_rope_layers`; a sliding window (Gemma's `sliding_window_pattern`, Qwen's
-`use_sliding_window` + `max_window_layers`, else every layer, as Mistral-7B-v0.1); else full.
+Order of the rules (first that applies): an explicit `layer_types` list; `layers_block_type`
+(Nemotron-H's newer form, Zamba2); Nemotron-H's `hybrid_override_pattern`; NAS `block_configs`;
+MiniMax's `attn_type_list`; Kimi-Linear's `linear_attn_config.kda_layers`; LFM2's `full_attn_idxs`;
+Qwen3-Next's `full_attention_interval`; Jamba's `attn_layer_period`; Llama-4's `attention_chunk_size`
+with `no_rope_layers`; a sliding window (Gemma's `sliding_window_pattern`, an int or EXAONE-4's
+"LLLG" string, Qwen's `use_sliding_window` + `max_window_layers`, else every layer, as
+Mistral-7B-v0.1); else full. Families whose every layer holds two caches are named by model_type
+(Falcon-H1: "parallel"; Whisper's decoder: "cross").
+
+Kinds: full, sliding, chunked, linear, none, and the two-cache kinds parallel (attention beside a
+Mamba-2 mixer), hybrid (a Mamba-2 mixer plus a shared attention block) and cross (self- plus
+cross-attention). ``kvplan.config.geometry`` turns kinds into specs.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvplan.config.aliases import LAYER_TYPE_NAMES
 from kvplan.config.schema import HFConfig
 from kvplan.errors import ConfigError
-from kvplan.specs import LinearState
+
+PARALLEL_HYBRID_TYPES = ("falcon_h1",)  # FalconH1ParallelHybrid: attention and Mamba-2 in every layer
+ATTENTION_FREE_TYPES = ("mamba", "falcon_mamba")  # MambaForCausalLM: a Mamba-1 mixer in every layer
 
 
 def effective_sliding_window(cfg: HFConfig) -> int | None:
@@ -21,14 +33,13 @@ def effective_sliding_window(cfg: HFConfig) -> int | None:
     return cfg.sliding_window
 
 
-def _from_layer_types(cfg: HFConfig, source: str) -> tuple[str, ...]:
-    assert cfg.layer_types is not None
-    if len(cfg.layer_types) != cfg.num_layers:
-        raise ConfigError(f"{source}: layer_types has {len(cfg.layer_types)} entries for {cfg.num_layers} layers")
-    unknown = sorted({t for t in cfg.layer_types if t not in LAYER_TYPE_NAMES})
+def _named(names: list[str], key: str, cfg: HFConfig, source: str) -> tuple[str, ...]:
+    if len(names) != cfg.num_layers:
+        raise ConfigError(f"{source}: {key} has {len(names)} entries for {cfg.num_layers} layers")
+    unknown = sorted({t for t in names if t not in LAYER_TYPE_NAMES})
     if unknown:
-        raise ConfigError(f"{source}: unknown layer type(s) {', '.join(map(repr, unknown))} in layer_types")
-    return tuple(LAYER_TYPE_NAMES[t] for t in cfg.layer_types)
+        raise ConfigError(f"{source}: unknown layer type(s) {', '.join(map(repr, unknown))} in {key}")
+    return tuple(LAYER_TYPE_NAMES[t] for t in names)
 
 
 _PATTERN_KINDS = {"M": "linear", "*": "full", "-": "none", "E": "none"}  # Nemotron-H hybrid_override_pattern
@@ -42,36 +53,109 @@ def _from_pattern(cfg: HFConfig, source: str) -> tuple[str, ...]:
     return tuple(_PATTERN_KINDS[c] for c in pattern)
 
 
-def _sliding_kinds(cfg: HFConfig) -> tuple[str, ...]:
-    n = cfg.num_layers
-    if cfg.sliding_window_pattern:
-        return tuple("sliding" if (i + 1) % cfg.sliding_window_pattern else "full" for i in range(n))
+def _from_block_configs(cfg: HFConfig, source: str) -> tuple[str, ...]:
+    """NAS (vllm/model_executor/models/nemotron_nas.py:133-161): attention.no_op -> no cache."""
+    blocks = cfg.block_configs or []
+    if len(blocks) != cfg.num_layers:
+        raise ConfigError(f"{source}: block_configs has {len(blocks)} entries for {cfg.num_layers} layers")
+    return tuple("none" if _attention_block(b, i, source).get("no_op") else "full" for i, b in enumerate(blocks))
+
+
+def _attention_block(block: Any, index: int, source: str) -> dict[str, Any]:
+    attention = block.get("attention") if isinstance(block, dict) else None
+    if not isinstance(attention, dict):
+        raise ConfigError(f"{source}: block_configs[{index}] has no 'attention' object")
+    return attention
+
+
+def _from_indices(indices: list[int], one_based: bool, key: str, cfg: HFConfig, source: str) -> set[int]:
+    shift = 1 if one_based else 0
+    picked = {i - shift for i in indices if isinstance(i, int) and not isinstance(i, bool)}
+    if len(picked) != len(indices) or not all(0 <= i < cfg.num_layers for i in picked):
+        raise ConfigError(f"{source}: {key} must list distinct layer numbers within the {cfg.num_layers} layers")
+    return picked
+
+
+def _kda_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
+    """Kimi-Linear: layer i is KDA iff (i + 1) in kda_layers (1-based), MLA otherwise
+    (vllm/transformers_utils/configs/kimi_linear.py:157-161)."""
+    kda = (cfg.linear_attn_config or {}).get("kda_layers")
+    if not isinstance(kda, list):
+        raise ConfigError(f"{source}: linear_attn_config has no kda_layers list")
+    linear = _from_indices(kda, True, "linear_attn_config.kda_layers", cfg, source)
+    return tuple("linear" if i in linear else "full" for i in range(cfg.num_layers))
+
+
+def _sliding_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
+    n, pattern = cfg.num_layers, cfg.sliding_window_pattern
+    if isinstance(pattern, str):  # EXAONE-4: L local, G global, repeated from layer 0 (configuration_exaone4.py)
+        if not pattern or set(pattern) - {"L", "G"}:
+            raise ConfigError(f"{source}: sliding_window_pattern must be letters L (local) and G (global), "
+                              f"got {pattern[:40]!r}")
+        return tuple("sliding" if pattern[i % len(pattern)] == "L" else "full" for i in range(n))
+    if pattern:
+        return tuple("sliding" if (i + 1) % pattern else "full" for i in range(n))
     if cfg.use_sliding_window and cfg.max_window_layers is not None:
         return tuple("sliding" if i >= cfg.max_window_layers else "full" for i in range(n))
     return ("sliding",) * n
 
 
-def derive_layer_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
-    """One kind per layer: full, sliding, chunked, linear or none (MLA is decided per model)."""
+def _chunked_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
+    n = cfg.num_layers
+    no_rope = cfg.no_rope_layers or [int((i + 1) % 4 != 0) for i in range(n)]
+    if len(no_rope) != n:
+        raise ConfigError(f"{source}: no_rope_layers has {len(no_rope)} entries for {n} layers")
+    return tuple("chunked" if flag else "full" for flag in no_rope)
+
+
+def _listed_kinds(cfg: HFConfig, source: str) -> tuple[str, ...] | None:
+    """The rules that name every layer in a list or a pattern (None: the config has none)."""
     n = cfg.num_layers
     if cfg.layer_types is not None:
-        kinds = _from_layer_types(cfg, source)
-    elif cfg.hybrid_override_pattern:
-        kinds = _from_pattern(cfg, source)
-    elif cfg.full_attention_interval:
-        kinds = tuple("linear" if (i + 1) % cfg.full_attention_interval else "full" for i in range(n))
-    elif cfg.attn_layer_period:
+        return _named(cfg.layer_types, "layer_types", cfg, source)
+    if cfg.layers_block_type is not None:
+        return _named(cfg.layers_block_type, "layers_block_type", cfg, source)
+    if cfg.hybrid_override_pattern:
+        return _from_pattern(cfg, source)
+    if cfg.block_configs is not None:
+        return _from_block_configs(cfg, source)
+    if cfg.attn_type_list is not None:  # MiniMax: 0 lightning attention, 1 softmax attention
+        return _named(["linear_attention" if t == 0 else "full_attention" for t in cfg.attn_type_list],
+                      "attn_type_list", cfg, source)
+    if cfg.linear_attn_config is not None:
+        return _kda_kinds(cfg, source)
+    if cfg.full_attn_idxs is not None:  # LFM2: the listed layers attend, the others are short convolutions
+        full = _from_indices(cfg.full_attn_idxs, False, "full_attn_idxs", cfg, source)
+        return tuple("full" if i in full else "linear" for i in range(n))
+    return None
+
+
+def _periodic_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
+    n = cfg.num_layers
+    if cfg.full_attention_interval:
+        return tuple("linear" if (i + 1) % cfg.full_attention_interval else "full" for i in range(n))
+    if cfg.attn_layer_period:
         offset = cfg.attn_layer_offset or 0
-        kinds = tuple("full" if i % cfg.attn_layer_period == offset else "linear" for i in range(n))
-    elif cfg.attention_chunk_size:
-        no_rope = cfg.no_rope_layers or [int((i + 1) % 4 != 0) for i in range(n)]
-        if len(no_rope) != n:
-            raise ConfigError(f"{source}: no_rope_layers has {len(no_rope)} entries for {n} layers")
-        kinds = tuple("chunked" if flag else "full" for flag in no_rope)
-    elif effective_sliding_window(cfg):
-        kinds = _sliding_kinds(cfg)
+        return tuple("full" if i % cfg.attn_layer_period == offset else "linear" for i in range(n))
+    if cfg.attention_chunk_size:
+        return _chunked_kinds(cfg, source)
+    if effective_sliding_window(cfg):
+        return _sliding_kinds(cfg, source)
+    return ("full",) * n
+
+
+def derive_layer_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
+    """One kind per layer (see the module docstring; MLA is decided per model)."""
+    if cfg.model_type in PARALLEL_HYBRID_TYPES:
+        kinds: tuple[str, ...] = ("parallel",) * cfg.num_layers
+    elif cfg.model_type in ATTENTION_FREE_TYPES:
+        kinds = ("linear",) * cfg.num_layers
+    elif cfg.decoder_layers and cfg.is_encoder_decoder:
+        kinds = ("cross",) * cfg.num_layers
     else:
-        kinds = ("full",) * n
+        kinds = _listed_kinds(cfg, source) or _periodic_kinds(cfg, source)
+    if cfg.model_type in ("gemma4", "gemma4_text") and kinds[-1] != "full":
+        kinds = (*kinds[:-1], "full")  # Gemma4TextConfig.__post_init__ forces the last layer to full attention
     _check_windows(cfg, kinds, source)
     return kinds
 
@@ -81,23 +165,3 @@ def _check_windows(cfg: HFConfig, kinds: tuple[str, ...], source: str) -> None:
         raise ConfigError(f"{source}: sliding layers but no positive sliding_window")
     if "chunked" in kinds and not cfg.attention_chunk_size:
         raise ConfigError(f"{source}: chunked layers but no positive attention_chunk_size")
-
-
-def linear_dims(cfg: HFConfig, source: str) -> LinearState:
-    """State shape of linear layers: gated DeltaNet (Qwen3-Next) or Mamba-1 (Jamba)."""
-    nk, nv = cfg.linear_num_key_heads, cfg.linear_num_value_heads
-    dk, dv, k = cfg.linear_key_head_dim, cfg.linear_value_head_dim, cfg.linear_conv_kernel_dim
-    if nk and nv and dk and dv and k:
-        # conv over q, k (nk × dk each) and v (nv × dv); recurrent state (nv, dv, dk)
-        return LinearState(conv_kernel=k, conv_channels=2 * nk * dk + nv * dv,
-                              num_state_heads=nv, state_rows=dv, state_cols=dk)
-    heads, head_dim, d_state, d_conv = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.mamba_d_state, cfg.mamba_d_conv
-    if heads and head_dim and d_state and d_conv:
-        inner = heads * head_dim  # Mamba-2: conv over x, B, C: inner + 2 × groups × d_state; ssm (heads, head_dim, d_state)
-        return LinearState(conv_kernel=d_conv, conv_channels=inner + 2 * (cfg.mamba_n_groups or 1) * d_state,
-                              num_state_heads=heads, state_rows=head_dim, state_cols=d_state)
-    if cfg.mamba_d_state and cfg.mamba_d_conv and cfg.mamba_expand and cfg.hidden_size:
-        inner = cfg.mamba_expand * cfg.hidden_size  # Mamba-1: conv (d_conv-1, inner), ssm (inner, d_state)
-        return LinearState(conv_kernel=cfg.mamba_d_conv, conv_channels=inner,
-                              num_state_heads=inner, state_rows=cfg.mamba_d_state, state_cols=1)
-    raise ConfigError(f"{source}: linear/Mamba layers but no state dimensions (linear_* or mamba_* fields)")

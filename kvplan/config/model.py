@@ -11,7 +11,7 @@ from typing import Any
 
 from kvplan.config.aliases import WEIGHT_DEFAULTS, WEIGHT_FIELDS
 from kvplan.config.defaults import omitted_default
-from kvplan.specs import LinearState
+from kvplan.specs import LayerSpec, LinearState
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,15 +25,17 @@ class ModelConfig:
     head_dim: int
     v_head_dim: int
     hidden_size: int
-    layer_kinds: tuple[str, ...]  # one of specs.LAYER_KINDS per layer, attention layers as "full"
+    layer_kinds: tuple[str, ...]  # full, sliding, chunked, linear or none per layer (MLA layers are "full")
+    layer_specs: tuple[LayerSpec, ...]  # the model's own caches, one spec per decoder layer, unsharded
     sliding_window: int | None = None
     attention_chunk_size: int | None = None
     kv_lora_rank: int | None = None  # set: attention layers are MLA
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
     mla_v_head_dim: int | None = None  # V width of the decompressed (HF) view of MLA
-    linear: LinearState | None = None  # the state of linear-attention / Mamba layers, unsharded
+    linear: LinearState | None = None  # the state of the linear-attention / Mamba layers, unsharded
     dtype: str = "bf16"  # resolved like vLLM's dtype=auto: fp32 checkpoints run in bf16
+    kv_cache_dtype: str | None = None  # the checkpoint's KV-cache quantization, what KV dtype "auto" takes
     max_model_len: int | None = None
     num_nextn_predict_layers: int = 0
     notes: tuple[str, ...] = ()

@@ -40,6 +40,8 @@ def bundled_index() -> dict[str, Path]:
 
 def _variant_key(name: str) -> str:
     key = name.lower().removeprefix("meta-")
+    if len(key) > 5 and key[-5] == "-" and key[-4:].isdigit():  # a release date: -0324, -2507 (DeepSeek, Mistral)
+        key = key[:-5]
     changed = True
     while changed:
         changed = False

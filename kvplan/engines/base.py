@@ -42,7 +42,7 @@ class Settings:
     entry_point: EntryPoint = "serve"  # vLLM: `vllm serve` or the `LLM` class (their scheduler defaults differ)
     async_scheduling: bool | None = None  # vLLM 0.33 default: one more batch in flight
     in_flight_batches: int | None = None  # vLLM: batches a request may have scheduled (0.33: pp + async; before: 1)
-    prefix_caching: bool = True  # vLLM default (Mamba alignment, mamba_cache_mode=align)
+    prefix_caching: bool | None = None  # vLLM: None = its default (on; off for attention-free models)
     hybrid_kv_cache_manager: bool = True  # vLLM --disable-hybrid-kv-cache-manager turns it off
     legacy_token_log: bool | None = None  # vLLM before 0.33: tokens = num_blocks // groups × block
     enforce_eager: bool = False  # vLLM/TRT-LLM: no CUDA graphs; the profile forward runs eagerly
@@ -132,7 +132,8 @@ class Request:
     settings: Settings = field(default_factory=Settings)
     overrides: Overrides | None = None
     quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
-    state_dtype: str = "auto"  # linear-attention/Mamba state (vLLM mamba_ssm_cache_dtype)
+    state_dtype: str = "auto"  # linear/Mamba conv states and, by default, recurrent ones (vLLM mamba_cache_dtype)
+    ssm_state_dtype: str = "auto"  # recurrent states (vLLM mamba_ssm_cache_dtype; auto: the config's own)
     draft: Draft | None = None  # speculative decoding (None: off)
 
 

@@ -34,7 +34,7 @@ from kvplan.engines.base import (
 from kvplan.engines.sglang_extras import SglangRelease
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, Load
-from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.specs import AttnSpec, MLAAttn, parts
 from kvplan.units import cdiv, format_gib
 
 PAGE_SIZE = 1  # server_args page_size None -> 1
@@ -253,7 +253,7 @@ def _notes(req: Request, layout: Layout, heavy: int, tokens: int, page: int,
                    f"({req.settings.dp * tokens:,} in the system)")
     if has_windows(req) and not is_hybrid_swa(req):
         out.append(f"SGLang has no sliding-window pool for {req.model.model_type}: every layer keeps all tokens")
-    if any(isinstance(x, MLAAttn) for x in layout.specs):
+    if any(isinstance(x, MLAAttn) for s in layout.specs for x in parts(s)):
         out.append("MLA: one latent per token per layer, the same on every TP rank")
     return tuple(out)
 
@@ -264,12 +264,13 @@ def pool_bytes(layout: Layout, stage: int, slots: int) -> tuple[int, int, int]:
     bits = layout.kv_dtype.element_bits
     k = v = mla = 0
     for g in layout.groups:
-        layers, spec = g.stage_layers[stage], g.spec_per_gpu
-        if isinstance(spec, MLAAttn):
-            mla += layers * (slots * spec.latent_dim * bits // 8)
-        elif isinstance(spec, AttnSpec):
-            k += layers * (slots * spec.num_kv_heads * spec.head_dim * bits // 8)
-            v += layers * (slots * spec.num_kv_heads * spec.v_head_dim * bits // 8)
+        layers = g.stage_layers[stage]
+        for spec in parts(g.spec_per_gpu):
+            if isinstance(spec, MLAAttn):
+                mla += layers * (slots * spec.latent_dim * bits // 8)
+            elif isinstance(spec, AttnSpec):
+                k += layers * (slots * spec.num_kv_heads * spec.head_dim * bits // 8)
+                v += layers * (slots * spec.num_kv_heads * spec.v_head_dim * bits // 8)
     return k, v, mla
 
 

@@ -37,7 +37,7 @@ from kvplan.engines.base import (
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 from kvplan.formulas.per_token import kv_bytes_per_token
-from kvplan.specs import AttnSpec, LayerSpec, MLAAttn
+from kvplan.specs import AttnSpec, Composite, LayerSpec, MLAAttn
 from kvplan.units import cdiv
 
 VERSION = "TensorRT-LLM 1.x (PyTorch backend)"  # LLM-API KvCacheConfig defaults (tensorrt_llm/llmapi/llm_args.py)
@@ -49,6 +49,8 @@ NO_MEMORY = "TensorRT-LLM: no memory left for the KV cache after the weights, ac
 
 def estimator_bytes_per_token(spec: LayerSpec, tp: int, element_bits: int) -> int:
     """The PyTorch-flow estimator's 2 × floor(head_dim × Hkv / tp) × bytes: floor, not ceil."""
+    if isinstance(spec, Composite):
+        return sum(estimator_bytes_per_token(p, tp, element_bits) for p in spec.parts)
     if isinstance(spec, AttnSpec):
         return 2 * (spec.head_dim * spec.num_kv_heads // tp) * element_bits // 8
     if isinstance(spec, MLAAttn):

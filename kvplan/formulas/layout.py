@@ -26,9 +26,19 @@ from kvplan.config.model import ModelConfig
 from kvplan.dtypes import DEFAULT_QUANT_GROUP, KvDtype, resolve_kv_dtype
 from kvplan.errors import InputError
 from kvplan.formulas.layers import Overrides, attention_kind, layer_specs
-from kvplan.formulas.per_token import kv_bytes_per_token, state_bytes_per_sequence
+from kvplan.formulas.per_token import StateDtypes, encoder_bytes_per_token, kv_bytes_per_token, state_bytes_per_sequence
 from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
-from kvplan.specs import AttnSpec, FullAttn, LayerSpec, WindowAttn, token_limit, window_tokens
+from kvplan.specs import (
+    AttnSpec,
+    Composite,
+    CrossAttn,
+    FullAttn,
+    LayerSpec,
+    WindowAttn,
+    parts,
+    token_limit,
+    window_tokens,
+)
 from kvplan.units import cdiv
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE
@@ -71,6 +81,9 @@ class Group:
     state_bytes_per_layer: int  # per sequence, linear/Mamba layers
     state_bytes_per_layer_per_gpu: int
     stage_layers: tuple[int, ...]  # layers of this group on each PP stage
+    encoder_tokens: int = 0  # cross-attention: encoder tokens a sequence keeps (Whisper)
+    encoder_bytes_per_token_per_layer: int = 0
+    encoder_bytes_per_token_per_layer_per_gpu: int = 0
 
     @property
     def window(self) -> int | None:
@@ -80,11 +93,13 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class Load:
-    """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state."""
+    """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state, and
+    cross-attention caches of the encoder's tokens."""
 
     full_bytes_per_token: int
     windowed: tuple[tuple[int, int], ...]  # (tokens kept, bytes per token)
     state_bytes: int
+    encoder: tuple[tuple[int, int], ...] = ()  # (encoder tokens, bytes per encoder token)
 
     def bytes_per_token(self) -> int:
         return self.full_bytes_per_token + sum(b for _, b in self.windowed)
@@ -94,8 +109,10 @@ class Load:
         return self.full_bytes_per_token * paged(tokens, block_size) + self.bounded_bytes(tokens, block_size)
 
     def bounded_bytes(self, tokens: int, block_size: int = 0) -> int:
-        """What does not grow past a window: Σ window bytes × min(t, W) (paged if asked) + state."""
-        return sum(b * paged(min(tokens, w), block_size) for w, b in self.windowed) + self.state_bytes
+        """What does not grow past a window: Σ window bytes × min(t, W) (paged if asked) + state
+        + encoder tokens × cross bytes (paged if asked)."""
+        encoder = sum(b * paged(t, block_size) for t, b in self.encoder)
+        return sum(b * paged(min(tokens, w), block_size) for w, b in self.windowed) + self.state_bytes + encoder
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +124,8 @@ class Layout:
     specs_per_gpu: tuple[LayerSpec, ...]  # one per layer, on one TP rank
     attention: str
     kv_dtype: KvDtype
-    state_dtype: KvDtype
+    state_dtype: KvDtype  # vLLM mamba_cache_dtype: conv states (and the recurrent one unless ssm_state_dtype)
+    ssm_state_dtype: KvDtype | None  # vLLM mamba_ssm_cache_dtype; None: auto (per layer, see StateDtypes)
     tp: int
     pp: int
     dcp: int
@@ -134,15 +152,18 @@ class Layout:
 
 
 def _load(groups: tuple[Group, ...], counts: list[int], per_gpu: bool) -> Load:
-    full, windowed, state = 0, [], 0
+    full, windowed, state, encoder = 0, [], 0, []
     for group, count in zip(groups, counts, strict=True):
         per_token = group.bytes_per_token_per_layer_per_gpu if per_gpu else group.bytes_per_token_per_layer
         state += count * (group.state_bytes_per_layer_per_gpu if per_gpu else group.state_bytes_per_layer)
+        cross = group.encoder_bytes_per_token_per_layer_per_gpu if per_gpu else group.encoder_bytes_per_token_per_layer
+        if cross and count:
+            encoder.append((group.encoder_tokens, count * cross))
         if group.token_limit is None:
             full += count * per_token
         elif per_token:
             windowed.append((group.token_limit, count * per_token))
-    return Load(full, tuple(windowed), state)
+    return Load(full, tuple(windowed), state, tuple(encoder))
 
 
 def _engine_specs(model: ModelConfig, overrides: Overrides | None, policy: LayoutPolicy) -> tuple[LayerSpec, ...]:
@@ -152,8 +173,16 @@ def _engine_specs(model: ModelConfig, overrides: Overrides | None, policy: Layou
     specs = layer_specs(model, overrides)
     if policy.windows != "full":
         return specs
-    return tuple(FullAttn(num_kv_heads=s.num_kv_heads, head_dim=s.head_dim, v_head_dim=s.v_head_dim)
-                 if isinstance(s, WindowAttn) else s for s in specs)
+    return tuple(_unwindowed(s) for s in specs)
+
+
+def _unwindowed(spec: LayerSpec) -> LayerSpec:
+    """A window layer as full attention (engines that keep every token on every layer)."""
+    if isinstance(spec, Composite):
+        return Composite(parts=tuple(_unwindowed(p) for p in spec.parts))  # type: ignore[misc]
+    if isinstance(spec, WindowAttn):
+        return FullAttn(num_kv_heads=spec.num_kv_heads, head_dim=spec.head_dim, v_head_dim=spec.v_head_dim)
+    return spec
 
 
 def _token_limit(spec: LayerSpec, policy: LayoutPolicy) -> int | None:
@@ -167,41 +196,51 @@ def _token_limit(spec: LayerSpec, policy: LayoutPolicy) -> int | None:
 def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, kv_dtype: str = "auto",
                  block_size: int = DEFAULT_BLOCK_SIZE, quant_group: int = DEFAULT_QUANT_GROUP,
                  overrides: Overrides | None = None, state_dtype: str = "auto",
-                 policy: LayoutPolicy = DEFAULT_POLICY) -> Layout:
+                 policy: LayoutPolicy = DEFAULT_POLICY, ssm_state_dtype: str = "auto") -> Layout:
     """Specs -> per-GPU specs -> groups of identical layers -> per-GPU loads of every PP stage.
 
-    `state_dtype`: linear-attention/Mamba state (vLLM's mamba_ssm_cache_dtype; auto = the model dtype).
+    `state_dtype`: linear/Mamba conv states, and recurrent states unless `ssm_state_dtype` is given
+    (vLLM's mamba_cache_dtype; auto = the model dtype). `ssm_state_dtype`: recurrent states (vLLM's
+    mamba_ssm_cache_dtype; auto = what the config or the layer asks for, else `state_dtype`).
     """
     if block_size < 0:
         raise InputError(f"block_size must be 0 (no paging) or positive, got {block_size}", arg="block_size")
     specs = _engine_specs(model, overrides, policy)
     check_parallel(specs, model.num_attention_heads, tp, pp, dcp)
+    if kv_dtype.strip().lower() == "auto" and model.kv_cache_dtype:  # the checkpoint's own KV quantization
+        kv_dtype = model.kv_cache_dtype
     dtype = resolve_kv_dtype(kv_dtype, model.dtype, quant_group)
     state = resolve_kv_dtype(state_dtype, model.dtype)
+    ssm = None if ssm_state_dtype.strip().lower() == "auto" else resolve_kv_dtype(ssm_state_dtype, state.name)
+    dtypes = StateDtypes(state, ssm)
     shard_tp = policy.attention_tp or tp
     per_gpu = {s: shard_spec(s, shard_tp, policy.head_split) for s in set(specs)}
     ranges = pp_ranges(len(specs), pp)
     counts = [Counter(specs[r.start : r.stop]) for r in ranges]
-    groups = tuple(_group(spec, n, per_gpu[spec], dtype, state, [c[spec] for c in counts], policy)
+    groups = tuple(_group(spec, n, per_gpu[spec], dtype, dtypes, [c[spec] for c in counts], policy)
                    for spec, n in Counter(specs).items())
     return Layout(
         model=model, specs=specs, specs_per_gpu=tuple(per_gpu[s] for s in specs),
-        attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=state, tp=tp,
+        attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=state,
+        ssm_state_dtype=ssm, tp=tp,
         pp=pp, dcp=dcp, block_size=block_size, policy=policy, groups=groups, stage_ranges=ranges,
         whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
         stages=tuple(_load(groups, [g.stage_layers[s] for g in groups], per_gpu=True) for s in range(pp)),
     )
 
 
-def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, state_dtype: KvDtype,
+def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, state_dtypes: StateDtypes,
            stage_layers: list[int], policy: LayoutPolicy) -> Group:
+    cross = next((p for p in parts(spec) if isinstance(p, CrossAttn)), None)
     return Group(
         spec=spec, spec_per_gpu=per_gpu, num_layers=count, token_limit=_token_limit(spec, policy),
         bytes_per_token_per_layer=kv_bytes_per_token(spec, dtype),
         bytes_per_token_per_layer_per_gpu=kv_bytes_per_token(per_gpu, dtype),
-        state_bytes_per_layer=state_bytes_per_sequence(spec, state_dtype),
-        state_bytes_per_layer_per_gpu=state_bytes_per_sequence(per_gpu, state_dtype),
-        stage_layers=tuple(stage_layers),
+        state_bytes_per_layer=state_bytes_per_sequence(spec, state_dtypes),
+        state_bytes_per_layer_per_gpu=state_bytes_per_sequence(per_gpu, state_dtypes),
+        stage_layers=tuple(stage_layers), encoder_tokens=cross.encoder_tokens if cross else 0,
+        encoder_bytes_per_token_per_layer=encoder_bytes_per_token(spec, dtype),
+        encoder_bytes_per_token_per_layer_per_gpu=encoder_bytes_per_token(per_gpu, dtype),
     )
 
 

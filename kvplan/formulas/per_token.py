@@ -1,28 +1,80 @@
-"""Bytes per token (attention layers) and per sequence (state layers), one layer at a time."""
+"""Bytes per token (attention caches) and per sequence (fixed states), one layer at a time.
+
+A composite layer (``kvplan.specs.Composite``) is the sum of its parts.
+"""
 
 from __future__ import annotations
 
-from kvplan.dtypes import KvDtype, attention_bytes_per_token, mla_bytes_per_token
-from kvplan.specs import AttnSpec, LayerSpec, LinearState, MLAAttn, NoKV
+from dataclasses import dataclass
+
+from kvplan.dtypes import KvDtype, attention_bytes_per_token, mla_bytes_per_token, resolve_kv_dtype
+from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, Part, parts
 
 
-def kv_bytes_per_token(spec: LayerSpec, dtype: KvDtype) -> int:
-    """Bytes one token adds to one layer: K + V heads, or the MLA latent; 0 for state layers."""
+@dataclass(frozen=True, slots=True)
+class StateDtypes:
+    """Element types of linear/Mamba states: vLLM's mamba_cache_dtype (`conv`: the conv state and any
+    single-tensor state) and mamba_ssm_cache_dtype (`ssm`: the recurrent state; None = auto)."""
+
+    conv: KvDtype
+    ssm: KvDtype | None = None
+
+    def recurrent(self, spec: LinearState) -> KvDtype:
+        """vLLM MambaStateDtypeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py:53-149): a
+        single-tensor state (lightning) takes the conv dtype; auto is the config's or the layer's own
+        default (Qwen3.5, Nemotron-H, KDA fp32), else the conv dtype."""
+        if spec.mixer == "lightning":
+            return self.conv
+        if self.ssm is not None:
+            return self.ssm
+        return resolve_kv_dtype(spec.ssm_dtype, self.conv.name) if spec.ssm_dtype else self.conv
+
+
+def _sparse_latent_dtype(dtype: KvDtype) -> KvDtype:
+    """Sparse MLA on Hopper: fp8 is served by FLASHMLA_SPARSE, which stores the fp8_ds_mla layout
+    (vllm/model_executor/layers/attention/mla_attention.py:359-375; fp8_e4m3 goes to
+    FLASHINFER_MLA_SPARSE_SM90, plain fp8: vllm/platforms/cuda.py:139-155)."""
+    return resolve_kv_dtype("fp8_ds_mla", "bf16") if dtype.name == "fp8" else dtype
+
+
+def part_bytes_per_token(spec: Part, dtype: KvDtype) -> int:
+    """Bytes one decoder token adds to one cache: K + V heads, the MLA latent, the indexer key;
+    0 for fixed states and for cross-attention (its tokens are the encoder's)."""
     match spec:
+        case CrossAttn() | LinearState():
+            return 0
         case AttnSpec():
             return attention_bytes_per_token(spec.num_kv_heads, spec.head_dim, spec.v_head_dim, dtype)
         case MLAAttn():
-            return mla_bytes_per_token(spec.kv_lora_rank, spec.qk_rope_head_dim, dtype)
-        case LinearState() | NoKV():
-            return 0
+            latent = _sparse_latent_dtype(dtype) if spec.sparse else dtype
+            return mla_bytes_per_token(spec.kv_lora_rank, spec.qk_rope_head_dim, latent)
+        case IndexerCache():
+            return spec.bytes_per_token
     raise TypeError(f"not a layer spec: {spec!r}")
 
 
-def state_bytes_per_sequence(spec: LayerSpec, state_dtype: KvDtype) -> int:
-    """Fixed bytes per sequence of a linear/Mamba layer: (conv + recurrent elements) × bytes."""
-    if isinstance(spec, LinearState):
-        return spec.state_elements * state_dtype.element_bits // 8
-    return 0
+def kv_bytes_per_token(spec: LayerSpec, dtype: KvDtype) -> int:
+    """Bytes one token adds to one decoder layer (all its caches); 0 for state layers."""
+    return sum(part_bytes_per_token(p, dtype) for p in parts(spec))
+
+
+def encoder_bytes_per_token(spec: LayerSpec, dtype: KvDtype) -> int:
+    """Bytes per encoder token of a layer's cross-attention caches (Whisper)."""
+    return sum(attention_bytes_per_token(p.num_kv_heads, p.head_dim, p.v_head_dim, dtype)
+               for p in parts(spec) if isinstance(p, CrossAttn))
+
+
+def part_state_bytes(spec: Part, dtypes: StateDtypes) -> int:
+    """conv elements × conv bytes + recurrent elements × recurrent bytes (0 for attention caches)."""
+    if not isinstance(spec, LinearState):
+        return 0
+    return (spec.conv_elements * dtypes.conv.element_bits + spec.ssm_elements * dtypes.recurrent(spec).element_bits) // 8
+
+
+def state_bytes_per_sequence(spec: LayerSpec, dtypes: StateDtypes | KvDtype) -> int:
+    """Fixed bytes per sequence of a layer's linear/Mamba states (a KvDtype: one dtype for both)."""
+    pair = dtypes if isinstance(dtypes, StateDtypes) else StateDtypes(dtypes, dtypes)
+    return sum(part_state_bytes(p, pair) for p in parts(spec))
 
 
 def page_bytes(spec: LayerSpec, dtype: KvDtype, block_size: int) -> int:

@@ -2,8 +2,9 @@
 
 - TP splits KV heads. ``"floor"`` (vLLM ``LlamaAttention``, SGLang): max(1, heads // tp) per rank,
   so heads are replicated once tp > heads, and tp must divide the heads or be a multiple of them.
-  ``"ceil"`` (TensorRT-LLM ``KVCacheManager``): ceil(heads / tp). MLA's single latent is
-  replicated on every rank. Linear/Mamba state splits by heads and conv channels.
+  ``"ceil"`` (TensorRT-LLM ``KVCacheManager``): ceil(heads / tp). MLA's single latent and the
+  sparse-attention indexer key are replicated on every rank. Linear/Mamba state splits by heads and
+  conv channels; Mamba-2's B/C groups split too, or, a single group, are replicated.
 - PP splits layers as vLLM's ``get_pp_indices`` (vllm/distributed/utils.py): L // pp each, the
   remainder one each to the stages before the last.
 - DCP stripes a sequence's tokens over dcp ranks that would otherwise hold the same heads.
@@ -15,7 +16,7 @@ from dataclasses import replace
 from typing import Literal
 
 from kvplan.errors import ShardingError
-from kvplan.specs import AttnSpec, LayerSpec, LinearState, MLAAttn, NoKV
+from kvplan.specs import AttnSpec, Composite, IndexerCache, LayerSpec, LinearState, MLAAttn, NoKV, Part, parts
 from kvplan.units import cdiv
 
 HeadSplit = Literal["floor", "ceil"]
@@ -37,23 +38,51 @@ def kv_heads_per_rank(num_kv_heads: int, tp: int, split: HeadSplit = "floor") ->
 
 def replication(spec: LayerSpec, tp: int) -> int:
     """How many TP ranks hold the same KV data of this layer (1 = no duplication)."""
-    if isinstance(spec, MLAAttn):
+    if isinstance(spec, Composite):
+        return min((replication(p, tp) for p in spec.parts), default=1)
+    if isinstance(spec, (MLAAttn, IndexerCache)):
         return tp
     if isinstance(spec, AttnSpec):
         return max(1, tp // spec.num_kv_heads)
     return 1
 
 
-def shard_spec(spec: LayerSpec, tp: int, split: HeadSplit = "floor") -> LayerSpec:
-    """The per-rank spec of a layer under tensor parallelism."""
-    if tp == 1 or isinstance(spec, (MLAAttn, NoKV)):
+def mamba_groups_per_rank(num_groups: int, tp: int) -> int:
+    """Mamba-2 B/C groups on one rank: groups // tp, or the one group replicated (vLLM MambaMixer2
+    asserts `n_groups % tp == 0 or n_groups == 1`, vllm/model_executor/layers/mamba/mamba_mixer2.py:316-322;
+    the shapes in mamba_utils.py:185-211 replicate a single group to every rank)."""
+    if num_groups % tp == 0:
+        return num_groups // tp
+    if num_groups == 1:
+        return 1
+    raise ShardingError(f"tp {tp} does not divide the Mamba-2 state's {num_groups} groups (n_groups), and vLLM "
+                        f"replicates only a single group; use tp dividing {num_groups}", arg="tp")
+
+
+def _shard_state(spec: LinearState, tp: int) -> LinearState:
+    if spec.num_state_heads % tp or spec.conv_channels % tp:
+        raise ShardingError(f"tp {tp} does not divide the linear-attention state "
+                            f"({spec.num_state_heads} heads, {spec.conv_channels} conv channels)", arg="tp")
+    groups = mamba_groups_per_rank(spec.num_groups, tp) if spec.num_groups else 0
+    return replace(spec, num_state_heads=spec.num_state_heads // tp, conv_channels=spec.conv_channels // tp,
+                   num_groups=groups)
+
+
+def _shard_part(spec: Part, tp: int, split: HeadSplit) -> Part:
+    if isinstance(spec, (MLAAttn, IndexerCache)):
         return spec
     if isinstance(spec, AttnSpec):
         return replace(spec, num_kv_heads=kv_heads_per_rank(spec.num_kv_heads, tp, split))
-    if spec.num_state_heads % tp or spec.conv_channels % tp:
-        raise ShardingError(f"tp {tp} does not divide the linear-attention state "
-                            f"({spec.num_state_heads} heads, {spec.conv_channels} conv channels)")
-    return replace(spec, num_state_heads=spec.num_state_heads // tp, conv_channels=spec.conv_channels // tp)
+    return _shard_state(spec, tp)
+
+
+def shard_spec(spec: LayerSpec, tp: int, split: HeadSplit = "floor") -> LayerSpec:
+    """The per-rank spec of a layer under tensor parallelism."""
+    if tp == 1 or isinstance(spec, NoKV):
+        return spec
+    if isinstance(spec, Composite):
+        return Composite(parts=tuple(_shard_part(p, tp, split) for p in spec.parts))
+    return _shard_part(spec, tp, split)
 
 
 def pp_layer_counts(num_layers: int, pp: int) -> tuple[int, ...]:
@@ -82,7 +111,7 @@ def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: i
     for name, value in (("tp", tp), ("pp", pp), ("dcp", dcp)):
         if value < 1:
             raise ShardingError(f"{name} must be at least 1, got {value}", arg=name)
-    if num_attention_heads % tp:
+    if num_attention_heads % tp and any(isinstance(p, (AttnSpec, MLAAttn)) for s in specs for p in parts(s)):
         divisors = [d for d in range(1, num_attention_heads + 1) if num_attention_heads % d == 0 and d <= 64]
         raise ShardingError(f"tp {tp} does not divide the {num_attention_heads} attention heads; "
                             f"try tp in {divisors}")
@@ -93,7 +122,7 @@ def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: i
 def _check_dcp(specs: tuple[LayerSpec, ...], tp: int, dcp: int) -> None:
     if tp % dcp:
         raise ShardingError(f"dcp {dcp} must divide tp {tp} (decode context parallel reuses the TP ranks)")
-    if any(isinstance(s, LinearState) or (isinstance(s, AttnSpec) and s.kind != "full") for s in specs):
+    if any(isinstance(p, LinearState) or (isinstance(p, AttnSpec) and p.kind != "full") for s in specs for p in parts(s)):
         raise ShardingError("dcp > 1 is not supported with sliding-window, chunked or linear-attention layers")
     for spec in specs:
         if isinstance(spec, (AttnSpec, MLAAttn)) and replication(spec, tp) % dcp:

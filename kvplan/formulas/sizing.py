@@ -108,7 +108,7 @@ class KvCacheResult(NamedTuple):
 def kv_cache(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1, seq_len: int | None = None,
              batch: int = 1, kv_dtype: str = "auto", block_size: int = DEFAULT_BLOCK_SIZE,
              quant_group: int = DEFAULT_QUANT_GROUP, overrides: Overrides | None = None,
-             state_dtype: str = "auto") -> KvCacheResult:
+             state_dtype: str = "auto", ssm_state_dtype: str = "auto") -> KvCacheResult:
     """KV cache of `batch` sequences of `seq_len` tokens (default: the model's max length).
 
     Hot path (capacity sweeps call it millions of times): one dict lookup for the cached layout,
@@ -119,19 +119,21 @@ def kv_cache(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1
 
         model = load_model(model)
     try:
-        layout = model.__dict__["_layouts"][(tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype)]
+        key = (tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype, ssm_state_dtype)
+        layout = model.__dict__["_layouts"][key]
     except KeyError:
-        layout = _cache_layout(model, (tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype))
+        layout = _cache_layout(model, key)
     max_len = model.max_model_len
     if seq_len is None or seq_len <= 0 or batch <= 0 or (max_len and seq_len > max_len) or not max_len:
         return _checked_result(layout, seq_len, batch)
     return KvCacheResult(layout, seq_len, batch, model.notes)
 
 
-def _cache_layout(model: ModelConfig, key: tuple[int, int, int, str, int, int, Overrides | None, str]) -> Layout:
-    tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype = key
+def _cache_layout(model: ModelConfig, key: tuple[int, int, int, str, int, int, Overrides | None, str, str]) -> Layout:
+    tp, pp, dcp, kv_dtype, block_size, quant_group, overrides, state_dtype, ssm_state_dtype = key
     layout = build_layout(model, tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype, block_size=block_size,
-                          quant_group=quant_group, overrides=overrides, state_dtype=state_dtype)
+                          quant_group=quant_group, overrides=overrides, state_dtype=state_dtype,
+                          ssm_state_dtype=ssm_state_dtype)
     layouts = model.__dict__.setdefault("_layouts", {})
     if len(layouts) > 1024:
         layouts.clear()

@@ -64,7 +64,8 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
         raise InputError(f"dcp is a vLLM option (0.11 on); {profile.version} has no decode context parallel", arg="dcp")
     return build_layout(request.model, tp=request.tp, pp=request.pp, dcp=request.dcp, kv_dtype=request.kv_dtype,
                         block_size=request.settings.block_size or 0, quant_group=request.quant_group,
-                        overrides=request.overrides, state_dtype=request.state_dtype, policy=profile.policy(request))
+                        overrides=request.overrides, state_dtype=request.state_dtype,
+                        ssm_state_dtype=request.ssm_state_dtype, policy=profile.policy(request))
 
 
 def plan_request(request: Request, budgets_per_stage: tuple[int, ...], engine: str = "vllm") -> EnginePlan:
@@ -87,7 +88,8 @@ def capacity(model: ModelConfig | str, *, engine: str = "vllm", gpu: str | None 
              max_model_len: int | None = None, kv_budget_bytes: tuple[int, ...] | None = None,
              overhead_bytes: int | None = None, non_torch_bytes: int | None = None, weights_dtype: str | None = None,
              settings: Settings | None = None, overrides: Overrides | None = None,
-             quant_group: int = DEFAULT_QUANT_GROUP, state_dtype: str = "auto") -> CapacityResult:
+             quant_group: int = DEFAULT_QUANT_GROUP, state_dtype: str = "auto",
+             ssm_state_dtype: str = "auto") -> CapacityResult:
     """KV capacity of `model` under `engine` (`vllm`, `vllm@0.11`, ...) on one GPU type (per GPU; PP stages
     take the min). A refusal is part of the answer (``CapacityResult.refusal``), not an exception."""
     model, settings, profile = as_model(model), settings or Settings(), get_engine(engine)
@@ -96,7 +98,8 @@ def capacity(model: ModelConfig | str, *, engine: str = "vllm", gpu: str | None 
     gpu_device, _ = device(memory, needed=kv_budget_bytes is None)
     asked = Request(model=model, tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype, settings=settings, overrides=overrides,
                     max_model_len=max_model_len or model.max_model_len or FALLBACK_MAX_MODEL_LEN,
-                    quant_group=quant_group, state_dtype=state_dtype, device=gpu_device,
+                    quant_group=quant_group, state_dtype=state_dtype, ssm_state_dtype=ssm_state_dtype,
+                    device=gpu_device,
                     gpu_name=gpu_device.name if gpu_device else None)
     request = profile.resolve(asked)
     layout = engine_layout(profile, request)

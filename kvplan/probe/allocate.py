@@ -12,7 +12,9 @@ Layouts (one group of identical layers at a time):
 Element storage: fp8 as uint8 (vLLM); int8/int4 with one fp16 scale per ``quant_group`` values
 (int4 packed two per byte) in a ``*_scale`` tensor of the same layout; fp8/int8_per_token_head with
 one fp32 scale per token and head; nvfp4 packed with one byte-scale per 16 values; fp8_ds_mla as
-the 656-byte latent rows. Linear/Mamba layers get ``conv`` and ``ssm`` state tensors per sequence.
+the 656-byte latent rows. Linear/Mamba layers get ``conv`` and ``ssm`` state tensors per sequence
+(each in its own dtype); a sparse-attention indexer gets its byte rows; a composite layer gets its
+parts' tensors, named ``<part>.<tensor>``.
 
 This module never computes a prediction: ``compare`` does, from ``kvplan.formulas``.
 """
@@ -26,7 +28,8 @@ import torch
 
 from kvplan.errors import InputError
 from kvplan.formulas import KvDtype, kv_bytes_per_token
-from kvplan.specs import ChunkedAttn, FullAttn, LayerSpec, LinearState, MLAAttn, SlidingAttn
+from kvplan.formulas.per_token import StateDtypes
+from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, SlidingAttn
 
 LAYOUTS = ("vllm", "ppl0", "ppl1", "ppl2", "ppl3")
 Tensors = dict[str, torch.Tensor]
@@ -71,8 +74,9 @@ class CacheShape:
     block_size: int
     num_seqs: int
     kv_dtype: KvDtype
-    state_dtype: KvDtype
+    state_dtype: KvDtype  # conv states (vLLM mamba_cache_dtype)
     layout: str = "vllm"
+    ssm_state_dtype: KvDtype | None = None  # recurrent states; None: auto (the layer's own default)
 
 
 def _torch_empty(device: torch.device) -> Allocator:
@@ -83,8 +87,15 @@ def allocate_group(shape: CacheShape, device: torch.device, alloc: Allocator | N
     """The tensors of one group: one dict per layer (vllm, state) or one dict for the group (ppl)."""
     new = alloc or _torch_empty(device)
     spec = shape.spec
+    if isinstance(spec, Composite):  # one cache per part, named by its position in the layer
+        per_part = [allocate_group(_part_shape(shape, p), device, new) for p in spec.parts]
+        return [{f"{i}.{k}": t for i, part in enumerate(per_part) for k, t in part[layer].items()}
+                for layer in range(shape.num_layers)]
     if isinstance(spec, LinearState):
         return [_state_tensors(spec, shape, new) for _ in range(shape.num_layers)]
+    if isinstance(spec, IndexerCache):  # fp8 key + fp32 scales as raw bytes per token
+        lead = (shape.num_blocks, shape.block_size, spec.bytes_per_token)
+        return [{"indexer": new(lead, torch.uint8)} for _ in range(shape.num_layers)]
     if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn, MLAAttn)) and shape.layout != "vllm":
         return [_ppl_tensors(spec, shape, new)]
     if isinstance(spec, MLAAttn):
@@ -113,10 +124,22 @@ def _mla_tensors(spec: MLAAttn, s: CacheShape, new: Allocator) -> Tensors:
     return {f"latent{p.suffix}": new((*lead, p.width), p.dtype) for p in row_parts(spec.latent_dim, s.kv_dtype)}
 
 
+def _part_shape(shape: CacheShape, part: LayerSpec) -> CacheShape:
+    return CacheShape(spec=part, num_layers=shape.num_layers, num_blocks=shape.num_blocks,
+                      block_size=shape.block_size, num_seqs=shape.num_seqs, kv_dtype=shape.kv_dtype,
+                      state_dtype=shape.state_dtype, layout="vllm", ssm_state_dtype=shape.ssm_state_dtype)
+
+
 def _state_tensors(spec: LinearState, s: CacheShape, new: Allocator) -> Tensors:
-    dtype = _FLOAT_DTYPES[s.state_dtype.name]
-    return {"conv": new((s.num_seqs, spec.conv_kernel - 1, spec.conv_channels), dtype),
-            "ssm": new((s.num_seqs, spec.num_state_heads, spec.state_rows, spec.state_cols), dtype)}
+    conv = _FLOAT_DTYPES[s.state_dtype.name]
+    ssm = _FLOAT_DTYPES[StateDtypes(s.state_dtype, s.ssm_state_dtype).recurrent(spec).name]
+    channels = spec.conv_elements // max(spec.conv_kernel - 1, 1)
+    out: Tensors = {}
+    if spec.conv_elements:
+        out["conv"] = new((s.num_seqs, spec.conv_kernel - 1, channels), conv)
+    if spec.ssm_elements:
+        out["ssm"] = new((s.num_seqs, spec.num_state_heads, spec.state_rows, spec.state_cols), ssm)
+    return out
 
 
 def ppl_shape(layout: str, num_layers: int, num_heads: int, max_tokens: int, width: int) -> tuple[int, ...]:

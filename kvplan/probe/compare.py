@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.formulas import KvDtype, page_bytes, state_bytes_per_sequence
+from kvplan.formulas.per_token import StateDtypes
 from kvplan.specs import LayerSpec
 
 KernelCheck = str  # "pass" | "fail" | "skipped"
 PER_SEQUENCE_KINDS = ("linear", "none")  # groups that hold per-sequence state, not pages
 
 
-def predicted_group_bytes(spec: LayerSpec, num_layers: int, kv_dtype: KvDtype, state_dtype: KvDtype,
+def predicted_group_bytes(spec: LayerSpec, num_layers: int, kv_dtype: KvDtype, state_dtype: KvDtype | StateDtypes,
                           block_size: int, num_blocks: int, num_seqs: int) -> int:
     """num_layers × (page_bytes × num_blocks + state_bytes_per_sequence × num_seqs)."""
     paged = page_bytes(spec, kv_dtype, block_size) * num_blocks

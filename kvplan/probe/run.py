@@ -17,6 +17,7 @@ from kvplan.config import ModelConfig, load_model
 from kvplan.formulas import build_layout
 from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout
+from kvplan.formulas.per_token import StateDtypes
 from kvplan.probe import bench, check
 from kvplan.probe.allocate import CacheShape, Tensors
 from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
@@ -56,7 +57,8 @@ def probe_layout(model: ModelConfig, kv_dtype: str, opts: ProbeOptions, tp: int 
 def cache_shapes(layout: Layout, opts: ProbeOptions) -> list[CacheShape]:
     return [CacheShape(spec=g.spec_per_gpu, num_layers=g.num_layers, num_blocks=opts.num_blocks,
                        block_size=opts.block_size, num_seqs=opts.num_seqs, kv_dtype=layout.kv_dtype,
-                       state_dtype=layout.state_dtype, layout=opts.layout) for g in layout.groups]
+                       state_dtype=layout.state_dtype, layout=opts.layout, ssm_state_dtype=layout.ssm_state_dtype)
+            for g in layout.groups]
 
 
 def probe_model(model_id: str, kv_dtype: str, opts: ProbeOptions, device: torch.device,
@@ -88,7 +90,8 @@ def _allocate_all(layout: Layout, opts: ProbeOptions, device: torch.device,
     for shape in cache_shapes(layout, opts):
         layers, got = allocate_measured(shape, device)
         allocated.append((shape, layers))
-        predicted = predicted_group_bytes(shape.spec, shape.num_layers, layout.kv_dtype, layout.state_dtype,
+        predicted = predicted_group_bytes(shape.spec, shape.num_layers, layout.kv_dtype,
+                                          StateDtypes(layout.state_dtype, layout.ssm_state_dtype),
                                           opts.block_size, opts.num_blocks, opts.num_seqs)
         groups.append(GroupResult(kind=shape.spec.kind, num_layers=shape.num_layers, predicted_bytes=predicted,
                                   measured_bytes=got.measured_bytes, reserved_bytes=got.reserved_bytes,

@@ -6,10 +6,11 @@ returned, so an explanation can never drift from the answer it explains.
 
 from __future__ import annotations
 
-from kvplan.dtypes import KvDtype
+from kvplan.dtypes import KvDtype, resolve_kv_dtype
 from kvplan.formulas.layout import Group
+from kvplan.formulas.per_token import StateDtypes
 from kvplan.formulas.sizing import KvCacheResult
-from kvplan.specs import AttnSpec, LayerSpec, LinearState, MLAAttn, NoKV
+from kvplan.specs import AttnSpec, Composite, CrossAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, NoKV, parts
 
 
 def _elem(dtype: KvDtype) -> str:
@@ -18,7 +19,15 @@ def _elem(dtype: KvDtype) -> str:
 
 def per_layer_formula(spec: LayerSpec, dtype: KvDtype) -> str:
     """The per-token, per-layer formula of a spec, in words and numbers."""
+    if isinstance(spec, Composite):
+        return " + ".join(f"[{p.kind}] {per_layer_formula(p, dtype)}" for p in spec.parts)
+    if isinstance(spec, IndexerCache):
+        return f"{spec.head_dim} × 1 B fp8 + {spec.head_dim}/128 × 4 B scales (indexer key, any KV dtype)"
+    if isinstance(spec, CrossAttn):
+        return f"0 per decoder token (K/V of {spec.encoder_tokens:,} encoder tokens per sequence)"
     if isinstance(spec, MLAAttn):
+        if spec.sparse and dtype.name == "fp8":
+            dtype = resolve_kv_dtype("fp8_ds_mla", "bf16")
         r, rope = spec.kv_lora_rank, spec.qk_rope_head_dim
         if dtype.scale == "ds_mla":
             return f"{r} × 1 B + {r}/128 × 4 B scales + {rope} × 2 B rope (fp8_ds_mla)"
@@ -48,12 +57,12 @@ def _tp_text(group: Group, result: KvCacheResult) -> str:
 
 
 def _state_text(group: Group, result: KvCacheResult) -> str:
-    spec = group.spec
-    if not isinstance(spec, LinearState):
-        return ""
-    return (f"state per sequence: ({spec.conv_kernel} - 1) × {spec.conv_channels} conv + "
-            f"{spec.num_state_heads} × {spec.state_rows} × {spec.state_cols} recurrent elements × "
-            f"{_elem(result.layout.state_dtype)} = {group.state_bytes_per_layer:,} B per layer")
+    layout = result.layout
+    dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
+    return "; ".join(f"{s.mixer} state per sequence: {s.conv_elements:,} conv elements × {_elem(dtypes.conv)} + "
+                     f"{s.num_state_heads} × {s.state_rows} × {s.state_cols} recurrent elements × "
+                     f"{_elem(dtypes.recurrent(s))} = {group.state_bytes_per_layer:,} B per layer"
+                     for s in parts(group.spec) if isinstance(s, LinearState))
 
 
 def _window_text(group: Group) -> str:
@@ -67,10 +76,10 @@ def group_explain(group: Group, result: KvCacheResult) -> dict[str, str]:
 
 
 def _group_lines(group: Group, result: KvCacheResult) -> list[str]:
-    parts = group_explain(group, result)
+    texts = group_explain(group, result)
     lines = [f"[{group.spec.kind}] {group.num_layers} layers; per layer per token: "
-             f"{parts['formula']} = {group.bytes_per_token_per_layer:,} B"]
-    return lines + [f"  {parts[k]}" for k in ("tp", "state", "window") if parts[k]]
+             f"{texts['formula']} = {group.bytes_per_token_per_layer:,} B"]
+    return lines + [f"  {texts[k]}" for k in ("tp", "state", "window") if texts[k]]
 
 
 def explain(result: KvCacheResult) -> list[str]:

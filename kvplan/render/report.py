@@ -81,7 +81,9 @@ def assumed(report: Report) -> list[str]:
     if s.block_size is None:
         out.append("block size: each engine's own (section 4); the size section pages in blocks of 16")
     if m.linear is not None and r.state_dtype == "auto":
-        out.append(f"linear/Mamba state dtype: the model's ({m.dtype})")
+        out.append(f"linear/Mamba conv state dtype: the model's ({m.dtype})")
+    if m.linear is not None and r.ssm_state_dtype == "auto":
+        out.append("recurrent state dtype: the config's (mamba_ssm_dtype and its aliases), else the conv state's")
     v = _resolved(report, "vllm")
     out.append(f"one sequence of max_model_len tokens in the size section; vLLM max_num_seqs {v.max_num_seqs or '-'}, "
                f"async scheduling {'on' if v.async_scheduling else 'off'}, hybrid KV cache manager "

@@ -8,15 +8,20 @@ from kvplan.formulas.layout import Group
 from kvplan.formulas.sizing import KvCacheResult
 from kvplan.render import human_bytes
 from kvplan.render.tables import Table
-from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.specs import AttnSpec, LayerSpec, MLAAttn, parts
 from kvplan.units import cdiv
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
 
+def _attention_part(spec: LayerSpec) -> LayerSpec:
+    """What a layer group's heads columns show: its (first) attention cache."""
+    return next((p for p in parts(spec) if isinstance(p, (MLAAttn, AttnSpec))), spec)
+
+
 def _heads_and_dims(group: Group) -> dict[str, int]:
-    spec, per_gpu = group.spec, group.spec_per_gpu
+    spec, per_gpu = _attention_part(group.spec), _attention_part(group.spec_per_gpu)
     if isinstance(spec, MLAAttn):
         return {"num_kv_heads": 1, "num_kv_heads_per_gpu": 1, "head_dim": spec.latent_dim, "v_head_dim": 0,
                 "kv_lora_rank": spec.kv_lora_rank, "qk_rope_head_dim": spec.qk_rope_head_dim}
@@ -40,6 +45,9 @@ def group_payload(group: Group, result: KvCacheResult) -> dict[str, Any]:
         "bytes_per_token_per_gpu": cdiv(layers_on_gpu * group.bytes_per_token_per_layer_per_gpu, result.layout.dcp),
         "state_bytes_per_sequence": group.num_layers * group.state_bytes_per_layer,
         "state_bytes_per_sequence_per_gpu": layers_on_gpu * group.state_bytes_per_layer_per_gpu,
+        **({"encoder_tokens": group.encoder_tokens,
+            "encoder_bytes_per_sequence": group.num_layers * group.encoder_tokens
+            * group.encoder_bytes_per_token_per_layer} if group.encoder_tokens else {}),
     }
 
 

@@ -55,13 +55,15 @@ class ReportRequest:
     settings: Settings = field(default_factory=Settings)
     quant_group: int = DEFAULT_QUANT_GROUP
     state_dtype: str = "auto"
+    ssm_state_dtype: str = "auto"
     probes: tuple[dict[str, Any], ...] = ()  # `kvplan probe --json` payloads (kvplan.workflows.probe_file)
 
     def capacity_options(self) -> dict[str, Any]:
         """capacity()'s arguments other than the model, engine, KV dtype, TP and length."""
         return {"gpu_memory_bytes": self.gpu_memory_bytes, "overhead_bytes": self.overhead_bytes,
                 "weights_dtype": self.weights_dtype, "settings": self.settings, "dcp": self.dcp,
-                "quant_group": self.quant_group, "state_dtype": self.state_dtype}
+                "quant_group": self.quant_group, "state_dtype": self.state_dtype,
+                "ssm_state_dtype": self.ssm_state_dtype}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +148,7 @@ def _size(m: ModelConfig, request: ReportRequest, kv_dtype: str, seq_len: int) -
     """`kvplan size` at max_model_len, one sequence, the engine block size asked (else size's 16)."""
     return kv_cache(m, tp=request.tp, pp=request.pp, dcp=request.dcp, seq_len=seq_len, kv_dtype=kv_dtype,
                     block_size=request.settings.block_size or DEFAULT_BLOCK_SIZE, quant_group=request.quant_group,
-                    state_dtype=request.state_dtype)
+                    state_dtype=request.state_dtype, ssm_state_dtype=request.ssm_state_dtype)
 
 
 def _context_curve(m: ModelConfig, request: ReportRequest, engines: tuple[str, ...], kv_dtype: str,

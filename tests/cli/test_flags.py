@@ -33,6 +33,10 @@ SPELLINGS = {
         ["-tp", "4", "--context-length", "8k", "--kv-dtype=fp8", "--batch=2"],
         ["--tp-size", "4", "--context", "8k", "--kv-cache-dtype", "fp8", "--batch", "2"],
         ["--tp_size=4", "--max_seq_len", "8k", "--kv-cache-dtype", "fp8", "--batch", "2"]]),
+    "size-state": (["size", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--seq-len", "4k"], [
+        ["--mamba-cache-dtype", "fp32", "--mamba-ssm-cache-dtype", "bf16"],
+        ["--state-dtype", "fp32", "--ssm-state-dtype", "bf16"],
+        ["--state-dtype=fp32", "--mamba-ssm-dtype", "bf16"]]),  # SGLang's name for the recurrent state's
     "capacity": (["capacity", QWEN, "--kv-budget", "20GiB"], [
         ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "2", "--max-model-len", "16k", "--block-size", "32"],
         ["--tp", "2", "--pp", "2", "--seq-len", "16k", "--page-size", "32"],
@@ -63,6 +67,11 @@ def test_every_spelling_asks_the_same_question(run_cli: Any, command: str) -> No
     first = answer(run_cli, *base, *spellings[0])
     for args in spellings[1:]:
         assert answer(run_cli, *base, *args) == first, args
+
+
+def test_state_dtype_flags_reach_the_answer(run_cli: Any) -> None:
+    base, spellings = SPELLINGS["size-state"]
+    assert answer(run_cli, *base) != answer(run_cli, *base, *spellings[0])  # the names are not ignored
 
 
 def test_reconcile_takes_the_same_names(run_cli: Any) -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+from catalog import REFUSED, sized_ids
+
+from kvplan.config import bundled_index
+
 SIZE_KEYS = {
     "model", "source", "attention", "kv_dtype", "parallel", "layer_groups", "bytes_per_token", "bytes_per_token_per_gpu",
     "seq_len", "batch", "block_size", "bytes_per_sequence", "bytes_per_sequence_per_gpu", "bytes_per_sequence_paged",
@@ -68,9 +72,13 @@ def test_local_folder_and_params_json(run_cli, tmp_path) -> None:
 
 
 def test_models_lists_every_bundled_config(run_cli) -> None:
-    code, out, _ = run_cli("models", "--json")
+    code, out, err = run_cli("models", "--json")
     rows = {r["id"]: r for r in json.loads(out)}
-    assert code == 0 and len(rows) == 34
+    assert code == 0 and set(rows) == set(sized_ids())
+    not_sized = [line for line in err.splitlines() if "not sized" in line]
+    assert len(rows) + len(not_sized) == len(bundled_index())  # every bundled config: a row or a one-line reason
+    for model_id, field in REFUSED.items():
+        assert any(model_id in line and f"'{field}'" in line for line in not_sized)
 
     llama = rows["meta-llama/Llama-2-70b-hf"]
     assert (llama["attention"], llama["num_layers"], llama["num_kv_heads"], llama["head_dim"], llama["bytes_per_token"]) \

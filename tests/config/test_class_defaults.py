@@ -125,8 +125,10 @@ def _capacity(m: kvplan.ModelConfig, engine: str) -> dict[str, Any]:
 
 
 def answers(raw: dict[str, Any]) -> dict[str, Any]:
-    """Every answer kvplan gives for a config (an error is an answer too)."""
-    m = normalize(raw, model_id="drop-a-default", source="config.json")
+    """Every answer kvplan gives for a config (an error is an answer too: a refused architecture's line)."""
+    m = attempt(normalize, raw, model_id="drop-a-default", source="config.json")
+    if isinstance(m, str):
+        return {"load": m}
     out = {f"size tp={tp} seq_len={n} kv_dtype={dt}": attempt(_size, m, tp=tp, seq_len=n, kv_dtype=dt)
            for tp, n, dt in POINTS}
     out["weights per GPU, tp=2"] = attempt(weight_bytes_per_gpu, m, tp=2)

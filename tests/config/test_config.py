@@ -167,7 +167,10 @@ def test_config_json_preferred_over_params_json(tmp_path: Path) -> None:
         pytest.param("llama-2-70b", "meta-llama/Llama-2-70b-hf", id="org-less"),
         pytest.param(" Llama-2-70B ", "meta-llama/Llama-2-70b-hf", id="org-less-padded"),
         pytest.param("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B", id="meta-prefix"),
-        pytest.param("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", id="alias-instruct"),
+        pytest.param("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", id="own-instruct-config"),
+        pytest.param("meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct", id="alias-llama-3.3"),
+        pytest.param("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3", id="date-suffix"),
+        pytest.param("mistralai/Mistral-Nemo-Instruct-2407", "mistralai/Mistral-Nemo-Instruct-2407", id="own-dated"),
         pytest.param("llama-3.2-1b", "meta-llama/Llama-3.2-1B", id="exact-beats-variant"),
         pytest.param("llama-3.2-1b-instruct", "meta-llama/Llama-3.2-1B-Instruct", id="bundled-variant"),
         pytest.param("moonshotai/Kimi-K2", "moonshotai/Kimi-K2-Instruct", id="alias"),
@@ -181,6 +184,20 @@ def test_bundled_id_resolution(name: str, expected: str) -> None:
     path, model_id = resolve(name)
     assert (model_id, path) == (expected, bundled_index()[expected])
     assert kvplan.load_model(name).model_id == expected
+
+
+@pytest.mark.parametrize(("name", "twin"), [
+    pytest.param("meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct", id="llama-3.3"),
+    pytest.param("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3", id="v3-0324"),
+    pytest.param("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3-Next-80B-A3B-Thinking", id="qwen3-next-instruct"),
+    pytest.param("meta-llama/Llama-3.1-8B-Instruct", None, id="own-config"),
+    pytest.param("meta-llama/Llama-2-70b", None, id="hf-suffix-is-the-same-model"),
+])
+def test_architecture_twins_are_named(name: str, twin: str | None) -> None:
+    """A variant without its own bundled config is sized with a sibling of the same architecture, and says so."""
+    notes = [n for n in kvplan.load_model(name).notes if "architecture twin" in n]
+    assert notes == ([f"warning: {name} has no bundled config; sized with {twin}, an architecture twin (the same "
+                      "KV-cache geometry)"] if twin else [])
 
 
 def test_wrong_org_does_not_resolve() -> None:

@@ -6,10 +6,14 @@ function DynamicCache itself uses to pick each layer's cache class and window. C
 per-layer kinds, sliding window, and for non-MLA models KV heads and head_dim (with the modeling
 files' rule `head_dim or hidden_size // num_attention_heads`). For MLA (kv_lora_rank set) the latent
 dims are compared instead: transformers' head_dim (64) and KV heads (128) for DeepSeek-V3 describe the
-decompressed per-head view it caches, not the latent engines store (engines.md §1.2, §4).
+decompressed per-head view it caches, not the latent engines store (engines.md §1.2, §4). KV heads and
+head_dim are compared per attention layer: Gemma-4's full layers take their own (transformers'
+`per_layer_config`).
 
 Configs transformers loads only with remote code are built into the in-library class that runs the
-same architecture, with the field mapping written out next to each builder.
+same architecture, with the field mapping written out next to each builder. NOT_IN_TRANSFORMERS lists
+the bundled configs whose architecture transformers does not have (they are checked by hand-derived
+tests instead).
 """
 
 from __future__ import annotations
@@ -26,14 +30,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # read by huggingface_hub at impor
 import pytest
 import torch
 import transformers
-from transformers import AutoConfig, DeepseekV3Config, FalconConfig, GlmConfig, PreTrainedConfig
+from catalog import sized_ids
+from transformers import (
+    AutoConfig,
+    DeepseekV3Config,
+    FalconConfig,
+    GlmConfig,
+    KimiLinearConfig,
+    MiniMaxConfig,
+    PreTrainedConfig,
+)
 from transformers.cache_utils import get_layer_types_and_kwargs
 from transformers.models.falcon.modeling_falcon import FalconAttention
 
 import kvplan
 from kvplan.config import bundled_index
 from kvplan.formulas.layers import layer_specs
-from kvplan.specs import ChunkedAttn, SlidingAttn
+from kvplan.specs import AttnSpec, ChunkedAttn, SlidingAttn, parts
 
 # transformers' layer_types strings -> kvplan's layer kinds (written here, not taken from kvplan's
 # own alias table, so a wrong row there cannot agree with itself).
@@ -41,7 +54,10 @@ HF_LAYER_KINDS = {
     "full_attention": "full",
     "sliding_attention": "sliding",
     "chunked_attention": "chunked",
-    "linear_attention": "linear",
+    "linear_attention": "linear",  # gated DeltaNet, Mamba, KDA
+    "conv": "linear",  # LFM2 short convolution
+    "indexed_attention": "full",  # DeepSeek sparse attention (GLM-5): full attention with an indexer
+    "dummy": "none",  # Nemotron-H MLP / MoE layers
 }
 
 
@@ -52,8 +68,7 @@ class Derived:
     num_layers: int
     layer_kinds: tuple[str, ...]
     windows: frozenset[int]  # windows of the sliding/chunked layers (empty when none)
-    num_kv_heads: int | None = None  # None for MLA: compared through the latent dims instead
-    head_dim: int | None = None
+    heads: tuple[tuple[int, int], ...] | None = None  # (KV heads, head_dim) per attention layer; None for MLA
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
@@ -77,13 +92,19 @@ def _from_hf(cfg: PreTrainedConfig, *, num_kv_heads: int | None = None, head_dim
             kv_lora_rank=text.kv_lora_rank, qk_rope_head_dim=text.qk_rope_head_dim,
             qk_nope_head_dim=text.qk_nope_head_dim, v_head_dim=text.v_head_dim,
         )
-    # modeling_*.py: `getattr(config, "head_dim", None) or hidden_size // num_attention_heads`
-    hf_head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    return Derived(
-        num_layers=text.num_hidden_layers, layer_kinds=kinds, windows=windows,
-        num_kv_heads=num_kv_heads if num_kv_heads is not None else text.num_key_value_heads,
-        head_dim=head_dim if head_dim is not None else hf_head_dim,
-    )
+    heads = tuple(_hf_heads(text, i, num_kv_heads, head_dim) for i, kind in enumerate(kinds) if kind not in
+                  ("linear", "none"))
+    return Derived(num_layers=text.num_hidden_layers, layer_kinds=kinds, windows=windows, heads=heads)
+
+
+def _hf_heads(text: Any, layer: int, num_kv_heads: int | None, head_dim: int | None) -> tuple[int, int]:
+    """(KV heads, head_dim) of one attention layer: the layer's own config where transformers keeps one
+    (per_layer_config), else the modeling files' `head_dim or hidden_size // num_attention_heads`."""
+    per_layer = getattr(text, "per_layer_config", None)
+    cfg = per_layer[layer] if per_layer else text
+    hf_head_dim = getattr(cfg, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    return (num_kv_heads if num_kv_heads is not None else cfg.num_key_value_heads,
+            head_dim if head_dim is not None else hf_head_dim)
 
 
 # --------------------------------------------------------------------------- remote-code configs
@@ -136,11 +157,34 @@ def _kimi_k2(raw: dict[str, Any]) -> Derived:
     return _from_hf(DeepseekV3Config(**fields))
 
 
+def _minimax_m1(raw: dict[str, Any]) -> Derived:
+    """MiniMax-M1 (model_type minimax_m1, remote code) -> in-library MiniMaxConfig, the same
+    lightning/softmax hybrid: its `attn_type_list` (0 lightning, 1 softmax) is MiniMaxConfig's
+    `layer_types` (linear_attention / full_attention)."""
+    kinds = ["linear_attention" if t == 0 else "full_attention" for t in raw["attn_type_list"]]
+    fields = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "architectures", "attn_type_list")}
+    return _from_hf(MiniMaxConfig(**fields, layer_types=kinds))
+
+
+def _kimi_k3(raw: dict[str, Any]) -> Derived:
+    """Kimi-K3 (model_type kimi_k3, remote code) wraps a kimi_linear text config: build
+    transformers' KimiLinearConfig from it."""
+    text = {k: v for k, v in raw["text_config"].items() if k not in ("model_type", "auto_map", "architectures")}
+    return _from_hf(KimiLinearConfig(**text))
+
+
 REMOTE_CODE: dict[str, Callable[[dict[str, Any]], Derived]] = {
     "tiiuae/falcon-7b": _falcon_rw,
     "tiiuae/falcon-40b": _falcon_rw,
     "THUDM/chatglm3-6b": _chatglm,
+    "THUDM/chatglm2-6b": _chatglm,
     "moonshotai/Kimi-K2-Instruct": _kimi_k2,
+    "MiniMaxAI/MiniMax-M1-80k": _minimax_m1,
+    "moonshotai/Kimi-K3": _kimi_k3,
+}
+# Bundled architectures transformers does not implement: no class to compare with.
+NOT_IN_TRANSFORMERS = {
+    "nvidia/Llama-3_3-Nemotron-Super-49B-v1": "nemotron-nas (DeciLM) runs remote code only; tests/config/test_kinds.py",
 }
 
 
@@ -160,15 +204,17 @@ def kvplan_view(model_id: str) -> Derived:
     if m.is_mla:
         return Derived(**common, kv_lora_rank=m.kv_lora_rank, qk_rope_head_dim=m.qk_rope_head_dim,
                        qk_nope_head_dim=m.qk_nope_head_dim, v_head_dim=m.mla_v_head_dim)
-    assert m.v_head_dim == m.head_dim  # no bundled non-MLA model has a separate V width
-    return Derived(**common, num_kv_heads=m.num_kv_heads, head_dim=m.head_dim)
+    attention = [next(p for p in parts(s) if isinstance(p, AttnSpec)) for s, kind in zip(specs, m.layer_kinds,
+                 strict=True) if kind not in ("linear", "none")]
+    assert all(a.v_head_dim == a.head_dim for a in attention)  # no bundled non-MLA model has a separate V width
+    return Derived(**common, heads=tuple((a.num_kv_heads, a.head_dim) for a in attention))
 
 
 def _short_id(model_id: str) -> str:
     return model_id.rpartition("/")[2].lower()
 
 
-BUNDLED = list(bundled_index().items())
+BUNDLED = [(k, p) for k, p in bundled_index().items() if k in sized_ids() and k not in NOT_IN_TRANSFORMERS]
 
 
 @pytest.mark.parametrize(("model_id", "path"), [pytest.param(k, p, id=_short_id(k)) for k, p in BUNDLED])
@@ -176,7 +222,8 @@ def test_kvplan_matches_transformers(model_id: str, path: Path) -> None:
     assert kvplan_view(model_id) == transformers_view(model_id, path)
 
 
-HF_DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+# vLLM's dtype=auto (engines.md §1.3): fp32 checkpoints are served in bf16, kvplan notes it.
+HF_DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "bf16"}
 
 
 @pytest.mark.parametrize(("model_id", "path"),
@@ -186,7 +233,8 @@ def test_dtype_and_max_len_match_transformers(model_id: str, path: Path) -> None
 
     A multimodal wrapper (Gemma-3) keeps the dtype on the wrapper, not the text config. A config
     with no dtype at all (gpt-oss) gives transformers nothing to compare; vLLM's dtype=auto serves
-    such a checkpoint in bf16 (engines.md §1.3), which kvplan assumes and says so in a note.
+    such a checkpoint in bf16 (engines.md §1.3), which kvplan assumes and says so in a note. An
+    attention-free model (FalconMamba) has no position limit: none to compare.
     """
     cfg = AutoConfig.from_pretrained(str(path.parent), trust_remote_code=False)
     text = cfg.get_text_config(decoder=True)
@@ -196,7 +244,11 @@ def test_dtype_and_max_len_match_transformers(model_id: str, path: Path) -> None
         assert m.dtype == "bf16" and any("no torch_dtype" in note for note in m.notes)
     else:
         assert m.dtype == HF_DTYPES[hf_dtype]
-    assert m.max_model_len == text.max_position_embeddings
+        assert (hf_dtype == torch.float32) == any("served as bf16" in note for note in m.notes)
+    # Whisper's decoder: max_target_positions learned positions (vLLM's derive_max_model_len reads it too).
+    # Command-R's model_max_length (131,072) wins over its 8,192 positions in vLLM, and so in kvplan.
+    limit = getattr(text, "max_position_embeddings", None) or getattr(text, "max_target_positions", None)
+    assert m.max_model_len == (_raw(path).get("model_max_length") or limit)
 
 
 @pytest.mark.parametrize("model_id", [pytest.param(k, id=_short_id(k)) for k in REMOTE_CODE])
@@ -214,8 +266,9 @@ def test_oracle_covers_every_family() -> None:
     kinds = {kind for v in views for kind in v.layer_kinds}
     assert {"full", "sliding", "linear"} <= kinds
     assert any(v.kv_lora_rank for v in views)
-    assert any(v.num_kv_heads == 1 for v in views)  # Falcon-7B MQA
-    assert len(BUNDLED) >= 30
+    assert any(v.heads and {h for h, _ in v.heads} == {1} for v in views)  # Falcon-7B MQA
+    assert any(v.heads and len(set(v.heads)) > 1 for v in views)  # Gemma-4: per-layer geometry
+    assert len(BUNDLED) >= 80
 
 
 def test_falcon_40b_hf_cache_heads_differ_from_engines() -> None:

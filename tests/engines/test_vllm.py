@@ -4,14 +4,16 @@ hybrid padding, Mamba alignment, PP, refusals. Each expected number carries its 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 from plan_helpers import GIB, LEGACY, plan
 
+from kvplan.config import bundled_index, normalize
 from kvplan.engines import Settings
-from kvplan.errors import ShardingError
+from kvplan.errors import InputError, ShardingError
 
 
 @pytest.mark.parametrize(("tp", "page_all_layers"), [
@@ -66,8 +68,15 @@ def test_vllm_deepseek_v3_dcp8(model: Any) -> None:
 
 
 def test_vllm_falcon_7b_mqa_page(model: Any) -> None:
+    # The bundled falcon-7b is the RefinedWebModel revision (architectures RWForCausalLM), which vLLM 0.33
+    # no longer builds (registry.py: supported until 0.28.0); the in-library revision declares
+    # FalconForCausalLM with the same attention fields.
+    with pytest.raises(InputError, match=r"RWForCausalLM: supported until v0\.28\.0"):
+        plan(model, "tiiuae/falcon-7b", "vllm", 10 * GIB)
+    raw = {**json.loads(bundled_index()["tiiuae/falcon-7b"].read_text()), "architectures": ["FalconForCausalLM"]}
+    falcon = normalize(raw, model_id="tiiuae/falcon-7b", source="falcon-7b, FalconForCausalLM")
     # multi_query -> 1 KV head of 64: 16 × 1 × 128 × 2 B = 4,096 per layer, × 32 layers
-    assert plan(model, "tiiuae/falcon-7b", "vllm", 10 * GIB).page_bytes == 32 * 4_096
+    assert plan(lambda _: falcon, "tiiuae/falcon-7b", "vllm", 10 * GIB).page_bytes == 32 * 4_096
 
 
 def test_vllm_gpt_oss_20b_legacy_worked_example(model: Any) -> None:
@@ -121,20 +130,31 @@ def test_vllm_mistral_all_sliding_one_group(model: Any) -> None:
     assert [(g.kind, g.blocks_per_request) for g in p.groups] == [("sliding", 1_281)]
 
 
-@pytest.mark.parametrize(("tp", "block"), [pytest.param(1, 576, id="tp1"), pytest.param(8, 192, id="tp8")])
-def test_vllm_qwen3_next_mamba_alignment(model: Any, tp: int, block: int) -> None:
+# Qwen3-Next on vLLM 0.33 (vllm/platforms/interface.py:940-1137, vllm/v1/kv_cache_interface.py:1135-1141,
+# qwen_gdn_linear_attn.py:148-270 and :690-760): on an H100 the GDN prefill runs on FlashInfer, whose
+# checkpoints align blocks to 64 tokens and add one checkpoint block per GDN group (2 + 1); on an A100 (Triton
+# prefill) blocks align to the kernel's 16 and a GDN group reserves 2; without prefix caching, 16 and 1.
+@pytest.mark.parametrize(("tp", "gpu", "prefix", "block", "state_blocks"), [
     # tp1: state (3 × 8,192 + 32 × 128 × 128) × 2 B = 1,097,728; attention 2 heads × 512 × 2 B = 2,048 B/token;
-    #      64 · cdiv(1,097,728, 64 · 2,048) = 64 · 9 = 576
+    #      H100: 64 · cdiv(1,097,728, 64 · 2,048) = 64 · 9 = 576; A100 / no prefix caching: 16 · cdiv(1,097,728,
+    #      16 · 2,048) = 16 · 34 = 544
+    pytest.param(1, None, None, 576, 3, id="tp1-h100"),
+    pytest.param(1, "A100-80G", None, 544, 2, id="tp1-a100"),
+    pytest.param(1, None, False, 544, 1, id="tp1-no-prefix-caching"),
     # tp8: state (3 × 1,024 + 4 × 128 × 128) × 2 B = 137,216; 1 head: 1,024 B/token; 64 · cdiv(137,216, 65,536) = 192
+    pytest.param(8, None, None, 192, 3, id="tp8-h100"),
+])
+def test_vllm_qwen3_next_mamba_alignment(model: Any, tp: int, gpu: str | None, prefix: bool | None, block: int,
+                                         state_blocks: int) -> None:
     p = plan(model, "Qwen/Qwen3-Next-80B-A3B-Thinking", "vllm", 40 * GIB, tp=tp, max_model_len=32768,
-             settings=Settings(block_size=16))
+             settings=Settings(block_size=16, prefix_caching=prefix), gpu_name=gpu)
     assert p.block_size == block
     per_layer = block * (2_048 if tp == 1 else 1_024)
     rows = {g.kind: g for g in p.groups}
     # 36 linear + 12 full: group size 12 -> 3 Mamba groups + 1 attention group; Mamba pages padded
     assert (rows["mamba"].engine_groups, rows["full"].engine_groups) == (3, 1)
     assert rows["mamba"].page_bytes_per_layer == per_layer and p.page_bytes == 12 * per_layer
-    assert sum(g.blocks_per_request * g.engine_groups for g in p.groups) == -(-32768 // block) + 3 * 2
+    assert sum(g.blocks_per_request * g.engine_groups for g in p.groups) == -(-32768 // block) + 3 * state_blocks
 
 
 def test_vllm_pp_budgets_min_over_stages(model: Any) -> None:

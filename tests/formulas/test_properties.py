@@ -11,13 +11,14 @@ from functools import cache
 from typing import Any
 
 import pytest
+from catalog import sized_ids
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import mla_doc, valid_docs
 
 import kvplan
-from kvplan.config import bundled_index, normalize
-from kvplan.specs import ChunkedAttn, FullAttn, LinearState, MLAAttn, SlidingAttn
+from kvplan.config import normalize
+from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LinearState, MLAAttn, SlidingAttn
 
 TPS = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128)
 BLOCK_SIZES = (1, 2, 16, 17, 32, 64, 128, 256, 544)
@@ -34,7 +35,7 @@ def generated(case: tuple[dict[str, Any], Any]) -> kvplan.ModelConfig:
     return normalize(case[0], model_id="generated", source="generated.json")
 
 
-models = st.sampled_from(sorted(bundled_index())).map(bundled) | valid_docs().map(generated)
+models = st.sampled_from(sorted(sized_ids())).map(bundled) | valid_docs().map(generated)
 
 
 def layout_ok(model: kvplan.ModelConfig, **args: Any) -> bool:
@@ -55,8 +56,11 @@ def with_layers(model: kvplan.ModelConfig, num_layers: int) -> kvplan.ModelConfi
 
 
 def replication(spec: object, tp: int) -> int:
-    """Ranks holding the same KV bytes: MLA's latent is on every rank; heads repeat once tp > heads."""
-    if isinstance(spec, MLAAttn):
+    """Ranks holding the same KV bytes: MLA's latent and the sparse-attention indexer's one K head are on every
+    rank; heads repeat once tp > heads; a layer of several caches repeats bytes if any of its parts does."""
+    if isinstance(spec, Composite):
+        return max(replication(p, tp) for p in spec.parts)
+    if isinstance(spec, (MLAAttn, IndexerCache)):
         return tp
     if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
         return tp // spec.num_kv_heads if tp > spec.num_kv_heads else 1
@@ -105,7 +109,7 @@ def test_per_gpu_bytes_never_increase_with_tp(model: kvplan.ModelConfig, data: s
         assert getattr(r2, name) <= getattr(r1, name), name
 
 
-mla_models = (st.sampled_from([m for m in sorted(bundled_index()) if bundled(m).is_mla]).map(bundled)
+mla_models = (st.sampled_from([m for m in sorted(sized_ids()) if kvplan.kv_cache(bundled(m), seq_len=1).layout.attention == "MLA"]).map(bundled)
               | mla_doc().map(generated))
 
 
@@ -158,17 +162,20 @@ def test_paging_adds_less_than_one_block_per_layer_group(model: kvplan.ModelConf
     tp = data.draw(st.sampled_from(valid_tps(model)))
     result = kvplan.kv_cache(model, tp=tp, seq_len=seq_len, block_size=block_size)
     groups = result.layout.groups
-    one_block_each = sum(block_size * g.num_layers * g.bytes_per_token_per_layer for g in groups)
+    # a cross-attention cache (Whisper) pages its encoder tokens as well: one more partial block per layer
+    one_block_each = sum(block_size * g.num_layers * (g.bytes_per_token_per_layer + g.encoder_bytes_per_token_per_layer)
+                         for g in groups)
     waste = result.bytes_per_sequence_paged - result.bytes_per_sequence
     assert waste >= 0
     assert waste < one_block_each or one_block_each == 0
-    per_gpu_block_each = sum(block_size * g.num_layers * g.bytes_per_token_per_layer_per_gpu for g in groups)
+    per_gpu_block_each = sum(block_size * g.num_layers * (g.bytes_per_token_per_layer_per_gpu
+                                                          + g.encoder_bytes_per_token_per_layer_per_gpu) for g in groups)
     waste_gpu = result.bytes_per_sequence_paged_per_gpu - result.bytes_per_sequence_per_gpu
     assert waste_gpu >= 0
     assert waste_gpu < per_gpu_block_each or per_gpu_block_each == 0
     # the waste is exactly the padding to whole blocks of the tokens each group holds
     padded = sum(g.num_layers * g.bytes_per_token_per_layer * (-min(seq_len, g.token_limit or seq_len) % block_size)
-                 for g in groups)
+                 + g.num_layers * g.encoder_bytes_per_token_per_layer * (-g.encoder_tokens % block_size) for g in groups)
     assert waste == padded
 
 
@@ -193,7 +200,7 @@ def test_fp8_is_half_of_bf16(model: kvplan.ModelConfig, seq_len: int, batch: int
             assert 2 * getattr(fp8, name) == getattr(bf16, name), name
 
 
-@pytest.mark.parametrize("model_id", sorted(bundled_index()))
+@pytest.mark.parametrize("model_id", sorted(sized_ids()))
 def test_every_bundled_model_satisfies_pp_conservation(model_id: str) -> None:
     """Deterministic sweep: every bundled model at every pp that fits, tp 1, 32k tokens."""
     model = bundled(model_id)
@@ -269,7 +276,7 @@ def test_capacity_is_monotone_in_the_kv_budget(model: kvplan.ModelConfig, data: 
     assert_not_less(lo, hi)
 
 
-@given(st.sampled_from(sorted(bundled_index())).map(bundled), st.data(), st.integers(1, 320), st.integers(1, 320))
+@given(st.sampled_from(sorted(sized_ids())).map(bundled), st.data(), st.integers(1, 320), st.integers(1, 320))
 def test_capacity_is_monotone_in_gpu_memory(model: kvplan.ModelConfig, data: st.DataObject, a: int, b: int) -> None:
     from kvplan.engines import ENGINE_NAMES, Settings
 

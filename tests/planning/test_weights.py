@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from catalog import weights_ids
 
 from kvplan.config.hf import normalize
 from kvplan.config.resolve import bundled_index
@@ -88,7 +89,7 @@ def _hf_counts(model_id: str) -> tuple[int, Counter[int], int]:
     return total, per_layer, score_bias
 
 
-@pytest.mark.parametrize("model_id", list(bundled_index()))
+@pytest.mark.parametrize("model_id", weights_ids())
 def test_param_count_matches_transformers_on_meta(model, model_id: str) -> None:
     hf_total, hf_layers, score_bias = _hf_counts(model_id)
     counted = param_count(model(model_id))
@@ -114,7 +115,7 @@ def test_chatglm3_hand_derived(model) -> None:
     assert counted.total == 6_243_584_000
 
 
-@pytest.mark.parametrize("model_id", list(bundled_index()))
+@pytest.mark.parametrize("model_id", weights_ids())
 def test_breakdown_adds_up(model, model_id: str) -> None:
     counted = param_count(model(model_id))
     kinds = (counted.embedding + counted.lm_head + counted.attention + counted.mlp_dense + counted.moe_experts

@@ -36,12 +36,12 @@ def ranges(result: Reconciliation, quantity: str) -> list[tuple[float, float]]:
 
 # log -> (flags the log needs, the model kvplan uses, quantity -> (matched, checked), quantities not recomputed)
 CASES: dict[str, tuple[dict[str, Any], str, dict[str, tuple[int, int]], set[str]]] = {
-    "vllm-v064dev-llama31-8b-131k-conc031": (
-        {}, "meta-llama/Llama-3.1-8B",
+    "vllm-v064dev-llama31-8b-131k-conc031": (  # the log names the -Instruct checkpoint: its own bundled config
+        {}, "meta-llama/Llama-3.1-8B-Instruct",
         {"weights_bytes": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1), "kv_tokens": (1, 1)},
         {"num_blocks"}),
-    "vllm-v064dev-llama31-8b-40k": (
-        {}, "meta-llama/Llama-3.1-8B", {"weights_bytes": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)},
+    "vllm-v064dev-llama31-8b-40k": (  # the log names the -Instruct checkpoint: its own bundled config
+        {}, "meta-llama/Llama-3.1-8B-Instruct", {"weights_bytes": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)},
         {"num_blocks"}),
     # InternVL3-78B's language model is Qwen2.5-72B: the KV geometry, not the weights (vision tower)
     "vllm-v066-internvl3-78b-tp8-l40s": (

@@ -1,35 +1,37 @@
-"""vLLM 0.33's KV-cache grouping on one worker: Mamba block alignment, page-size unification,
-hybrid groups with padding, and blocks per request.
+"""vLLM 0.33's KV-cache grouping on one worker: module specs, page-size unification, hybrid groups
+with padding, and blocks per request.
 
-Follows ``vllm/v1/kv_cache_interface.py`` (page sizes, ``max_memory_usage_bytes``) and
-``vllm/v1/core/kv_cache_utils.py`` (``get_kv_cache_groups``, ``unify_kv_cache_spec_page_size``,
-``get_num_blocks``). Pure arithmetic on frozen values; which backend and block size apply is
-decided in ``backends.py``.
+Follows ``vllm/v1/kv_cache_interface.py`` (page sizes, ``max_memory_usage_bytes``,
+``UniformTypeKVCacheSpecs``) and ``vllm/v1/core/kv_cache_planning.py`` (``get_kv_cache_groups``,
+``unify_kv_cache_spec_page_size``, ``_get_kv_cache_groups_uniform_page_size``). vLLM pages attention
+*modules*: a decoder layer with two caches (``kvplan.specs.Composite``) is two modules here. Pure
+arithmetic on frozen values; which backend and block size apply is decided in ``backends.py`` and
+``mamba.py``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from kvplan.dtypes import KvDtype
 from kvplan.errors import InputError
-from kvplan.formulas.per_token import kv_bytes_per_token, state_bytes_per_sequence
-from kvplan.specs import ChunkedAttn, LayerSpec, LinearState, NoKV, SlidingAttn, window_tokens
+from kvplan.formulas.per_token import StateDtypes, encoder_bytes_per_token, part_bytes_per_token, part_state_bytes
+from kvplan.specs import ChunkedAttn, CrossAttn, LayerSpec, LinearState, MLAAttn, Part, SlidingAttn, parts
 from kvplan.units import cdiv
-
-MAMBA_KERNEL_ALIGN_TOKENS = 16  # FLASH_ATTN kernel block alignment on Hopper (HybridAttentionMambaModelConfig)
-DEFAULT_MAMBA_CHUNK_TOKENS = 64  # FLA gated-DeltaNet / Mamba2 chunk when the config names none
 
 
 @dataclass(frozen=True, slots=True)
 class PagedSpec:
-    """One layer's KV spec on one worker as vLLM pages it: the per-GPU layer spec, the block size it
-    ends with and the bytes of one block (FullAttentionSpec, SlidingWindowSpec, MambaSpec, ...)."""
+    """One cache module on one worker as vLLM pages it: the per-GPU part, the block size it ends with
+    and the bytes of one block (FullAttentionSpec, SlidingWindowSpec, MLAAttentionSpec, MambaSpec,
+    CrossAttentionSpec, ...). `fixed_blocks`: the blocks one request reserves for a Mamba state,
+    whatever its length; `encoder_tokens`: what a cross-attention module reserves per request."""
 
-    spec: LayerSpec
+    spec: Part
     block_size: int
-    page_bytes: int  # one block of this layer (Mamba: the whole state, padded)
+    page_bytes: int  # one block of this module (Mamba: the whole state, padded)
+    fixed_blocks: int = 0
+    encoder_tokens: int = 0
 
     @property
     def kind(self) -> str:
@@ -37,13 +39,23 @@ class PagedSpec:
 
     @property
     def window(self) -> int:
-        return window_tokens(self.spec) or 0
+        if isinstance(self.spec, SlidingAttn):
+            return self.spec.window
+        return self.spec.chunk_size if isinstance(self.spec, ChunkedAttn) else 0
+
+    @property
+    def family(self) -> str:
+        """vLLM's uniform_type_base_spec (single_type_kv_cache_manager.py:2656-2730): MLA latents and
+        indexer keys are FullAttentionSpecs; sliding and chunked layers match only on equal windows."""
+        if self.kind in ("full", "mla", "indexer"):
+            return "full"
+        return f"{self.kind}:{self.window}" if self.window else self.kind
 
 
 @dataclass(frozen=True, slots=True)
 class Group:
     spec: PagedSpec
-    layers: tuple[int, ...]  # global layer indices (padding is implicit: width - len)
+    layers: tuple[int, ...]  # module indices (padding is implicit: width - len)
 
 
 Specs = tuple[PagedSpec | None, ...]
@@ -62,64 +74,63 @@ class SpecReserve:
 NO_SPEC = SpecReserve()
 
 
-def paged_spec(spec: LayerSpec, dtype: KvDtype, state_dtype: KvDtype, block_size: int) -> PagedSpec | None:
-    """A per-rank layer spec -> vLLM's paged spec (None: the layer caches nothing)."""
-    if isinstance(spec, NoKV):
+@dataclass(frozen=True, slots=True)
+class Modules:
+    """The cache modules of a model's layers, in order: a composite layer gives one per part, a
+    layer without cache one None; `stages` are the PP stages' module index ranges."""
+
+    parts: tuple[Part | None, ...]
+    stages: tuple[range, ...]
+
+
+def modules(specs: tuple[LayerSpec, ...], stage_ranges: tuple[range, ...]) -> Modules:
+    out: list[Part | None] = []
+    starts = []
+    for spec in specs:
+        starts.append(len(out))
+        out.extend(parts(spec) or (None,))
+    starts.append(len(out))
+    return Modules(tuple(out), tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
+
+
+def paged_spec(spec: Part | None, dtype: KvDtype, state_dtypes: StateDtypes, block_size: int) -> PagedSpec | None:
+    """A per-rank cache module -> vLLM's paged spec (None: the layer caches nothing)."""
+    if spec is None:
         return None
     if isinstance(spec, LinearState):
-        return PagedSpec(spec, 1, state_bytes_per_sequence(spec, state_dtype))
-    return PagedSpec(spec, block_size, block_size * kv_bytes_per_token(spec, dtype))
-
-
-def mamba_block_size(specs: Specs, chunk_tokens: int, prefix_caching: bool) -> int | None:
-    """Attention block size that makes one attention page hold one Mamba state (None: no Mamba).
-
-    a = lcm(chunk, 16) with prefix caching (16 without); block = a · cdiv(mamba_page, a · attn_page_1tok).
-    """
-    mamba = [s.page_bytes for s in specs if s and s.kind == "mamba"]
-    attn = [s for s in specs if s and s.kind != "mamba"]
-    if not mamba or not attn:
-        return None
-    align = math.lcm(chunk_tokens, MAMBA_KERNEL_ALIGN_TOKENS) if prefix_caching else MAMBA_KERNEL_ALIGN_TOKENS
-    per_token = attn[0].page_bytes // attn[0].block_size
-    return align * cdiv(max(mamba), align * per_token)
-
-
-def align_mamba(specs: Specs, block_size: int) -> Specs:
-    """Attention layers take the raised block size; Mamba pages are padded to the attention page."""
-    def attn(s: PagedSpec | None) -> PagedSpec | None:
-        if s is None or s.kind == "mamba":
-            return s
-        return replace(s, block_size=block_size, page_bytes=s.page_bytes // s.block_size * block_size)
-    raised = [attn(s) for s in specs]
-    page = max(s.page_bytes for s in raised if s and s.kind != "mamba")
-    # vLLM's MambaSpec takes the attention block size too (the tokens one state page stands for)
-    return tuple(replace(s, page_bytes=page, block_size=block_size) if s and s.kind == "mamba" else s for s in raised)
+        return PagedSpec(spec, 1, part_state_bytes(spec, state_dtypes))
+    if isinstance(spec, CrossAttn):
+        return PagedSpec(spec, block_size, block_size * encoder_bytes_per_token(spec, dtype))
+    return PagedSpec(spec, block_size, block_size * part_bytes_per_token(spec, dtype))
 
 
 def unify_page_size(specs: Specs) -> Specs:
-    """Hybrids: smaller pages grow their block size by max_page / page (must divide)."""
+    """Hybrids: a smaller page grows its block size by max_page / page when that divides; a Mamba
+    page or a non-MLA attention page that does not divide is padded to the largest page
+    (kv_cache_planning.py:346-409); an MLA page that does not divide is refused."""
     top = max(s.page_bytes for s in specs if s)
     out = []
     for s in specs:
         if s is None or s.page_bytes == top:
             out.append(s)
-            continue
-        if top % s.page_bytes or s.kind == "mamba":
-            raise InputError(f"vLLM cannot unify KV page sizes {s.page_bytes} and {top} bytes "
-                             "(NotImplementedError in vLLM); try disabling the hybrid KV cache manager",
-                             arg="hybrid_kv_cache_manager")
-        out.append(replace(s, block_size=s.block_size * (top // s.page_bytes), page_bytes=top))
+        elif s.kind == "mamba" or (top % s.page_bytes and not isinstance(s.spec, MLAAttn)):
+            out.append(replace(s, page_bytes=top))
+        elif top % s.page_bytes:
+            raise InputError(f"vLLM cannot unify KV page sizes {s.page_bytes} and {top} bytes (an MLA page that "
+                             "does not divide the largest; NotImplementedError in vLLM)", arg="kv_dtype")
+        else:
+            out.append(replace(s, block_size=s.block_size * (top // s.page_bytes), page_bytes=top))
     return tuple(out)
 
 
 def kv_cache_groups(specs: Specs) -> tuple[tuple[Group, ...], bool]:
     """vLLM get_kv_cache_groups -> (groups, uniform_type). uniform_type: one group whose layers
-    differ only in page size (a block costs the sum of their pages)."""
+    share a base type and a block size but differ in pages (a block costs the sum of their pages:
+    NAS per-layer heads, the MLA latent beside the sparse indexer key)."""
     layers = [(i, s) for i, s in enumerate(specs) if s is not None]
     if len({s for _, s in layers}) == 1:
         return (Group(layers[0][1], tuple(i for i, _ in layers)),), False
-    if len({(s.kind, s.block_size, s.window) for _, s in layers}) == 1:
+    if len({(s.family, s.block_size) for _, s in layers}) == 1:
         return (Group(layers[0][1], tuple(i for i, _ in layers)),), True
     return _hybrid_groups(unify_page_size(specs)), False
 
@@ -151,7 +162,7 @@ def stage_block_bytes(groups: tuple[Group, ...], specs: Specs, stage: range, uni
     return group_width(groups, stage) * groups[0].spec.page_bytes
 
 
-def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dcp: int, prefix_caching: bool,
+def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dcp: int,
                   reserve: SpecReserve = NO_SPEC) -> int:
     """Blocks one max_model_len request reserves in one group (vLLM max_memory_usage_bytes / page)."""
     bs, m = spec.block_size, max_model_len
@@ -159,6 +170,8 @@ def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dc
         return cdiv(min(spec.window - 1 + reserve.retained_tokens + in_flight_tokens, m), bs) + 1
     if isinstance(spec.spec, ChunkedAttn):
         return cdiv(min(spec.window + in_flight_tokens, m), bs)
-    if isinstance(spec.spec, LinearState):  # mamba_cache_mode align (prefix caching): state + one checkpoint
-        return (2 if prefix_caching else 1) + reserve.state_blocks
+    if isinstance(spec.spec, LinearState):  # + one state block per drafted token (0.33, kv_cache_interface.py:1135-1141)
+        return spec.fixed_blocks + reserve.state_blocks
+    if isinstance(spec.spec, CrossAttn):
+        return cdiv(spec.encoder_tokens, bs)
     return cdiv(cdiv(m, dcp) if dcp > 1 else m, bs)

@@ -15,24 +15,21 @@ from dataclasses import dataclass
 
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
 from kvplan.engines.vllm import refusals, speculative
-from kvplan.engines.vllm.backends import attention_backend, is_hopper
+from kvplan.engines.vllm.backends import is_hopper
 from kvplan.engines.vllm.groups import (
-    DEFAULT_MAMBA_CHUNK_TOKENS,
     NO_SPEC,
     Group,
     SpecReserve,
     Specs,
-    align_mamba,
     blocks_needed,
     kv_cache_groups,
-    mamba_block_size,
-    paged_spec,
     stage_block_bytes,
 )
+from kvplan.engines.vllm.paging import Paging, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layout import Layout
-from kvplan.specs import AttnSpec, MLAAttn
+from kvplan.specs import AttnSpec, parts
 from kvplan.units import cdiv
 
 V0_SWAP_SPACE_BYTES = 4 * 1024**3  # V0 CacheConfig.swap_space default (4 GiB)
@@ -40,14 +37,18 @@ V0_SWAP_SPACE_BYTES = 4 * 1024**3  # V0 CacheConfig.swap_space default (4 GiB)
 KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
 
 
-@dataclass(frozen=True, slots=True)
-class Paging:
-    """The paged specs of one worker's layers, and how their block size was chosen."""
-
-    specs: Specs
-    backend: str
-    block_size: int  # of attention layers, after any Mamba alignment
-    mamba_chunk: int | None  # set when Mamba alignment raised the block size
+# Architectures vLLM 0.33 no longer builds, with the last release that did
+# (_PREVIOUSLY_SUPPORTED_MODELS, vllm/model_executor/models/registry.py:841-895; the ones a bundled or
+# common config declares).
+REMOVED_ARCHITECTURES = {
+    "RWForCausalLM": "0.28.0", "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0",
+    "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "MiniMaxM1ForCausalLM": "0.23.0",
+    "BambaForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0", "MllamaForConditionalGeneration": "0.10.2",
+    "Phi4FlashForCausalLM": "0.10.2", "QWenLMHeadModel": "0.23.0", "BaichuanForCausalLM": "0.23.0",
+}
+# Model classes without SupportsPP: vLLM refuses pp > 1 ("Pipeline parallelism is not supported for this
+# model", vllm/config/model.py:1573): whisper.py, gemma3n_mm.py.
+NO_PP_ARCHITECTURES = ("WhisperForConditionalGeneration", "Gemma3nForConditionalGeneration", "Gemma3nForCausalLM")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,33 +62,37 @@ class Blocks:
     reserve: SpecReserve = NO_SPEC
 
 
-def check_request(req: Request, layout: Layout) -> None:
-    """What vLLM refuses before planning: a length past the model's, heads it cannot split."""
+def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
+    """What vLLM refuses before planning: a length past the model's, heads it cannot split, an architecture
+    it no longer builds (0.33), pipeline parallelism a model class lacks, a KV dtype Falcon ignores."""
     m = req.model
     if m.max_model_len and req.max_model_len > m.max_model_len:
         raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
                          f"{m.max_model_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)", arg="max_model_len")
     source = KV_HEADS_NOT_REPLICATED.get(m.model_type or "")
-    heads = next((s.num_kv_heads for s in layout.specs if isinstance(s, AttnSpec)), 0)
+    heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0)
     if source and heads and req.tp > heads:
         raise ShardingError(f"vLLM's {m.model_type} model ({source}) splits its {heads} KV heads over tp without "
                             f"replicating them: tp {req.tp} leaves 0 heads per rank (vLLM crashes); use tp <= {heads}",
                             arg="tp")
+    _check_architecture(req, layout, rel)
 
 
-def paging(req: Request, layout: Layout) -> Paging:
-    """Backend and block size, then every layer's paged spec (Mamba hybrids raise the block size). A draft's
-    KV layers follow the target's: they register in the same forward context and share its pool."""
-    has_mla = any(isinstance(s, MLAAttn) for s in layout.specs)
-    backend, bs = attention_backend(has_mla, layout.kv_dtype, req.settings.block_size, req.gpu_name)
-    per_gpu = (*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ()))
-    specs = tuple(paged_spec(s, layout.kv_dtype, layout.state_dtype, bs) for s in per_gpu)
-    raw = layout.model.raw
-    chunk = int(raw.get("mamba_chunk_size") or raw.get("chunk_size") or DEFAULT_MAMBA_CHUNK_TOKENS)
-    mamba = mamba_block_size(specs, chunk, req.settings.prefix_caching)
-    if mamba is None:
-        return Paging(specs, backend, bs, None)
-    return Paging(align_mamba(specs, mamba), backend, mamba, chunk)
+def _check_architecture(req: Request, layout: Layout, rel: VllmRelease) -> None:
+    m, archs = req.model, req.model.raw.get("architectures")
+    archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+    removed = [a for a in archs if a in REMOVED_ARCHITECTURES]
+    if removed and rel.key == NEWEST:
+        raise InputError(f"vLLM 0.33 refuses architecture {removed[0]}: supported until "
+                         f"v{REMOVED_ARCHITECTURES[removed[0]]} (vllm/model_executor/models/registry.py)",
+                         arg="engine")
+    if "FalconForCausalLM" in archs and not m.raw.get("alibi") and layout.kv_dtype.name != m.dtype:
+        raise InputError(f"vLLM's Falcon attention ignores the KV dtype ({layout.kv_dtype.name}): it builds its "
+                         "rotary Attention without the cache config (vllm/model_executor/models/falcon.py:173-180), "
+                         f"so the cache stays {m.dtype}; use kv_dtype auto", arg="kv_dtype")
+    if req.pp > 1 and any(a in NO_PP_ARCHITECTURES for a in archs):
+        raise ShardingError(f"vLLM refuses pp {req.pp} for {archs[0]}: the model does not support pipeline "
+                            "parallelism", arg="pp")
 
 
 def in_flight_tokens(req: Request) -> int:
@@ -98,24 +103,32 @@ def in_flight_tokens(req: Request) -> int:
     return s.max_num_batched_tokens * s.in_flight_batches
 
 
-def blocks(req: Request, layout: Layout, specs: Specs, budgets: tuple[int, ...], rel: VllmRelease) -> Blocks:
+def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelease) -> Blocks:
     """Groups, bytes per block id on each stage, blocks per request, and num_blocks (min over stages)."""
+    specs = pages.specs
     groups, uniform_type = kv_cache_groups(specs)
-    stages = speculative.worker_stages(req, layout)
+    stages = pages.stages
     block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
-    need = tuple(blocks_needed(g.spec, req.max_model_len, in_flight, req.dcp, req.settings.prefix_caching, reserve)
-                 for g in groups)
+    need = tuple(_group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
     return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve)
 
 
+def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,
+                reserve: SpecReserve) -> int:
+    """A group's blocks per request; a uniform-type group needs the most any member needs
+    (UniformTypeKVCacheSpecs.max_memory_usage_bytes, vllm/v1/kv_cache_interface.py:1326-1331)."""
+    members = [s for i in group.layers if (s := specs[i]) is not None] if uniform else [group.spec]
+    return max(blocks_needed(s, max_model_len, *flight_dcp, reserve) for s in members)
+
+
 def request_bytes(req: Request, specs: Specs, stage: range, length: int, paged: Blocks) -> int:
     """Bytes one request of `length` tokens reserves on a worker of this stage."""
-    return sum(blocks_needed(v, length, paged.in_flight, req.dcp, req.settings.prefix_caching, paged.reserve)
-               * v.page_bytes for i, v in enumerate(specs) if v is not None and i in stage)
+    return sum(blocks_needed(v, length, paged.in_flight, req.dcp, paged.reserve) * v.page_bytes
+               for i, v in enumerate(specs) if v is not None and i in stage)
 
 
 def longest_fitting(req: Request, specs: Specs, stage: range, available: int, paged: Blocks) -> int:
@@ -127,8 +140,7 @@ def longest_fitting(req: Request, specs: Specs, stage: range, available: int, pa
     return lo
 
 
-def refusal(req: Request, rel: VllmRelease, layout: Layout, pages: Paging, paged: Blocks,
-            budgets: tuple[int, ...]) -> Refusal | None:
+def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budgets: tuple[int, ...]) -> Refusal | None:
     """vLLM's start-up check on each worker: one max_model_len request must fit (V1: in the available memory,
     0.33 after the null block; V0: in num_blocks // pp blocks)."""
     if rel.refusal == "v0":
@@ -182,12 +194,12 @@ def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float,
 
 
 def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmRelease = RELEASES[NEWEST]) -> EnginePlan:
-    check_request(req, layout)
-    pages = paging(req, layout)
-    paged = blocks(req, layout, pages.specs, budgets, rel)
+    check_request(req, layout, rel)
+    pages = paging(req, layout, mamba_prefix_caching=rel.key == NEWEST)
+    paged = blocks(req, pages, budgets, rel)
     concurrency = max_concurrency(req, rel, pages, paged)
     tokens = logged_tokens(req, paged, concurrency)
-    refused = refusal(req, rel, layout, pages, paged, budgets)
+    refused = refusal(req, rel, pages, paged, budgets)
     steady = (layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
               + speculative.draft_sequence_bytes(req, layout, pages.block_size))
     return EnginePlan(
@@ -205,9 +217,10 @@ def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
     out = []
     if req.gpu_name and not is_hopper(req.gpu_name) and pages.backend.endswith("MLA"):
         out.append(f"MLA backend table is vLLM's Hopper one; on {req.gpu_name} assumed TRITON_MLA")
-    if pages.mamba_chunk is not None:
+    if pages.mamba_alignment is not None:
+        mode = "align (prefix caching)" if pages.mamba_align_mode else "none (no prefix caching)"
         out.append(f"attention block size set to {pages.block_size} tokens so one page holds a Mamba/linear state "
-                   f"(chunk {pages.mamba_chunk}, any block_size is overridden)")
+                   f"(a smaller block_size is raised); mamba_cache_mode {mode}")
     padding = _padding(paged.groups)
     if padding:
         width = max(len(g.layers) for g in paged.groups)
@@ -231,9 +244,10 @@ def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
     concurrency, tokens = answer
     widths = sorted({len(g.layers) for g in paged.groups})
     lines = [f"attention backend {pages.backend} ({rel.label} on {req.gpu_name or 'H100'}), block size {pages.block_size}"]
-    if pages.mamba_chunk is not None:
-        lines.append(f"Mamba alignment: block = lcm({pages.mamba_chunk}, 16) · cdiv(state page, lcm · page per "
-                     f"token) = {pages.block_size}")
+    if pages.mamba_alignment is not None:
+        lines.append(f"Mamba alignment: a = lcm(max(kernel block, block size), checkpoint alignment "
+                     f"{pages.mamba_alignment}); block = a · cdiv(state page, a · attention page per token) = "
+                     f"{pages.block_size}; state pages padded to block × page per token")
     lines.append(f"{len(paged.groups)} KV cache group(s) of {widths} layers sharing one pool of block ids")
     for k, (budget, bb) in enumerate(zip(budgets, paged.block_bytes, strict=True)):
         lines.append(f"stage {k}: one block = {bb:,} B; {budget:,} // {bb:,} = {budget // bb:,} blocks")
@@ -250,7 +264,7 @@ def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
 
 
 def rows(paged: Blocks) -> tuple[GroupRow, ...]:
-    """One row per kind of layer: its layers, the engine groups holding it, its blocks per request."""
+    """One row per kind of cache module: its modules, the engine groups holding it, its blocks per request."""
     heavy = paged.stages[paged.block_bytes.index(max(paged.block_bytes))]
     out: dict[str, GroupRow] = {}
     for g, n in zip(paged.groups, paged.need, strict=True):

@@ -1,0 +1,125 @@
+"""From validated canonical fields to what ModelConfig holds: implied fields, refusals, the model-level
+KV heads, and the per-layer specs.
+
+``hf.normalize`` chains these; each is a small rule with the family it serves named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.config.aliases import UNMODELLED_ARCHITECTURES, UNMODELLED_FIELDS
+from kvplan.config.geometry import Geometry, build_layer_specs
+from kvplan.config.layers import ATTENTION_FREE_TYPES
+from kvplan.config.schema import HFConfig
+from kvplan.config.state import linear_state
+from kvplan.errors import ConfigError
+from kvplan.specs import LayerSpec, LinearState, MLAAttn
+
+MLA_AS_MHA_TYPES = ("minicpm3",)
+STATE_KINDS = ("linear", "parallel", "hybrid")  # kinds whose layers keep a linear/Mamba state
+COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full"}  # ModelConfig.layer_kinds
+
+
+def implied_values(values: dict[str, Any], origin: dict[str, str], fields: dict[str, Any]) -> dict[str, Any]:
+    """Fields a config implies without naming them.
+
+    - Command-R / Cohere: a truthy `model_max_length` is the max length, even above the smallest
+      length field (vLLM derive_max_model_len_and_key, model_arch_config_convertor.py:374-406).
+    - Encoder-decoder (Whisper): the decoder holds the cache: its layers, heads and width.
+    - Nemotron-H's newer form names no num_hidden_layers: one layers_block_type entry per layer.
+    - Granite-4 / Falcon-H1 `mamba_d_head: "auto"`: I / heads (left to the state rule).
+    - Attention-free models (Mamba, FalconMamba) name no attention heads: one stands in for the
+      model-level attention fields, which no layer uses.
+    - MiniCPM3 has MLA weights but vLLM caches it as plain attention: every head keeps K and V of
+      qk_nope + qk_rope, V padded to that width (vllm/model_executor/models/minicpm3.py:72-176; vLLM's
+      MLA list, model_arch_config_convertor.py:294-342, does not name it).
+    - Zamba2's shared attention block is attention_head_dim wide (2 × hidden / heads), whatever
+      head_dim says (Zamba2ModelArchConfigConvertor, model_arch_config_convertor.py:502-504).
+    """
+    out = dict(values)
+    limit = fields.get("model_max_length")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        out["max_model_len"], origin["max_model_len"] = limit, "model_max_length"
+    if out.get("model_type") in ATTENTION_FREE_TYPES and out.get("num_attention_heads") is None:
+        out["num_attention_heads"], origin["num_attention_heads"] = 1, "num_attention_heads (attention-free model)"
+    if out.get("is_encoder_decoder") and out.get("decoder_layers"):
+        out["num_layers"], origin["num_layers"] = out["decoder_layers"], "decoder_layers"
+        if out.get("decoder_attention_heads"):
+            out["num_attention_heads"] = out["decoder_attention_heads"]
+            origin["num_attention_heads"] = "decoder_attention_heads"
+    if out.get("num_layers") is None and isinstance(out.get("layers_block_type"), list):
+        out["num_layers"], origin["num_layers"] = len(out["layers_block_type"]), "layers_block_type"
+    if out.get("model_type") in MLA_AS_MHA_TYPES and out.get("kv_lora_rank"):
+        k_dim = (out.get("qk_nope_head_dim") or 0) + (out.get("qk_rope_head_dim") or 0)
+        out.update(kv_lora_rank=None, head_dim=k_dim, v_head_dim=k_dim, num_kv_heads=out.get("num_attention_heads"))
+    if out.get("model_type") == "zamba2" and fields.get("attention_head_dim"):
+        out["head_dim"], origin["head_dim"] = fields["attention_head_dim"], "attention_head_dim"
+    if out.get("mamba_head_dim") == "auto":
+        out["mamba_head_dim"] = None
+    return out
+
+
+def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: str,
+                      architectures: Any = None) -> None:
+    """One line naming the field, never a wrong number, for architectures kvplan does not model."""
+    for name, why in UNMODELLED_FIELDS.items():
+        if values.get(name) is not None:
+            raise ConfigError(f"{source}: config field '{origin.get(name, name)}': {why}")
+    for arch in architectures if isinstance(architectures, list) else ():
+        if isinstance(arch, str) and arch in UNMODELLED_ARCHITECTURES:
+            raise ConfigError(f"{source}: config field 'architectures': {arch} ({UNMODELLED_ARCHITECTURES[arch]}) "
+                              "is not modelled")
+
+
+def nas_kv_heads(cfg: HFConfig) -> int | None:
+    """NAS model-level KV heads: those of the first block with attention (vLLM
+    NemotronNasModelArchConfigConvertor, model_arch_config_convertor.py:535-551)."""
+    for block in cfg.block_configs or ():
+        attention = block.get("attention") if isinstance(block, dict) else None
+        group = attention.get("n_heads_in_group") if isinstance(attention, dict) else None
+        if isinstance(attention, dict) and not attention.get("no_op") and isinstance(group, int) and group > 0:
+            return cfg.num_attention_heads // group
+    return None
+
+
+def layer_specs_of(cfg: HFConfig, fields: dict[str, Any], kinds: tuple[str, ...], geo: Geometry,
+                   source: str) -> tuple[tuple[LayerSpec, ...], LinearState | None]:
+    """The per-layer specs, and the state of the model's linear layers (None when it has none)."""
+    state = linear_state(cfg, fields, geo.head_dim, source) if set(kinds) & set(STATE_KINDS) else None
+    geo = Geometry(num_attention_heads=geo.num_attention_heads, num_kv_heads=geo.num_kv_heads,
+                   head_dim=geo.head_dim, v_head_dim=geo.v_head_dim, mla=geo.mla, state=state)
+    return build_layer_specs(cfg, kinds, geo, source), state
+
+
+def checkpoint_kv_dtype(fields: dict[str, Any], is_mla: bool) -> str | None:
+    """The KV-cache dtype a checkpoint declares, which vLLM's kv_cache_dtype=auto takes: a modelopt
+    `kv_cache_scheme` / `kv_cache_quant_algo` (fp8 -> fp8_e4m3, nvfp4; a dict of 8-bit floats is fp8,
+    of 4-bit floats nvfp4; vllm/utils/torch_utils.py:443-516), or an llm-compressor `kv_cache_scheme`
+    on a non-MLA attention layer (fp8; vllm/model_executor/layers/attention/attention.py:281-291)."""
+    quant = fields.get("quantization_config")
+    if not isinstance(quant, dict):
+        return None
+    method = quant.get("quant_method")
+    if not (isinstance(method, str) and method.startswith("modelopt")):
+        return "fp8" if quant.get("kv_cache_scheme") is not None and not is_mla else None
+    nested = quant.get("quantization")
+    inner: dict[str, Any] = nested if isinstance(nested, dict) else quant
+    algo = (inner.get("kv_cache_scheme") or quant.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
+            or quant.get("kv_cache_quant_algo"))
+    if isinstance(algo, dict):
+        bits = algo.get("num_bits")
+        algo = {8: "fp8", 4: "nvfp4"}.get(bits) if isinstance(bits, int) and algo.get("type") == "float" else None
+    return {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}.get(str(algo).lower()) if algo else None
+
+
+def mla_spec(cfg: HFConfig) -> MLAAttn | None:
+    if cfg.kv_lora_rank and cfg.qk_rope_head_dim:
+        return MLAAttn(kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim)
+    return None
+
+
+def coarse_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """One of full, sliding, chunked, linear, none per layer (what the weights model reads: a
+    KV-shared layer keeps its attention weights, so it keeps its kind)."""
+    return tuple(COARSE_KINDS.get(kind, kind) for kind in kinds)
