@@ -30,11 +30,11 @@ class StateDtypes:
         return resolve_kv_dtype(spec.ssm_dtype, self.conv.name) if spec.ssm_dtype else self.conv
 
 
-def _sparse_latent_dtype(dtype: KvDtype) -> KvDtype:
-    """Sparse MLA on Hopper: fp8 is served by FLASHMLA_SPARSE, which stores the fp8_ds_mla layout
-    (vllm/model_executor/layers/attention/mla_attention.py:359-375; fp8_e4m3 goes to
-    FLASHINFER_MLA_SPARSE_SM90, plain fp8: vllm/platforms/cuda.py:139-155)."""
-    return resolve_kv_dtype("fp8_ds_mla", "bf16") if dtype.name == "fp8" else dtype
+def latent_dtype(spec: MLAAttn, dtype: KvDtype) -> KvDtype:
+    """The dtype an MLA latent is stored in. Sparse MLA on Hopper: fp8 is served by FLASHMLA_SPARSE,
+    which stores the fp8_ds_mla layout (vllm/model_executor/layers/attention/mla_attention.py:359-375;
+    fp8_e4m3 goes to FLASHINFER_MLA_SPARSE_SM90, plain fp8: vllm/platforms/cuda.py:139-155)."""
+    return resolve_kv_dtype("fp8_ds_mla", "bf16") if spec.sparse and dtype.name == "fp8" else dtype
 
 
 def part_bytes_per_token(spec: Part, dtype: KvDtype) -> int:
@@ -46,8 +46,7 @@ def part_bytes_per_token(spec: Part, dtype: KvDtype) -> int:
         case AttnSpec():
             return attention_bytes_per_token(spec.num_kv_heads, spec.head_dim, spec.v_head_dim, dtype)
         case MLAAttn():
-            latent = _sparse_latent_dtype(dtype) if spec.sparse else dtype
-            return mla_bytes_per_token(spec.kv_lora_rank, spec.qk_rope_head_dim, latent)
+            return mla_bytes_per_token(spec.kv_lora_rank, spec.qk_rope_head_dim, latent_dtype(spec, dtype))
         case IndexerCache():
             return spec.bytes_per_token
     raise TypeError(f"not a layer spec: {spec!r}")

@@ -22,13 +22,13 @@ This module never computes a prediction: ``compare`` does, from ``kvplan.formula
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from kvplan.errors import InputError
 from kvplan.formulas import KvDtype, kv_bytes_per_token
-from kvplan.formulas.per_token import StateDtypes
+from kvplan.formulas.per_token import StateDtypes, latent_dtype
 from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, SlidingAttn
 
 LAYOUTS = ("vllm", "ppl0", "ppl1", "ppl2", "ppl3")
@@ -86,9 +86,10 @@ def _torch_empty(device: torch.device) -> Allocator:
 def allocate_group(shape: CacheShape, device: torch.device, alloc: Allocator | None = None) -> list[Tensors]:
     """The tensors of one group: one dict per layer (vllm, state) or one dict for the group (ppl)."""
     new = alloc or _torch_empty(device)
+    shape = stored(shape)
     spec = shape.spec
     if isinstance(spec, Composite):  # one cache per part, named by its position in the layer
-        per_part = [allocate_group(_part_shape(shape, p), device, new) for p in spec.parts]
+        per_part = [allocate_group(part_shape(shape, p), device, new) for p in spec.parts]
         return [{f"{i}.{k}": t for i, part in enumerate(per_part) for k, t in part[layer].items()}
                 for layer in range(shape.num_layers)]
     if isinstance(spec, LinearState):
@@ -124,10 +125,17 @@ def _mla_tensors(spec: MLAAttn, s: CacheShape, new: Allocator) -> Tensors:
     return {f"latent{p.suffix}": new((*lead, p.width), p.dtype) for p in row_parts(spec.latent_dim, s.kv_dtype)}
 
 
-def _part_shape(shape: CacheShape, part: LayerSpec) -> CacheShape:
-    return CacheShape(spec=part, num_layers=shape.num_layers, num_blocks=shape.num_blocks,
+def stored(shape: CacheShape) -> CacheShape:
+    """The shape as the engine stores it: sparse MLA's fp8 latent is the fp8_ds_mla layout."""
+    if isinstance(shape.spec, MLAAttn):
+        return replace(shape, kv_dtype=latent_dtype(shape.spec, shape.kv_dtype))
+    return shape
+
+
+def part_shape(shape: CacheShape, part: LayerSpec) -> CacheShape:
+    return stored(CacheShape(spec=part, num_layers=shape.num_layers, num_blocks=shape.num_blocks,
                       block_size=shape.block_size, num_seqs=shape.num_seqs, kv_dtype=shape.kv_dtype,
-                      state_dtype=shape.state_dtype, layout="vllm", ssm_state_dtype=shape.ssm_state_dtype)
+                      state_dtype=shape.state_dtype, layout="vllm", ssm_state_dtype=shape.ssm_state_dtype))
 
 
 def _state_tensors(spec: LinearState, s: CacheShape, new: Allocator) -> Tensors:

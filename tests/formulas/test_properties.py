@@ -57,13 +57,16 @@ def with_layers(model: kvplan.ModelConfig, num_layers: int) -> kvplan.ModelConfi
 
 def replication(spec: object, tp: int) -> int:
     """Ranks holding the same KV bytes: MLA's latent and the sparse-attention indexer's one K head are on every
-    rank; heads repeat once tp > heads; a layer of several caches repeats bytes if any of its parts does."""
+    rank; heads repeat once tp > heads; a Mamba-2 state's single B/C group is on every rank (its heads split);
+    a layer of several caches repeats bytes if any of its parts does."""
     if isinstance(spec, Composite):
         return max(replication(p, tp) for p in spec.parts)
     if isinstance(spec, (MLAAttn, IndexerCache)):
         return tp
     if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn)):
         return tp // spec.num_kv_heads if tp > spec.num_kv_heads else 1
+    if isinstance(spec, LinearState) and spec.num_groups == 1:
+        return tp
     return 1
 
 

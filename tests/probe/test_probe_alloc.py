@@ -52,6 +52,11 @@ OPTS = ProbeOptions(num_blocks=8, num_seqs=3, check_kernels=False)
     pytest.param("Qwen/Qwen3-8B", "nvfp4", 36 * 8 * 16 * 8 * 2 * (64 + 8), id="nvfp4-qwen3-8b"),
     # fp8_ds_mla: 512 fp8 + 4 fp32 scales + 64 bf16 rope = 656 B per token per layer
     pytest.param("deepseek-ai/DeepSeek-V2-Lite", "fp8_ds_mla", 27 * 8 * 16 * 656, id="fp8-ds-mla"),
+    # DeepSeek-V3.2 (sparse MLA + indexer): the indexer key is index_head_dim 128 fp8 + one fp32 scale =
+    # 132 B per token beside the latent; bf16: 61 layers × 8 × 16 × (576 × 2 + 132) = 10,025,472
+    pytest.param("deepseek-ai/DeepSeek-V3.2", "auto", 61 * 8 * 16 * (576 * 2 + 132), id="sparse-mla-v32-bf16"),
+    # fp8 on sparse MLA is stored as fp8_ds_mla (656 B), not 576 B: 61 × 8 × 16 × (656 + 132) = 6,152,704
+    pytest.param("deepseek-ai/DeepSeek-V3.2", "fp8", 61 * 8 * 16 * (656 + 132), id="sparse-mla-v32-fp8"),
 ])
 def test_measured_equals_hand_derived_prediction(model, kv_dtype, expected_bytes):
     result = probe_model(model, kv_dtype, OPTS, CPU)
@@ -208,3 +213,15 @@ def test_everything_is_freed_when_the_probe_fails(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         probe_model("openai/gpt-oss-20b", "auto", OPTS, CPU)
     assert len(refs) == 24 and all(r() is None for r in refs)  # 12 sliding + 12 full layers, all gone
+
+
+def test_a_composite_layer_checks_its_attention_part(monkeypatch):
+    """DeepSeek-V3.2's layers hold a latent and an indexer key: the write and decode checks run on the
+    latent, in the fp8_ds_mla layout vLLM's sparse backend stores for fp8."""
+    from kvplan.probe import check
+
+    seen: list[str] = []
+    real = check._decode_outcome
+    monkeypatch.setattr(check, "_decode_outcome", lambda *a: seen.append(a[-1]) or real(*a))
+    result = probe_model("deepseek-ai/DeepSeek-V3.2", "fp8", ProbeOptions(num_blocks=8, num_seqs=2), CPU)
+    assert seen == ["fp8_ds_mla"] and result.kernel_check == "pass", result.kernel_notes
