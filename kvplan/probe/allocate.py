@@ -31,6 +31,8 @@ from kvplan.formulas import KvDtype, kv_bytes_per_token
 from kvplan.formulas.per_token import StateDtypes, latent_dtype
 from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, SlidingAttn
 
+PAGED = (FullAttn, SlidingAttn, ChunkedAttn, MLAAttn)  # the specs whose tokens live in blocks
+
 LAYOUTS = ("vllm", "ppl0", "ppl1", "ppl2", "ppl3")
 Tensors = dict[str, torch.Tensor]
 Allocator = Callable[[tuple[int, ...], torch.dtype], torch.Tensor]
@@ -90,8 +92,8 @@ def allocate_group(shape: CacheShape, device: torch.device, alloc: Allocator | N
     spec = shape.spec
     if isinstance(spec, Composite):  # one cache per part, named by its position in the layer
         per_part = [allocate_group(part_shape(shape, p), device, new) for p in spec.parts]
-        return [{f"{i}.{k}": t for i, part in enumerate(per_part) for k, t in part[layer].items()}
-                for layer in range(shape.num_layers)]
+        return [{f"{i}.{k}": t for i, part in enumerate(per_part) if part for k, t in part[layer].items()}
+                for layer in range(shape.num_layers)]  # a cross-attention part holds no decoder tokens
     if isinstance(spec, LinearState):
         return [_state_tensors(spec, shape, new) for _ in range(shape.num_layers)]
     if isinstance(spec, IndexerCache):  # fp8 key + fp32 scales as raw bytes per token
@@ -130,6 +132,20 @@ def stored(shape: CacheShape) -> CacheShape:
     if isinstance(shape.spec, MLAAttn):
         return replace(shape, kv_dtype=latent_dtype(shape.spec, shape.kv_dtype))
     return shape
+
+
+def paged_part(shape: CacheShape, layers: list[Tensors]) -> tuple[CacheShape, list[Tensors]] | None:
+    """The group's paged attention cache as its own shape and tensors: the group itself, or a composite
+    layer's attention part (MLA beside an indexer, self- beside cross-attention) with the tensors
+    allocate_group named `<part index>.<name>`; None where no token lives in a block."""
+    shape = stored(shape)
+    if isinstance(shape.spec, PAGED):
+        return shape, layers
+    for i, part in enumerate(shape.spec.parts if isinstance(shape.spec, Composite) else ()):
+        if isinstance(part, PAGED):
+            own = [{k.removeprefix(f"{i}."): t for k, t in d.items() if k.startswith(f"{i}.")} for d in layers]
+            return part_shape(shape, part), own
+    return None
 
 
 def part_shape(shape: CacheShape, part: LayerSpec) -> CacheShape:

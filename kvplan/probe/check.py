@@ -18,12 +18,10 @@ from types import ModuleType
 import torch
 
 from kvplan.formulas import KvDtype
-from kvplan.probe.allocate import FP8_VIEWS, CacheShape, Tensors, part_shape, stored
+from kvplan.probe.allocate import FP8_VIEWS, CacheShape, Tensors, paged_part
 from kvplan.probe.data import random_cache, random_data, random_ds_mla
 from kvplan.probe.pages import Pages, pages_of
-from kvplan.specs import ChunkedAttn, Composite, FullAttn, MLAAttn, SlidingAttn
-
-PAGED = (FullAttn, SlidingAttn, ChunkedAttn, MLAAttn)  # the specs whose tokens live in blocks
+from kvplan.specs import ChunkedAttn, FullAttn, MLAAttn, SlidingAttn
 
 # ‖kernel − reference‖ / ‖reference‖: fp32 dots are exact up to summation order; 16-bit dots round the
 # probabilities (and dequantized K/V) to bf16/fp16, ~2^-9 per element. A wrong block reads as O(1).
@@ -205,30 +203,17 @@ def check_group(ops: ModuleType, shape: CacheShape, layers: list[Tensors], num_h
                 gen: torch.Generator, device: torch.device) -> list[Outcome]:
     """Write and decode checks on the first and last layer of a group (the last only, on CPU: interpreted
     Triton costs about a second per layer, and the last layer is the one a wrong layer offset misses)."""
-    if isinstance(shape.spec, Composite) and layers:
-        return _check_attention_part(ops, shape, layers, num_heads, pool, gen, device)
-    shape = stored(shape)
-    if not isinstance(shape.spec, PAGED) or not layers:
+    paged = paged_part(shape, layers) if layers else None
+    if paged is None:
         return [Outcome("skipped", f"{shape.spec.kind} layers: no paged tokens to address")]
+    kind, (shape, layers) = shape.spec.kind, paged
     outcomes = []
     layers_to_check = {shape.num_layers - 1} if device.type == "cpu" else {0, shape.num_layers - 1}
     for layer in sorted(layers_to_check):
         batch = make_batch(pool, shape.block_size, device)
         for o in _layer_checks(ops, shape, layers, layer, num_heads, batch, gen):
-            outcomes.append(Outcome(o.status, f"{shape.spec.kind} {o.note}"))
+            outcomes.append(Outcome(o.status, f"{kind} {o.note}"))
     return outcomes
-
-
-def _check_attention_part(ops: ModuleType, shape: CacheShape, layers: list[Tensors], num_heads: int,
-                          pool: BlockPool, gen: torch.Generator, device: torch.device) -> list[Outcome]:
-    """A composite layer (MLA beside a sparse indexer): its attention part checked on its own tensors,
-    which allocate_group names `<part index>.<name>`."""
-    assert isinstance(shape.spec, Composite)
-    for i, part in enumerate(shape.spec.parts):
-        if isinstance(part, PAGED):
-            own = [{k.removeprefix(f"{i}."): t for k, t in d.items() if k.startswith(f"{i}.")} for d in layers]
-            return check_group(ops, part_shape(shape, part), own, num_heads, pool, gen, device)
-    return [Outcome("skipped", f"{shape.spec.kind} layers: no paged attention part")]
 
 
 def verdict(outcomes: list[Outcome], has_triton: bool) -> str:

@@ -42,6 +42,7 @@ class GroupResult:
     measured_bytes: int
     reserved_bytes: int | None = None  # CUDA caching allocator's view (memory_reserved delta)
     driver_bytes: int | None = None  # the driver's view (mem_get_info delta)
+    allocated_bytes: int | None = None  # the allocator's blocks (memory_allocated delta: rounded, unsplit)
 
     @property
     def error(self) -> float:
@@ -92,6 +93,10 @@ class ProbeResult:
     @property
     def reserved_bytes(self) -> int | None:
         return _sum_or_none([g.reserved_bytes for g in self.groups])
+
+    @property
+    def allocated_bytes(self) -> int | None:
+        return _sum_or_none([g.allocated_bytes for g in self.groups])
 
     @property
     def error(self) -> float:

@@ -19,7 +19,7 @@ from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
 from kvplan.probe import bench, check
-from kvplan.probe.allocate import CacheShape, Tensors
+from kvplan.probe.allocate import CacheShape, Tensors, paged_part
 from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
 from kvplan.probe.measure import allocate_measured, release
 from kvplan.probe.pages import Pages, pages_of
@@ -95,7 +95,7 @@ def _allocate_all(layout: Layout, opts: ProbeOptions, device: torch.device,
                                           opts.block_size, opts.num_blocks, opts.num_seqs)
         groups.append(GroupResult(kind=shape.spec.kind, num_layers=shape.num_layers, predicted_bytes=predicted,
                                   measured_bytes=got.measured_bytes, reserved_bytes=got.reserved_bytes,
-                                  driver_bytes=got.driver_bytes))
+                                  driver_bytes=got.driver_bytes, allocated_bytes=got.allocated_bytes))
     return groups
 
 
@@ -129,8 +129,9 @@ def _kernels(allocated: list[tuple[CacheShape, list[Tensors]]], num_heads: int, 
 def _paged_layers(allocated: list[tuple[CacheShape, list[Tensors]]]) -> list[tuple[CacheShape, list[Pages]]]:
     """Every paged group's layers as decode inputs (one per layer; ppl layouts hold all layers in one)."""
     out = []
-    for shape, layers in allocated:
-        if layers and shape.spec.kind not in ("linear", "none"):
+    for paged in (paged_part(shape, layers) for shape, layers in allocated if layers):
+        if paged is not None:
+            shape, layers = paged
             tensors = [layers[0] if shape.layout != "vllm" else layers[i] for i in range(shape.num_layers)]
             out.append((shape, [pages_of(shape, t, i) for i, t in enumerate(tensors)]))
     return out

@@ -17,7 +17,7 @@ def _finite(error: float) -> float | None:
 def _group_dict(g: GroupResult) -> dict[str, Any]:
     return {"kind": g.kind, "num_layers": g.num_layers, "predicted_bytes": g.predicted_bytes,
             "measured_bytes": g.measured_bytes, "reserved_bytes": g.reserved_bytes,
-            "driver_bytes": g.driver_bytes, "error": _finite(g.error)}
+            "driver_bytes": g.driver_bytes, "allocated_bytes": g.allocated_bytes, "error": _finite(g.error)}
 
 
 def _floor_s(read_bytes: int, gbps: float | None) -> float | None:
@@ -38,7 +38,8 @@ def result_dict(r: ProbeResult, tolerance: float, peak_gbps: float | None = None
         "model": r.model, "tp": r.tp, "tp_rank": r.tp_rank, "kv_dtype": r.kv_dtype, "layout": r.layout,
         "num_blocks": r.num_blocks, "block_size": r.block_size, "num_seqs": r.num_seqs,
         "predicted_bytes": r.predicted_bytes, "measured_bytes": r.measured_bytes,
-        "reserved_bytes": r.reserved_bytes, "driver_bytes": r.driver_bytes, "error": _finite(r.error),
+        "reserved_bytes": r.reserved_bytes, "driver_bytes": r.driver_bytes, "allocated_bytes": r.allocated_bytes,
+        "error": _finite(r.error),
         "kernel_check": r.kernel_check, "kernel_notes": list(r.kernel_notes),
         "write_gbps": r.write_gbps, "decode_gbps": r.decode_gbps,
         "write_fraction_of_peak": r.write_gbps / peak_gbps if r.write_gbps and peak_gbps else None,
