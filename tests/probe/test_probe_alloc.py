@@ -57,6 +57,9 @@ OPTS = ProbeOptions(num_blocks=8, num_seqs=3, check_kernels=False)
     pytest.param("deepseek-ai/DeepSeek-V3.2", "auto", 61 * 8 * 16 * (576 * 2 + 132), id="sparse-mla-v32-bf16"),
     # fp8 on sparse MLA is stored as fp8_ds_mla (656 B), not 576 B: 61 × 8 × 16 × (656 + 132) = 6,152,704
     pytest.param("deepseek-ai/DeepSeek-V3.2", "fp8", 61 * 8 * 16 * (656 + 132), id="sparse-mla-v32-fp8"),
+    # whisper-small's decoder layer: self-attention paged (12 heads × (64 + 64) × 2 B per token) beside a
+    # cross-attention cache of encoder tokens that holds no decoder token: 12 layers × 8 × 16 × 3,072 B
+    pytest.param("openai/whisper-small", "auto", 12 * 8 * 16 * 12 * 128 * 2, id="self-cross-whisper-small"),
 ])
 def test_measured_equals_hand_derived_prediction(model, kv_dtype, expected_bytes):
     result = probe_model(model, kv_dtype, OPTS, CPU)
@@ -213,6 +216,18 @@ def test_everything_is_freed_when_the_probe_fails(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         probe_model("openai/gpt-oss-20b", "auto", OPTS, CPU)
     assert len(refs) == 24 and all(r() is None for r in refs)  # 12 sliding + 12 full layers, all gone
+
+
+@pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V3.2", "openai/whisper-small"])
+def test_composite_layers_give_their_attention_pages_to_the_decode_timing(model):
+    """The GPU-only bandwidth path reads every paged group's pages: a composite layer gives its attention
+    part's (it crashed on both on an H100)."""
+    from kvplan.probe.run import _allocate_all, _paged_layers, probe_layout
+
+    layout = probe_layout(kvplan.load_model(model), "auto", OPTS)
+    allocated: list = []
+    _allocate_all(layout, OPTS, CPU, allocated)
+    assert [len(pages) for _, pages in _paged_layers(allocated)] == [layout.model.num_layers]
 
 
 def test_a_composite_layer_checks_its_attention_part(monkeypatch):
