@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from catalog import sized_ids
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from strategies import mla_doc, valid_docs
 
 import kvplan
 from kvplan.config import normalize
-from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LinearState, MLAAttn, SlidingAttn
+from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LinearState, MLAAttn, SlidingAttn, parts
 
 TPS = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128)
 BLOCK_SIZES = (1, 2, 16, 17, 32, 64, 128, 256, 544)
@@ -192,6 +192,10 @@ def test_no_paging_is_exact(model: kvplan.ModelConfig, seq_len: int) -> None:
 def test_fp8_is_half_of_bf16(model: kvplan.ModelConfig, seq_len: int, batch: int, data: st.DataObject) -> None:
     tp = data.draw(st.sampled_from(valid_tps(model)))
     fp8, bf16 = (kvplan.kv_cache(model, tp=tp, seq_len=seq_len, batch=batch, kv_dtype=d) for d in ("fp8", "bf16"))
+    # not for sparse attention: its indexer key is fp8 either way, and vLLM stores an fp8 sparse latent
+    # as fp8_ds_mla (656 B, not 576): tests/probe and tests/config/test_kinds.py size those by hand
+    assume(not any(isinstance(p, IndexerCache) or getattr(p, "sparse", False)
+                   for g in fp8.layout.groups for p in parts(g.spec)))
     state = sum(g.num_layers * g.state_bytes_per_layer for g in fp8.layout.groups)  # linear state keeps its dtype
     assert 2 * fp8.bytes_per_token == bf16.bytes_per_token
     assert 2 * fp8.bytes_per_token_per_gpu == bf16.bytes_per_token_per_gpu
