@@ -48,3 +48,17 @@ def test_readme_beside_the_kv_cache_outputs_are_current(run_cli, command: str, n
     assert code == 0
     for number in numbers:
         assert number in shown and number in out
+
+
+def test_every_shown_command_output_is_current() -> None:
+    """Every README block of one `$ kvplan ...` command shows what that command prints now
+    (`python tools/readme_examples.py` rewrites them)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_examples", README.parent / "tools" / "readme_examples.py")
+    assert spec and spec.loader
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    text = README.read_text()
+    assert len(tool.examples.__doc__ or "") and sum(1 for _ in tool.BLOCK.finditer(text)) >= 12
+    assert tool.stale(text) == []

@@ -82,15 +82,20 @@ class Table:
         return self.min_width() <= width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if self.fits(options.max_width):
+        if self.fits(options.max_width) and self.title and self.title_justify == "left":
+            from rich.text import Text
+
+            yield Text(self.title, style="italic")  # a line of its own: rich wraps a title at the table's width
+            yield self.rich_table(titled=False)
+        elif self.fits(options.max_width):
             yield self.rich_table()
         else:
             yield from self.stacked(options.max_width)
 
-    def rich_table(self) -> RichTable:
+    def rich_table(self, titled: bool = True) -> RichTable:
         from rich.table import Table as RichTable
 
-        table = RichTable(title=self.title or None, title_justify=self.title_justify)
+        table = RichTable(title=self.title if titled and self.title else None, title_justify=self.title_justify)
         for c in self.columns:
             table.add_column(c.header, justify=c.justify, no_wrap=not c.wrap)
         for row in self.rows:

@@ -78,7 +78,7 @@ def test_plurals_and_separators(run_cli: Any) -> None:
     _, out, _ = run_cli("size", "meta-llama/Llama-3.1-8B", "--tp", "2")
     assert "total, all 2 GPUs" in out
     _, out, _ = run_cli("sweep", "meta-llama/Llama-3.1-8B", "--seq-len", "4k")
-    assert "sweep: 1 point " in out
+    assert "sweep: 1 point\n" in out  # "1 point", not "1 points" (the title is a line of its own)
     _, out, _ = run_cli("capacity", "Qwen/Qwen3-8B", "--kv-budget", "20GiB", "--max-model-len", "40960")
     assert "65,536" in out and "2,560" in out and " 65536 " not in out  # page/layer and blocks/request
     _, out, _ = run_cli("compare", "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-8B", "--seq-len", "4k")
