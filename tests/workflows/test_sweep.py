@@ -103,7 +103,7 @@ def test_cli_csv_stdout_and_json_lines(run_cli):
 def test_cli_table_and_notes(run_cli):
     code, out, err = run_cli("sweep", "tiiuae/falcon-7b", "--seq-len", "2k", "--tp", "1,2")
     assert code == 0, err
-    assert "sweep: 1 point " in out and "falcon-7b" in out
+    assert "sweep: 1 point\n" in out and "falcon-7b" in out
     assert "skipped" in err
 
 
