@@ -62,11 +62,15 @@ CASES: dict[str, tuple[dict[str, Any], str, dict[str, tuple[int, int]], set[str]
     "vllm-v017-qwen3-4b-rtx5080-refusal": (
         {"model": "Qwen/Qwen3-8B"}, "Qwen/Qwen3-8B", {"kv_needed_bytes": (1, 1), "estimated_max_model_len": (1, 1)},
         {"kv_budget_bytes"}),
-    # DeepSeek-V3 stands in for V3.2 (same MLA layers; V3.2's indexer cache is not modelled): only the
-    # concurrency, which follows from the tokens whatever the page size, is recomputed
+    # the log prints no KV memory: only the concurrency, which follows from the tokens, is recomputed
     "vllm-v013-deepseek-v32-tp8-pp4": (
-        {"model": "deepseek-ai/DeepSeek-V3", "tp": 8, "pp": 4}, "deepseek-ai/DeepSeek-V3",
+        {"model": "deepseek-ai/DeepSeek-V3.2", "tp": 8, "pp": 4}, "deepseek-ai/DeepSeek-V3.2",
         {"max_concurrency": (1, 1)}, {"kv_tokens"}),
+    # the log names no checkpoint (NEEDS_A_MODEL); given Qwen3.5-9B: K per slot = 8 full-attention layers × 2 KV
+    # heads per rank (4 / tp 2) × 256 × 2 B = 8,192 B; (327,310 + 1 pad slot) × 8,192 = 2,681,331,712 B = 2.50 GiB
+    "sglang-dev-qwen35-9b-tp2-rtx4090": (
+        {"model": "Qwen/Qwen3.5-9B", "tp": 2}, "Qwen/Qwen3.5-9B",
+        {"k_size_bytes": (1, 1), "v_size_bytes": (1, 1)}, {"weights_bytes", "kv_tokens"}),
     "sglang-qwen3-235b-a22b-fp8-tp4-h100": (
         {"model": "Qwen/Qwen3-235B-A22B", "tp": 4}, "Qwen/Qwen3-235B-A22B",
         {"k_size_bytes": (1, 1), "v_size_bytes": (1, 1)}, {"kv_tokens"}),
