@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-from kvplan.config.hf import load_file, normalize, with_dtype
-from kvplan.config.model import ModelConfig
+from kvplan.config.model import ModelConfig, with_dtype
 from kvplan.config.resolve import bundled_index, resolve
 
 __all__ = ["ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize", "resolve", "with_dtype"]
@@ -26,12 +27,40 @@ def load_model(name: str, revision: str | None = None) -> ModelConfig:
     -Instruct/-Base, a date suffix) is sized with that architecture twin, and the result says so in a
     warning."""
     path, model_id = resolve(name, revision)
-    model = load_file(path, model_id=model_id)
+    model = _read(path, model_id)
     if model_id in bundled_index() and _short(name) != _short(model_id):
         note = (f"warning: {name.strip()} has no bundled config; sized with {model_id}, an architecture twin "
                 "(the same KV-cache geometry)")
         return _noted(model, note)
     return model
+
+
+def _read(path: Path, model_id: str) -> ModelConfig:
+    """A bundled config from its pre-normalized file (kvplan.config.index) while the config is unchanged;
+    any other file (or a changed one) parsed and validated by kvplan.config.hf."""
+    if bundled_index().get(model_id) == path:
+        model = _indexed(path, path.read_bytes(), model_id)
+        if model is not None:
+            return model
+    from kvplan.config.hf import load_file
+
+    return load_file(path, model_id=model_id)
+
+
+@lru_cache(maxsize=256)
+def _indexed(path: Path, data: bytes, model_id: str) -> ModelConfig | None:
+    from kvplan.config.index import normalized
+
+    return normalized(path, data, model_id)
+
+
+def __getattr__(name: str) -> Any:
+    """load_file and normalize (kvplan.config.hf, which imports pydantic) on first use."""
+    if name in ("load_file", "normalize"):
+        from kvplan.config import hf
+
+        return getattr(hf, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _short(name: str) -> str:

@@ -8,7 +8,6 @@ implicit (head_dim, KV heads of MQA families, per-layer kinds). Reading never ex
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -32,7 +31,7 @@ from kvplan.config.layers import derive_layer_kinds
 from kvplan.config.model import ModelConfig
 from kvplan.config.schema import HFConfig
 from kvplan.dtypes import canonical_dtype
-from kvplan.errors import ConfigError, InputError
+from kvplan.errors import ConfigError
 
 MAX_CONFIG_BYTES = 64 * 1024**2
 MAX_CACHED_BYTES = 256 * 1024  # a parsed config is kept per (bytes, path, id) below this size
@@ -127,23 +126,6 @@ def model_dtype(cfg: HFConfig) -> tuple[str, tuple[str, ...]]:
     if not name:
         return "bf16", ("config has no torch_dtype; assuming bf16",)
     return "bf16", (f"checkpoint dtype {name} is served as bf16 (dtype=auto)",)
-
-
-SERVED_DTYPES = ("bf16", "fp16", "fp32")
-
-
-def with_dtype(model: ModelConfig, dtype: str) -> ModelConfig:
-    """vLLM's (and SGLang's) --dtype: `auto` keeps the config's (fp32 served as bf16, as model_dtype says);
-    bfloat16/float16/float32 (half, float) replace it for the weights stored whole and for KV dtype auto."""
-    key = dtype.strip().lower()
-    if key == "auto":
-        return model
-    canonical = canonical_dtype(key)
-    if canonical not in SERVED_DTYPES:
-        raise InputError(f"unknown dtype {dtype!r}; choose one of: auto, bfloat16, float16, float32 "
-                         "(or bf16, half, fp16, float, fp32)", arg="dtype")
-    notes = tuple(n for n in model.notes if "torch_dtype" not in n and "(dtype=auto)" not in n)
-    return dataclasses.replace(model, dtype=canonical, notes=notes)
 
 
 def total_kv_heads(cfg: HFConfig, origin: dict[str, str]) -> int:

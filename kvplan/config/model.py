@@ -6,12 +6,15 @@ formulas can cache per-model work.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvplan.config.aliases import WEIGHT_DEFAULTS, WEIGHT_FIELDS
-from kvplan.config.defaults import omitted_default
+from kvplan.dtypes import canonical_dtype
+from kvplan.errors import InputError
 from kvplan.specs import LayerSpec, LinearState
+
+SERVED_DTYPES = ("bf16", "fp16", "fp32")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +56,9 @@ class ModelConfig:
     def field(self, name: str, default: Any = None) -> Any:
         """A config field the KV model does not normalize (vocab_size, intermediate_size, ...), through
         the alias table: the first key present, else its class default (config.defaults), else `default`."""
+        from kvplan.config.aliases import WEIGHT_DEFAULTS, WEIGHT_FIELDS  # the weights path only, not `size`'s
+        from kvplan.config.defaults import omitted_default
+
         for key in WEIGHT_FIELDS[name]:
             if self.raw.get(key) is not None:
                 return self.raw[key]
@@ -66,3 +72,17 @@ class ModelConfig:
     @property
     def name(self) -> str:
         return self.model_id
+
+
+def with_dtype(model: ModelConfig, dtype: str) -> ModelConfig:
+    """vLLM's (and SGLang's) --dtype: `auto` keeps the config's (fp32 served as bf16, as model_dtype says);
+    bfloat16/float16/float32 (half, float) replace it for the weights stored whole and for KV dtype auto."""
+    key = dtype.strip().lower()
+    if key == "auto":
+        return model
+    canonical = canonical_dtype(key)
+    if canonical not in SERVED_DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of: auto, bfloat16, float16, float32 "
+                         "(or bf16, half, fp16, float, fp32)", arg="dtype")
+    notes = tuple(n for n in model.notes if "torch_dtype" not in n and "(dtype=auto)" not in n)
+    return dataclasses.replace(model, dtype=canonical, notes=notes)

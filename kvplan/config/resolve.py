@@ -11,7 +11,6 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from types import ModuleType
 
 from kvplan.config.aliases import MODEL_ID_ALIASES
 from kvplan.errors import ConfigError
@@ -134,20 +133,15 @@ def existing_path(name: str) -> Path | None:
         return None
 
 
-def hub() -> ModuleType:
-    """kvplan.config.hub, imported when a name is not a path or a bundled id (not on `size`'s common path)."""
-    from kvplan.config import hub as module
-
-    return module
-
-
 def resolve(name: str, revision: str | None = None) -> tuple[Path, str]:
     """MODEL -> (config file, model id): a path, a bundled id (without `revision`), the HF cache, the hub.
     Raises ConfigError naming the closest bundled ids."""
     if not name or not name.strip():
         raise ConfigError("no model given; run `kvplan models` for the bundled ids")
     if revision is not None:
-        hub().check_revision(revision)
+        from kvplan.config.hub import check_revision  # the hub module: only off the common path
+
+        check_revision(revision)
     path = existing_path(name)
     if path is not None:
         if revision is not None:
@@ -159,7 +153,9 @@ def resolve(name: str, revision: str | None = None) -> tuple[Path, str]:
     if bundled and revision is None:
         return bundled_index()[bundled], bundled
     # With a revision, an org-less alias stands for the repo its bundled config came from.
-    repo_id = name.strip() if hub().is_repo_id(name.strip()) else bundled if revision is not None else None
+    from kvplan.config.hub import is_repo_id
+
+    repo_id = name.strip() if is_repo_id(name.strip()) else bundled if revision is not None else None
     if repo_id is None:  # an org-less name or no valid repo id: never a cache key, never a request
         raise ConfigError(f"unknown model {name!r}; {suggest(name)}")
     return from_cache_or_hub(name, repo_id, revision), repo_id
@@ -167,6 +163,8 @@ def resolve(name: str, revision: str | None = None) -> tuple[Path, str]:
 
 def from_cache_or_hub(name: str, repo_id: str, revision: str | None) -> Path:
     """The cached config of repo_id at revision, else the one the hub sends (unless HF_HUB_OFFLINE)."""
+    from kvplan.config.hub import fetch_config, is_offline
+
     try:
         cached = find_in_hf_cache(repo_id, revision)
     except (OSError, ValueError):  # a name the file system refuses, or a damaged cache entry
@@ -174,10 +172,10 @@ def from_cache_or_hub(name: str, repo_id: str, revision: str | None) -> Path:
     if cached:
         return cached
     at = f" at revision {revision!r}" if revision else ""
-    if hub().is_offline():
+    if is_offline():
         raise ConfigError(f"unknown model {name!r}{at}: not bundled, not in the HF cache, and HF_HUB_OFFLINE "
                           f"keeps kvplan off the hub; {suggest(name)}")
-    fetched = hub().fetch_config(repo_id, revision, hf_cache_dirs()[0])
+    fetched = fetch_config(repo_id, revision, hf_cache_dirs()[0])
     if fetched is None:
         raise ConfigError(f"unknown model {name!r}: not bundled, not in the HF cache, not on the hub (if it is "
                           f"private, set HF_TOKEN or run `hf auth login`); {suggest(name)}")

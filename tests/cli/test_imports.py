@@ -33,6 +33,8 @@ def test_size_command_is_light() -> None:
     # progress bars, note merging and the other commands are imported where they are used, not here
     assert not loaded & {"rich.progress", "kvplan.cli.progress", "kvplan.render.notes", "kvplan.cli.fit",
                          "kvplan.planning.fit", "kvplan.cli.sweep"}
+    # a bundled id is read from its pre-normalized file: no pydantic model is built, no hub module loaded
+    assert not loaded & {"kvplan.config.schema", "kvplan.config.hf", "kvplan.config.hub"}
 
 
 @pytest.mark.parametrize(("name", "code", "imports_hub"), [("acme/tiny", 0, False), ("acme/elsewhere", 2, True)],
