@@ -12,6 +12,7 @@ from kvplan.cli.common import (
     Explain,
     Json,
     KvDtypes,
+    Model,
     ModelDtype,
     Pp,
     QuantGroup,
@@ -92,7 +93,7 @@ def _lists(engine: str, kv_dtype: str) -> tuple[list[str], list[str]]:
 
 @reports_errors
 def capacity(
-    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
+    model: Model,
     gpu: Gpu = None, tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, max_model_len: MaxModelLen = None, engine: Engines = "vllm",
     kv_dtype: KvDtypes = "auto", block_size: BlockSizeOpt = None, kv_budget: KvBudget = None, gpu_mem: GpuMem = None,
     overhead: Overhead = None, dtype: ModelDtype = "auto", quantization: Quantization = None,

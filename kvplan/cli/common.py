@@ -200,6 +200,7 @@ LayerTypes = Annotated[str | None, typer.Option("--layer-types",
 Window = Annotated[str | None, typer.Option("--window", help="Window (sliding) or chunk size (chunked), tokens.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Show each number with its formula.")]
+Model = Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")]
 Revision = Annotated[str | None, typer.Option("--revision", help="Hub revision (branch, tag or commit) of the "
                                               "model's config, from the HF cache or the hub; never the bundled copy.")]
 StateDtype = Annotated[str, typer.Option("--mamba-cache-dtype", "--state-dtype", help="Linear/Mamba conv state "

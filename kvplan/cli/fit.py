@@ -10,6 +10,7 @@ import typer
 from kvplan.cli.common import (
     KV_DTYPE_NAMES,
     Json,
+    Model,
     ModelDtype,
     Revision,
     batch_option,
@@ -86,7 +87,7 @@ FitGpuMem = Annotated[str | None, typer.Option("--gpu-mem", help="Override the G
 
 @reports_errors
 def fit(
-    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
+    model: Model,
     context: Annotated[str, length_option("Tokens per request (32k): each layout's max_model_len.")],
     concurrency: Annotated[int, batch_option("Requests served at once.", fit=True)],
     gpu: GpuList = None, price: Price = None, max_replicas: MaxReplicas = None, engine: FitEngine = "vllm",

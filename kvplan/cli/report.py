@@ -18,6 +18,7 @@ import typer
 
 from kvplan.cli.common import (
     Dcp,
+    Model,
     ModelDtype,
     Pp,
     QuantGroup,
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from kvplan.config import ModelConfig
     from kvplan.workflows.report import ReportRequest
 
-Model = Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")]
 MaxModelLen = Annotated[str | None, length_option("Tokens per request (32k); default: the model's.")]
 Engines = Annotated[list[str] | None, typer.Option("--engine", help="vllm, sglang, trtllm, hf or all: a comma list "
                                                    "or repeated (default: all).")]

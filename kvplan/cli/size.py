@@ -15,6 +15,7 @@ from kvplan.cli.common import (
     KvDtypeOpt,
     KvHeads,
     LayerTypes,
+    Model,
     ModelDtype,
     Pp,
     QuantGroup,
@@ -63,7 +64,7 @@ def _workload(result: KvCacheResult, payload: dict[str, Any], shared_prefix: str
 
 @reports_errors
 def size(
-    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
+    model: Model,
     tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, seq_len: SeqLen = None, batch: Batch = "1", kv_dtype: KvDtypeOpt = "auto",
     block_size: BlockSize = 16, quant_group: QuantGroup = 8, attention: Attention = None, kv_heads: KvHeads = None,
     layer_types: LayerTypes = None, window: Window = None, json: Json = False, explain: Explain = False,

@@ -10,6 +10,7 @@ from kvplan.cli.common import (
     BlockSize,
     Json,
     KvDtypeOpt,
+    Model,
     ModelDtype,
     Pp,
     Revision,
@@ -26,7 +27,7 @@ SPEC_HELP = "uniform:LO..HI:N, normal:MEAN,STD:N, lognormal:MEDIAN,SIGMA:N or fi
 
 @reports_errors
 def waste(
-    model: Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.")],
+    model: Model,
     max_seq_len: Annotated[str, length_option("Tokens preallocated per sequence (4096, 4k).")],
     lengths: Annotated[str, typer.Option("--lengths", help=f"File with one length per line, or {SPEC_HELP}.")],
     tp: Tp = 1, pp: Pp = 1, kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, json: Json = False,
