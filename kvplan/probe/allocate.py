@@ -149,9 +149,8 @@ def paged_part(shape: CacheShape, layers: list[Tensors]) -> tuple[CacheShape, li
 
 
 def part_shape(shape: CacheShape, part: LayerSpec) -> CacheShape:
-    return stored(CacheShape(spec=part, num_layers=shape.num_layers, num_blocks=shape.num_blocks,
-                      block_size=shape.block_size, num_seqs=shape.num_seqs, kv_dtype=shape.kv_dtype,
-                      state_dtype=shape.state_dtype, layout="vllm", ssm_state_dtype=shape.ssm_state_dtype))
+    """One part of a composite layer: its own spec in vLLM's per-layer layout, stored as the engine stores it."""
+    return stored(replace(shape, spec=part, layout="vllm"))
 
 
 def _state_tensors(spec: LinearState, s: CacheShape, new: Allocator) -> Tensors:
