@@ -31,10 +31,19 @@ def configs_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def bundled_index() -> dict[str, Path]:
-    """{"org/name": path to its config.json}, sorted by id."""
-    root = configs_dir()
-    found = {f"{p.parent.parent.name}/{p.parent.name}": p for p in root.glob("*/*/config.json")}
+    """{"org/name": path to its config.json}, sorted by id. (os.scandir: a third of Path.glob's time, on
+    every `kvplan size`.)"""
+    found = {}
+    for org in os.scandir(configs_dir()):
+        for repo in os.scandir(org.path) if org.is_dir() else ():
+            if os.path.isfile(config := os.path.join(repo.path, "config.json")):
+                found[f"{org.name}/{repo.name}"] = Path(config)
     return dict(sorted(found.items(), key=lambda kv: kv[0].lower()))
+
+
+@lru_cache(maxsize=1)
+def _lower_ids() -> dict[str, str]:
+    return {k.lower(): k for k in bundled_index()}
 
 
 def _variant_key(name: str) -> str:
@@ -57,6 +66,8 @@ def find_bundled(name: str) -> str | None:
     by_short = {k.rpartition("/")[2]: v for k, v in MODEL_ID_ALIASES.items()}
     wanted = MODEL_ID_ALIASES.get(wanted) or by_short.get(wanted) or wanted
     org, _, short = wanted.lower().rpartition("/")
+    if org and (exact := _lower_ids().get(wanted.lower())):
+        return exact
     for key in (str.lower, _variant_key):  # exact first, then without variant suffixes
         hits = [k for k in index
                 if key(k.rpartition("/")[2]) == key(short) and (not org or k.lower().startswith(org + "/"))]
