@@ -68,13 +68,16 @@ def element_bits(name: str) -> int:
     return _DTYPES[key][0]
 
 
-def resolve_kv_dtype(name: str, model_dtype: str, quant_group: int = DEFAULT_QUANT_GROUP) -> KvDtype:
-    """`auto` -> the model's dtype; otherwise the named KV cache dtype."""
+def resolve_kv_dtype(name: str, model_dtype: str, quant_group: int = DEFAULT_QUANT_GROUP,
+                     arg: str = "") -> KvDtype:
+    """`auto` -> the model's dtype; otherwise the named KV cache dtype. `arg`: the argument an unknown name
+    came from, when it is not the KV dtype (state_dtype, ssm_state_dtype)."""
     key = name.strip().lower()
     if key == "auto":
         key = model_dtype
     if key not in _DTYPES:
-        raise InputError(f"unknown KV dtype {name!r}; choose one of: {', '.join(KV_DTYPE_NAMES)}")
+        what = f"{arg}: unknown dtype" if arg else "unknown KV dtype"
+        raise InputError(f"{what} {name!r}; choose one of: {', '.join(KV_DTYPE_NAMES)}", arg=arg or ())
     bits, scale = _DTYPES[key]
     if scale == "group" and quant_group <= 0:
         raise InputError(f"quant_group must be positive, got {quant_group}", arg="quant_group")

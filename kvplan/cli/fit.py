@@ -12,7 +12,10 @@ from kvplan.cli.common import (
     Json,
     Model,
     ModelDtype,
+    QuantGroup,
     Revision,
+    SsmStateDtype,
+    StateDtype,
     batch_option,
     emit,
     length_option,
@@ -100,7 +103,8 @@ def fit(
     speculative_method: SpecMethod = None, num_speculative_tokens: SpecTokens = None, max_lora_rank: LoraRank = None,
     max_loras: MaxLoras = None, lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None,
     limit_mm_per_prompt: MmLimit = None, cpu_offload_gb: CpuOffload = None, kv_offloading_size: KvOffload = None,
-    hicache_ratio: HicacheRatio = None, lmcache_cpu_size: LmcacheSize = None,
+    hicache_ratio: HicacheRatio = None, lmcache_cpu_size: LmcacheSize = None, quant_group: QuantGroup = 8,
+    state_dtype: StateDtype = "auto", ssm_state_dtype: SsmStateDtype = "auto",
 ) -> None:
     """Cheapest setups serving CONCURRENCY requests of CONTEXT tokens: GPU type, replicas × (TP × PP), KV dtype.
 
@@ -134,4 +138,5 @@ def _fit_kwargs(o: dict[str, Any], model: ModelConfig) -> dict[str, Any]:
                 engine=o["engine"], kv_dtype=o["kv_dtype"], gpus_per_node=o["gpus_per_node"], max_gpus=o["max_gpus"],
                 max_replicas=o["max_replicas"], prices=read_prices(o["price"]) if o["price"] else None,
                 gpu_memory_bytes=size("gpu_mem", "gpu_memory_bytes"), overhead_bytes=size("overhead", "overhead_bytes"),
-                weights_dtype=weights_option(model, o["weights_dtype"], o["quantization"]), settings=engine_settings(o))
+                weights_dtype=weights_option(model, o["weights_dtype"], o["quantization"]), settings=engine_settings(o),
+                quant_group=o["quant_group"], state_dtype=o["state_dtype"], ssm_state_dtype=o["ssm_state_dtype"])

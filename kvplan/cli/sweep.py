@@ -13,7 +13,10 @@ from kvplan.cli.common import (
     BlockSize,
     KvDtypes,
     ModelDtype,
+    QuantGroup,
     Revision,
+    SsmStateDtype,
+    StateDtype,
     batch_option,
     emit,
     length_option,
@@ -50,7 +53,8 @@ def sweep(
     pp: Annotated[str, typer.Option(*PP_NAMES, help=f"Pipeline-parallel sizes: {Axis}")] = "1",
     kv_dtype: KvDtypes = "auto", block_size: BlockSize = 16, csv: Csv = None, json: JsonLines = False,
     plot: Plot = None, gpu: Gpu = None, kv_budget: KvBudget = None, engine: Engine = None, revision: Revision = None,
-    dtype: ModelDtype = "auto",
+    dtype: ModelDtype = "auto", quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto",
+    ssm_state_dtype: SsmStateDtype = "auto",
 ) -> None:
     """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch.
 
@@ -70,7 +74,8 @@ def sweep(
                            tps=parse_int_axis(tp, "--tensor-parallel-size", parse_count),
                            pps=parse_int_axis(pp, "--pipeline-parallel-size", parse_count),
                            kv_dtypes=parse_str_axis(kv_dtype, "--kv-cache-dtype"), block_size=block_size,
-                           engines=_engines(engine, gpu, kv_budget), progress=step)
+                           engines=_engines(engine, gpu, kv_budget), progress=step, quant_group=quant_group,
+                           state_dtype=state_dtype, ssm_state_dtype=ssm_state_dtype)
     _write(result, csv, json)
     if plot:
         _plot(result, plot, gpu, kv_budget)

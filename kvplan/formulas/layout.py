@@ -210,8 +210,9 @@ def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, 
     if kv_dtype.strip().lower() == "auto" and model.kv_cache_dtype:  # the checkpoint's own KV quantization
         kv_dtype = model.kv_cache_dtype
     dtype = resolve_kv_dtype(kv_dtype, model.dtype, quant_group)
-    state = resolve_kv_dtype(state_dtype, model.dtype)
-    ssm = None if ssm_state_dtype.strip().lower() == "auto" else resolve_kv_dtype(ssm_state_dtype, state.name)
+    state = resolve_kv_dtype(state_dtype, model.dtype, arg="state_dtype")
+    ssm = (None if ssm_state_dtype.strip().lower() == "auto"
+           else resolve_kv_dtype(ssm_state_dtype, state.name, arg="ssm_state_dtype"))
     dtypes = StateDtypes(state, ssm)
     shard_tp = policy.attention_tp or tp
     per_gpu = {s: shard_spec(s, shard_tp, policy.head_split) for s in set(specs)}

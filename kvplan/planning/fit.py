@@ -22,6 +22,7 @@ from typing import Any
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
+from kvplan.dtypes import DEFAULT_QUANT_GROUP
 from kvplan.engines import Settings
 from kvplan.errors import InputError, KvplanError
 from kvplan.planning.capacity import capacity
@@ -167,13 +168,16 @@ def _price_table(prices: Mapping[str, float] | None) -> dict[str, float]:
     return out
 
 
-def _check(model: ModelConfig, load: Load, gpus_per_node: int, dtypes: Sequence[str], engine: str) -> None:
+def _check(model: ModelConfig, load: Load, gpus_per_node: int, dtypes: Sequence[str], engine: str,
+           state_dtypes: dict[str, str]) -> None:
     from kvplan.dtypes import resolve_kv_dtype
     from kvplan.engines import get_engine
 
     get_engine(engine)
     for d in dtypes:
         resolve_kv_dtype(d, model.dtype)
+    for arg, name in state_dtypes.items():
+        resolve_kv_dtype(name, model.dtype, arg=arg)
     for name, value in (("context", load.context), ("concurrency", load.concurrency),
                         ("gpus_per_node", gpus_per_node), ("max_gpus", load.max_gpus),
                         ("max_replicas", 1 if load.max_replicas is None else load.max_replicas)):
@@ -196,15 +200,17 @@ def fit(model: ModelConfig | str, *, gpu: str | Sequence[str] | None = None, con
         engine: str = "vllm", kv_dtype: str | Sequence[str] = "auto", gpus_per_node: int = 8,
         max_gpus: int | None = None, max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
         gpu_memory_bytes: int | None = None, overhead_bytes: int | None = None, settings: Settings | None = None,
-        weights_dtype: str | None = None, progress: Callable[[int, int], None] | None = None) -> FitResult:
+        weights_dtype: str | None = None, progress: Callable[[int, int], None] | None = None,
+        quant_group: int = DEFAULT_QUANT_GROUP, state_dtype: str = "auto", ssm_state_dtype: str = "auto") -> FitResult:
     """Every (GPU type, tp, pp, KV dtype) with the replicas it needs; ranked by RANKING. `kv_dtype`: one, a
-    list (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8)."""
+    list (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8). quant_group and the state
+    dtypes are capacity()'s, the same in every setup."""
     model, price = as_model(model), _price_table(prices)
     gpus = _gpu_list(gpu, price)
     dtypes = _kv_dtypes(kv_dtype)
     load = Load(context=context, concurrency=concurrency, max_gpus=max_gpus or 8 * gpus_per_node,
                 max_replicas=max_replicas)
-    _check(model, load, gpus_per_node, dtypes, engine)
+    _check(model, load, gpus_per_node, dtypes, engine, {"state_dtype": state_dtype, "ssm_state_dtype": ssm_state_dtype})
     if gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
                          arg=("gpu_memory_bytes", "gpu"))
@@ -213,7 +219,8 @@ def fit(model: ModelConfig | str, *, gpu: str | Sequence[str] | None = None, con
     for i, (g, tp, pp, d) in enumerate(grid, 1):
         found.append(_try(model, g, tp, pp, d, load, price.get(g), engine=engine, settings=settings,
                           gpu_memory_bytes=gpu_memory_bytes, overhead_bytes=overhead_bytes,
-                          weights_dtype=weights_dtype))
+                          weights_dtype=weights_dtype, quant_group=quant_group, state_dtype=state_dtype,
+                          ssm_state_dtype=ssm_state_dtype))
         if progress:
             progress(i, len(grid))
     good = sorted((c for c in found if c.fits), key=lambda c: rank_key(c, dtypes))

@@ -18,6 +18,7 @@ from typing import Any
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
+from kvplan.dtypes import resolve_kv_dtype
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.layout import DEFAULT_BLOCK_SIZE, Layout, build_layout
 from kvplan.formulas.sizing import KvCacheResult
@@ -62,14 +63,17 @@ def _points(layout: Layout, name: str, seq_lens: Sequence[int], batches: Sequenc
 
 
 def _engine_points(layout: Layout, seq_lens: Sequence[int], batches: Sequence[int], engine: str,
-                   engines: EngineAxis, notes: list[str], tick: Callable[[], None]) -> Iterator[Row]:
-    """Memory columns + one engine's capacity columns (capacity depends on seq_len, not on batch)."""
+                   engines: EngineAxis, notes: list[str], tick: Callable[[], None],
+                   layout_options: dict[str, Any]) -> Iterator[Row]:
+    """Memory columns + one engine's capacity columns (capacity depends on seq_len, not on batch); the engine
+    plans with the sweep's layout options (quant group, state dtypes, overrides) too."""
     from kvplan.workflows.capacity_curve import capacity_point
 
     rows = iter(_points(layout, layout.model.model_id, seq_lens, batches))
     for seq_len in seq_lens:
         point = capacity_point(layout.model, engine=engine, seq_len=seq_len, gpu=engines.gpu, tp=layout.tp,
-                               pp=layout.pp, kv_dtype=layout.kv_dtype.name, kv_budget_bytes=engines.kv_budget_bytes)
+                               pp=layout.pp, kv_dtype=layout.kv_dtype.name, kv_budget_bytes=engines.kv_budget_bytes,
+                               **layout_options)
         tick()
         if point.note:
             notes.append(f"skipped capacity of {layout.model.model_id}: {point.note}")
@@ -109,6 +113,8 @@ def sweep(models: Sequence[ModelConfig | str], *, seq_lens: Sequence[int], batch
                  "kv_dtypes": kv_dtypes, "engines": engines.engines if engines else ("-",)})
     if min(*seq_lens, *batches) <= 0:
         raise InputError("sweep sequence lengths and batch sizes must be positive")
+    for arg in ("state_dtype", "ssm_state_dtype"):  # bad input for every layout: one error, not a skip each
+        resolve_kv_dtype(layout_options.get(arg, "auto"), "bf16", arg=arg)
     if engines is not None:
         from kvplan.workflows.capacity_curve import check_engines
 
@@ -148,7 +154,7 @@ def _layout_rows(m: ModelConfig, tp: int, pp: int, dtype: str, block_size: int, 
         tick()
         return list(_points(layout, m.model_id, seq_lens, batches))
     return [row for engine in engines.engines
-            for row in _engine_points(layout, seq_lens, batches, engine, engines, notes, tick)]
+            for row in _engine_points(layout, seq_lens, batches, engine, engines, notes, tick, layout_options)]
 
 
 def _counter(layouts: int, engines: EngineAxis | None, num_seq_lens: int,

@@ -37,6 +37,13 @@ SPELLINGS = {
         ["--mamba-cache-dtype", "fp32", "--mamba-ssm-cache-dtype", "bf16"],
         ["--state-dtype", "fp32", "--ssm-state-dtype", "bf16"],
         ["--state-dtype=fp32", "--mamba-ssm-dtype", "bf16"]]),  # SGLang's name for the recurrent state's
+    "fit-state": (["fit", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100", "--max-gpus", "4", "--overhead", "2GiB",
+                   "--max-model-len", "32k", "--concurrency", "64", "--kv-cache-dtype", "int4"], [
+        ["--mamba-cache-dtype", "fp32", "--mamba-ssm-cache-dtype", "bf16", "--quant-group", "32"],
+        ["--state-dtype", "fp32", "--ssm-state-dtype=bf16", "--quant-group=32"]]),
+    "sweep-state": (["sweep", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--max-model-len", "4k", "--tp", "4", "--engine",
+                     "vllm", "--gpu", "H100", "--batch", "1,2"], [  # two rows: JSON lines, not one object
+        ["--mamba-cache-dtype", "fp32"], ["--state-dtype=fp32"]]),  # conv and recurrent states fp32
     "capacity": (["capacity", QWEN, "--kv-budget", "20GiB"], [
         ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "2", "--max-model-len", "16k", "--block-size", "32"],
         ["--tp", "2", "--pp", "2", "--seq-len", "16k", "--page-size", "32"],
@@ -72,6 +79,19 @@ def test_every_spelling_asks_the_same_question(run_cli: Any, command: str) -> No
 def test_state_dtype_flags_reach_the_answer(run_cli: Any) -> None:
     base, spellings = SPELLINGS["size-state"]
     assert answer(run_cli, *base) != answer(run_cli, *base, *spellings[0])  # the names are not ignored
+
+
+def test_sweep_plans_the_engines_with_the_state_dtypes(run_cli: Any) -> None:
+    base, spellings = SPELLINGS["sweep-state"]
+    swept = answer(run_cli, *base, *spellings[0])[0]
+    alone = answer(run_cli, "capacity", *base[1:4], "--tp", "4", "--gpu", "H100", *spellings[0])
+    assert swept["kv_tokens"] == alone["kv_tokens"] != answer(run_cli, *base)[0]["kv_tokens"]
+
+
+def test_fit_takes_the_state_dtypes_and_the_quant_group(run_cli: Any) -> None:
+    base, spellings = SPELLINGS["fit-state"]
+    grouped = answer(run_cli, *base, "--quant-group", "32")
+    assert answer(run_cli, *base) != grouped != answer(run_cli, *base, *spellings[0])  # each flag changes it
 
 
 def test_reconcile_takes_the_same_names(run_cli: Any) -> None:

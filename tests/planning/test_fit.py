@@ -143,6 +143,8 @@ def test_the_default_gpus_are_the_priced_ones(model: Any) -> None:
     (dict(gpu=["H100", "H200"], gpu_memory_bytes=80 * GIB), "one GPU type"),
     (dict(engine="vlm"), "unknown engine"),
     (dict(kv_dtype="fp7"), "unknown KV dtype"),
+    (dict(state_dtype="fp7"), "state_dtype: unknown dtype 'fp7'"),
+    (dict(ssm_state_dtype="fp7"), "ssm_state_dtype: unknown dtype 'fp7'"),
     (dict(prices={"H100": -1.0}), "≥ 0"),
     (dict(prices={"H999": 1.0}), "unknown GPU"),
     (dict(max_replicas=0), "max_replicas must be positive"),
