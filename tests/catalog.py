@@ -54,8 +54,7 @@ WEIGHTS_NOT_COUNTED = frozenset({
     "nvidia/Gemma-4-31B-IT-NVFP4", "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "nvidia/Nemotron-H-56B-Base-8K",
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "openai/whisper-large-v3", "openai/whisper-small",
-    "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-32B-Instruct", "Qwen/Qwen3.5-122B-A10B", "Qwen/Qwen3.5-27B",
-    "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B", "Qwen/Qwen3.5-9B", "THUDM/chatglm2-6b",
+    "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen3-VL-32B-Instruct", "THUDM/chatglm2-6b",
     "tiiuae/falcon-mamba-7b", "zai-org/GLM-5",
 })
 

@@ -56,6 +56,8 @@ _RENAMED = {
 }
 _LAYER_INDEX = re.compile(r"\.(?:layers|h)\.(\d+)\.")
 _VISION = ("vision_tower", "multi_modal_projector")  # Gemma-3: counted in total, not in the decoder layers
+# Their CausalLM class is the text model alone; the image-text class has the vision tower kvplan counts (and vLLM loads).
+_BUILT_WITH_VISION = ("qwen3_5", "qwen3_5_moe")
 
 
 def _hf_config(model_id: str) -> Any:
@@ -72,8 +74,11 @@ def _hf_counts(model_id: str) -> tuple[int, Counter[int], int]:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     transformers.logging.set_verbosity_error()
+    config = _hf_config(model_id)
+    auto = transformers.AutoModelForImageTextToText if config.model_type in _BUILT_WITH_VISION else (
+        transformers.AutoModelForCausalLM)
     with torch.device("meta"):
-        hf = transformers.AutoModelForCausalLM.from_config(_hf_config(model_id))
+        hf = auto.from_config(config)
     total, per_layer = 0, Counter[int]()
     for name, tensor in hf.named_parameters():
         total += tensor.numel()

@@ -75,6 +75,10 @@ TRAITS: dict[str, dict[str, Any]] = {
     "qwen2": {"qkv_bias": True, "o_bias": False},  # Qwen2Attention: biases on q/k/v only
     "qwen3": {"qk_norm": True}, "qwen3_moe": {"qk_norm": True},
     "qwen3_next": {"qk_norm": True, "q_gate": True, "linear_attention": "gated_deltanet"},
+    # Qwen3.5: Qwen3-Next's layers (its gated DeltaNet splits in_proj_qkvz/ba into qkv, z, b and a: the same
+    # tensors' worth); the text model of the dense and the MoE releases.
+    "qwen3_5_text": {"qk_norm": True, "q_gate": True, "linear_attention": "gated_deltanet"},
+    "qwen3_5_moe_text": {"qk_norm": True, "q_gate": True, "linear_attention": "gated_deltanet"},
     "gemma2": {"layer_norms": 4},  # input, post-attention, pre- and post-feedforward
     "gemma3": {"layer_norms": 4, "qk_norm": True}, "gemma3_text": {"layer_norms": 4, "qk_norm": True},
     "glm4_moe": {"qk_norm": Key("use_qk_norm"), "o_bias": False, "router_score_bias": True},

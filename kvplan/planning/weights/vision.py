@@ -19,7 +19,10 @@ from kvplan.config.defaults import class_defaults, sub_config_type
 from kvplan.config.model import ModelConfig
 from kvplan.planning.weights.parts import Part
 
-TOWERS = ("siglip_vision_model",)  # vision_config model_types whose layout kvplan knows
+# vision_config model_types whose layout kvplan knows. Qwen3.5's vision_config carries its wrapper's model_type.
+TOWERS = ("siglip_vision_model", "qwen3_5", "qwen3_5_moe")
+QWEN_VIT_FIELDS = ("depth", "hidden_size", "intermediate_size", "in_channels", "patch_size", "temporal_patch_size",
+                   "num_position_embeddings", "spatial_merge_size", "out_hidden_size")
 VISION_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "image_size", "patch_size", "num_channels",
                  "vision_use_head")  # the keys read here (tools/class_defaults.py records their defaults)
 # Text model_type -> the multimodal projector that maps vision features into the text width.
@@ -38,9 +41,18 @@ def vision_config(model: ModelConfig) -> tuple[str, dict[str, Any]] | None:
     return kind, {**class_defaults(kind), **config}
 
 
+def _known(kind: str, config: dict[str, Any]) -> bool:
+    """A tower kvplan can count: a listed type, with the fields its layout reads (Qwen3.5: no DeepStack mergers)."""
+    if kind not in TOWERS:
+        return False
+    if kind == "siglip_vision_model":
+        return True
+    return all(isinstance(config.get(k), int) for k in QWEN_VIT_FIELDS) and not config.get("deepstack_visual_indexes")
+
+
 def vision_note(model: ModelConfig) -> str | None:
     found = vision_config(model)
-    if found and found[0] not in TOWERS:
+    if found and not _known(*found):
         return f"vision tower {found[0] or '?'!r} not counted: kvplan does not know its layout"
     return None
 
@@ -78,11 +90,36 @@ def _siglip(c: dict[str, Any]) -> tuple[Part, ...]:
     return tuple(parts)
 
 
+def _qwen_vit(c: dict[str, Any]) -> tuple[Part, ...]:
+    """Qwen3.5's ViT (Qwen3-VL's without DeepStack): a 3-D patch embedding, learned positions, pre-norm blocks
+    with fused QKV, and the patch merger (spatial_merge_size² patches -> one token of the text width).
+    vLLM splits qkv/fc1 by rows and proj/fc2 by columns (its default mm_encoder_tp_mode, "weights")."""
+    h, inter, depth = c["hidden_size"], c["intermediate_size"], c["depth"]
+    merged = h * c["spatial_merge_size"] ** 2
+    patch = c["in_channels"] * c["temporal_patch_size"] * c["patch_size"] ** 2
+    block = (Part("visual.attn.qkv", "vision", (3 * h, h + 1), "column"),  # weight + bias
+             Part("visual.attn.proj", "vision", (h, h), "row"),
+             Part("visual.attn.proj.bias", "vision", (h,), "replicated"),
+             Part("visual.mlp.linear_fc1", "vision", (inter, h + 1), "column"),
+             Part("visual.mlp.linear_fc2", "vision", (h, inter), "row"),
+             Part("visual.mlp.linear_fc2.bias", "vision", (h,), "replicated"),
+             Part("visual.norms", "vision", (2, 2, h), "replicated"))  # norm1, norm2: LayerNorm weight + bias
+    return (Part("visual.patch_embed", "vision", (h, patch + 1), "replicated"),
+            Part("visual.pos_embed", "vision", (c["num_position_embeddings"], h), "replicated"),
+            *block * depth,
+            Part("visual.merger.norm", "vision", (2, h), "replicated"),
+            Part("visual.merger.linear_fc1", "vision", (merged, merged + 1), "column"),
+            Part("visual.merger.linear_fc2", "vision", (c["out_hidden_size"], merged), "row"),
+            Part("visual.merger.linear_fc2.bias", "vision", (c["out_hidden_size"],), "replicated"))
+
+
 def vision_parts(model: ModelConfig) -> tuple[Part, ...]:
     """The tower and projector of a multimodal checkpoint; () for text-only models."""
     found = vision_config(model)
-    if not found or found[0] not in TOWERS:
+    if not found or not _known(*found):
         return ()
+    if found[0] != "siglip_vision_model":
+        return _qwen_vit(found[1])
     parts = _siglip(found[1])
     config = found[1]
     if PROJECTORS.get(str(model.model_type)) == "gemma3":
