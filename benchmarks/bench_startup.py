@@ -49,8 +49,7 @@ def startup(runs: int, baseline: Path | None = None) -> dict[str, float]:
     """Medians of kvplan, the floor app and (optionally) kvplan from another source tree, run by run interleaved."""
     kv, floor, base = [], [], []
     for tree in (ROOT, baseline) if baseline else (ROOT,):
-        write_bytecode(tree)
-        wall_s(KVPLAN, tree)  # warm the page cache
+        write_bytecode(tree)  # also warms the page cache
     wall_s(FLOOR)
     for _ in range(runs):
         kv.append(wall_s(KVPLAN, ROOT))

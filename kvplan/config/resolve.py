@@ -194,9 +194,8 @@ def from_cache_or_hub(name: str, repo_id: str, revision: str | None) -> Path:
 
 
 def suggest(name: str) -> str:
-    ids = list(bundled_index())
-    lowered = {k.lower(): k for k in ids}
-    short = {k.rpartition("/")[2].lower(): k for k in ids}
+    lowered = _lower_ids()
+    short = {k.rpartition("/")[2].lower(): k for k in bundled_index()}
     import difflib  # only on the error path
 
     close = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.4)

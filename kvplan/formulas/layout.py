@@ -26,7 +26,13 @@ from kvplan.config.model import ModelConfig
 from kvplan.dtypes import DEFAULT_QUANT_GROUP, KvDtype, resolve_kv_dtype
 from kvplan.errors import InputError
 from kvplan.formulas.layers import Overrides, attention_kind, layer_specs
-from kvplan.formulas.per_token import StateDtypes, encoder_bytes_per_token, kv_bytes_per_token, state_bytes_per_sequence
+from kvplan.formulas.per_token import (
+    StateDtypes,
+    encoder_bytes_per_token,
+    kv_bytes_per_token,
+    state_bytes_per_sequence,
+    state_dtypes,
+)
 from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
 from kvplan.specs import (
     AttnSpec,
@@ -210,10 +216,7 @@ def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, 
     if kv_dtype.strip().lower() == "auto" and model.kv_cache_dtype:  # the checkpoint's own KV quantization
         kv_dtype = model.kv_cache_dtype
     dtype = resolve_kv_dtype(kv_dtype, model.dtype, quant_group)
-    state = resolve_kv_dtype(state_dtype, model.dtype, arg="state_dtype")
-    ssm = (None if ssm_state_dtype.strip().lower() == "auto"
-           else resolve_kv_dtype(ssm_state_dtype, state.name, arg="ssm_state_dtype"))
-    dtypes = StateDtypes(state, ssm)
+    dtypes = state_dtypes(state_dtype, ssm_state_dtype, model.dtype)
     shard_tp = policy.attention_tp or tp
     per_gpu = {s: shard_spec(s, shard_tp, policy.head_split) for s in set(specs)}
     ranges = pp_ranges(len(specs), pp)
@@ -222,23 +225,23 @@ def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, 
                    for spec, n in Counter(specs).items())
     return Layout(
         model=model, specs=specs, specs_per_gpu=tuple(per_gpu[s] for s in specs),
-        attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=state,
-        ssm_state_dtype=ssm, tp=tp,
+        attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=dtypes.conv,
+        ssm_state_dtype=dtypes.ssm, tp=tp,
         pp=pp, dcp=dcp, block_size=block_size, policy=policy, groups=groups, stage_ranges=ranges,
         whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
         stages=tuple(_load(groups, [g.stage_layers[s] for g in groups], per_gpu=True) for s in range(pp)),
     )
 
 
-def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, state_dtypes: StateDtypes,
+def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, states: StateDtypes,
            stage_layers: list[int], policy: LayoutPolicy) -> Group:
     cross = next((p for p in parts(spec) if isinstance(p, CrossAttn)), None)
     return Group(
         spec=spec, spec_per_gpu=per_gpu, num_layers=count, token_limit=_token_limit(spec, policy),
         bytes_per_token_per_layer=kv_bytes_per_token(spec, dtype),
         bytes_per_token_per_layer_per_gpu=kv_bytes_per_token(per_gpu, dtype),
-        state_bytes_per_layer=state_bytes_per_sequence(spec, state_dtypes),
-        state_bytes_per_layer_per_gpu=state_bytes_per_sequence(per_gpu, state_dtypes),
+        state_bytes_per_layer=state_bytes_per_sequence(spec, states),
+        state_bytes_per_layer_per_gpu=state_bytes_per_sequence(per_gpu, states),
         stage_layers=tuple(stage_layers), encoder_tokens=cross.encoder_tokens if cross else 0,
         encoder_bytes_per_token_per_layer=encoder_bytes_per_token(spec, dtype),
         encoder_bytes_per_token_per_layer_per_gpu=encoder_bytes_per_token(per_gpu, dtype),

@@ -30,6 +30,15 @@ class StateDtypes:
         return resolve_kv_dtype(spec.ssm_dtype, self.conv.name) if spec.ssm_dtype else self.conv
 
 
+def state_dtypes(state_dtype: str, ssm_state_dtype: str, model_dtype: str) -> StateDtypes:
+    """The user's state dtype names (auto or a dtype), resolved; an unknown name is an InputError naming its
+    argument (state_dtype, ssm_state_dtype)."""
+    conv = resolve_kv_dtype(state_dtype, model_dtype, arg="state_dtype")
+    if ssm_state_dtype.strip().lower() == "auto":
+        return StateDtypes(conv)
+    return StateDtypes(conv, resolve_kv_dtype(ssm_state_dtype, conv.name, arg="ssm_state_dtype"))
+
+
 def latent_dtype(spec: MLAAttn, dtype: KvDtype) -> KvDtype:
     """The dtype an MLA latent is stored in. Sparse MLA on Hopper: fp8 is served by FLASHMLA_SPARSE,
     which stores the fp8_ds_mla layout (vllm/model_executor/layers/attention/mla_attention.py:359-375;

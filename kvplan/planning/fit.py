@@ -169,15 +169,15 @@ def _price_table(prices: Mapping[str, float] | None) -> dict[str, float]:
 
 
 def _check(model: ModelConfig, load: Load, gpus_per_node: int, dtypes: Sequence[str], engine: str,
-           state_dtypes: dict[str, str]) -> None:
+           states: tuple[str, str]) -> None:
     from kvplan.dtypes import resolve_kv_dtype
     from kvplan.engines import get_engine
+    from kvplan.formulas.per_token import state_dtypes
 
     get_engine(engine)
     for d in dtypes:
         resolve_kv_dtype(d, model.dtype)
-    for arg, name in state_dtypes.items():
-        resolve_kv_dtype(name, model.dtype, arg=arg)
+    state_dtypes(*states, model.dtype)
     for name, value in (("context", load.context), ("concurrency", load.concurrency),
                         ("gpus_per_node", gpus_per_node), ("max_gpus", load.max_gpus),
                         ("max_replicas", 1 if load.max_replicas is None else load.max_replicas)):
@@ -210,7 +210,7 @@ def fit(model: ModelConfig | str, *, gpu: str | Sequence[str] | None = None, con
     dtypes = _kv_dtypes(kv_dtype)
     load = Load(context=context, concurrency=concurrency, max_gpus=max_gpus or 8 * gpus_per_node,
                 max_replicas=max_replicas)
-    _check(model, load, gpus_per_node, dtypes, engine, {"state_dtype": state_dtype, "ssm_state_dtype": ssm_state_dtype})
+    _check(model, load, gpus_per_node, dtypes, engine, (state_dtype, ssm_state_dtype))
     if gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
                          arg=("gpu_memory_bytes", "gpu"))

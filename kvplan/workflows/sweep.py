@@ -18,9 +18,9 @@ from typing import Any
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import resolve_kv_dtype
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.layout import DEFAULT_BLOCK_SIZE, Layout, build_layout
+from kvplan.formulas.per_token import state_dtypes
 from kvplan.formulas.sizing import KvCacheResult
 
 SWEEP_COLUMNS = (
@@ -113,8 +113,8 @@ def sweep(models: Sequence[ModelConfig | str], *, seq_lens: Sequence[int], batch
                  "kv_dtypes": kv_dtypes, "engines": engines.engines if engines else ("-",)})
     if min(*seq_lens, *batches) <= 0:
         raise InputError("sweep sequence lengths and batch sizes must be positive")
-    for arg in ("state_dtype", "ssm_state_dtype"):  # bad input for every layout: one error, not a skip each
-        resolve_kv_dtype(layout_options.get(arg, "auto"), "bf16", arg=arg)
+    # bad input for every layout: one error, not a skip each (any model dtype resolves auto)
+    state_dtypes(layout_options.get("state_dtype", "auto"), layout_options.get("ssm_state_dtype", "auto"), "bf16")
     if engines is not None:
         from kvplan.workflows.capacity_curve import check_engines
 

@@ -71,14 +71,14 @@ _BASE_TRAITS: dict[str, Any] = {
 }
 _FALCON = {"mlp": "plain", "norm_params": 2, "qkv_bias": Key("bias"), "o_bias": Key("bias"), "mlp_bias": Key("bias"),
            "ffn_mult": 4}
+_QWEN3_NEXT = {"qk_norm": True, "q_gate": True, "linear_attention": "gated_deltanet"}
 TRAITS: dict[str, dict[str, Any]] = {
     "qwen2": {"qkv_bias": True, "o_bias": False},  # Qwen2Attention: biases on q/k/v only
     "qwen3": {"qk_norm": True}, "qwen3_moe": {"qk_norm": True},
-    "qwen3_next": {"qk_norm": True, "q_gate": True, "linear_attention": "gated_deltanet"},
+    "qwen3_next": _QWEN3_NEXT,
     # Qwen3.5: Qwen3-Next's layers (its gated DeltaNet splits in_proj_qkvz/ba into qkv, z, b and a: the same
     # tensors' worth); the text model of the dense and the MoE releases.
-    "qwen3_5_text": {"qk_norm": True, "q_gate": True, "linear_attention": "gated_deltanet"},
-    "qwen3_5_moe_text": {"qk_norm": True, "q_gate": True, "linear_attention": "gated_deltanet"},
+    "qwen3_5_text": _QWEN3_NEXT, "qwen3_5_moe_text": _QWEN3_NEXT,
     "gemma2": {"layer_norms": 4},  # input, post-attention, pre- and post-feedforward
     "gemma3": {"layer_norms": 4, "qk_norm": True}, "gemma3_text": {"layer_norms": 4, "qk_norm": True},
     "glm4_moe": {"qk_norm": Key("use_qk_norm"), "o_bias": False, "router_score_bias": True},
