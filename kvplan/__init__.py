@@ -2,8 +2,13 @@
 
     import kvplan
     m = kvplan.load_model("Qwen/Qwen3-8B")
-    r = kvplan.kv_cache(m, tp=2, seq_len=32768, batch=8)
+    r = kvplan.kv_cache(m, tp=2, max_model_len=32768, batch=8)
     r.bytes_per_sequence_per_gpu
+    c = kvplan.capacity("Qwen/Qwen3-8B", gpu="H100", tp=2, gpu_memory_utilization=0.9)
+    c.plan.kv_tokens
+
+Every question is a frozen request (``CacheRequest``; with the engine knobs and the GPU, a
+``CapacityRequest``), given whole or as its fields' keywords; each part checks itself when it is made.
 
 The names below are imported on first use, so `import kvplan.cli` (and `kvplan --help`) does not
 load the config reader and pydantic before the command needs them.
@@ -16,8 +21,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kvplan.config import ModelConfig, load_model
+    from kvplan.engines import Settings
     from kvplan.errors import CapacityError, ConfigError, InputError, KvplanError, ShardingError
-    from kvplan.formulas import KvCacheResult, Layout, LayoutPolicy, Overrides, build_layout, kv_cache, layer_specs
+    from kvplan.formulas import (
+        CacheRequest,
+        KvCacheResult,
+        Layout,
+        LayoutPolicy,
+        Overrides,
+        build_layout,
+        kv_cache,
+        layer_specs,
+    )
+    from kvplan.planning.capacity import CapacityResult, capacity
+    from kvplan.planning.fit import FitResult, fit
+    from kvplan.planning.request import CapacityRequest, Memory
+    from kvplan.workflows.sweep import Sweep, sweep
 
     load_config = load_model
 
@@ -28,12 +47,17 @@ _EXPORTS = {
     "KvplanError": "kvplan.errors", "ShardingError": "kvplan.errors",
     "KvCacheResult": "kvplan.formulas", "Layout": "kvplan.formulas", "LayoutPolicy": "kvplan.formulas",
     "Overrides": "kvplan.formulas", "build_layout": "kvplan.formulas", "kv_cache": "kvplan.formulas",
-    "layer_specs": "kvplan.formulas",
+    "layer_specs": "kvplan.formulas", "CacheRequest": "kvplan.formulas",
+    "Settings": "kvplan.engines", "CapacityRequest": "kvplan.planning.request", "Memory": "kvplan.planning.request",
+    "capacity": "kvplan.planning.capacity", "CapacityResult": "kvplan.planning.capacity",
+    "fit": "kvplan.planning.fit", "FitResult": "kvplan.planning.fit",
+    "sweep": "kvplan.workflows.sweep", "Sweep": "kvplan.workflows.sweep",
 }
 __all__ = [
-    "CapacityError", "ConfigError", "InputError", "KvCacheResult", "KvplanError", "Layout", "LayoutPolicy",
-    "ModelConfig", "Overrides", "ShardingError", "build_layout", "kv_cache", "layer_specs", "load_config",
-    "load_model",
+    "CacheRequest", "CapacityError", "CapacityRequest", "CapacityResult", "ConfigError", "FitResult", "InputError",
+    "KvCacheResult", "KvplanError", "Layout", "LayoutPolicy", "Memory", "ModelConfig", "Overrides", "Settings",
+    "ShardingError", "Sweep", "build_layout", "capacity", "fit", "kv_cache", "layer_specs", "load_config",
+    "load_model", "sweep",
 ]
 
 

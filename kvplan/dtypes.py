@@ -52,6 +52,7 @@ _CANONICAL = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp
 KV_DTYPE_NAMES = ("auto", "fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8", "int4",
                   "fp8_per_token_head", "int8_per_token_head", "nvfp4", "fp8_ds_mla")
 DEFAULT_QUANT_GROUP = 8  # ppl.nn MultiHeadCacheAttention's quant_group default
+KNOWN_NAMES = frozenset(("auto", *_DTYPES))  # exact spellings every check accepts (others: the full check)
 
 
 def canonical_dtype(name: str) -> str | None:
@@ -124,3 +125,10 @@ def mla_bytes_per_token(kv_lora_rank: int, qk_rope_head_dim: int, dtype: KvDtype
 def _whole_bytes(bits: int) -> int:
     """Storage is byte-addressed: an odd number of 4-bit values still takes a whole byte."""
     return -(-bits // 8)
+
+
+def check_dtype_name(name: str, arg: str) -> None:
+    """Refuse a KV or state dtype name no engine has (`auto` is always valid), naming the argument."""
+    if not isinstance(name, str):
+        raise InputError(f"{arg} must be a dtype name, got {name!r}", arg=arg)
+    resolve_kv_dtype(name, "bf16", arg="" if arg == "kv_dtype" else arg)

@@ -63,12 +63,12 @@ def parse_positive_tokens(text: str | int, name: str) -> int:
     try:
         value = parse_tokens(text)
     except InputError as exc:
-        raise InputError(f"{name}: {exc}") from None
+        raise InputError(f"{name}: {exc}", arg=name) from None
     if value <= 0:
-        raise InputError(f"{name} must be positive, got {text!r}")
+        raise InputError(f"{name} must be positive, got {text!r}", arg=name)
     if value > MAX_TOKENS:
         raise InputError(f"{name} {text!r} is beyond any model's length: kvplan takes at most 2**31 = "
-                         f"{MAX_TOKENS:,} tokens")
+                         f"{MAX_TOKENS:,} tokens", arg=name)
     return value
 
 
@@ -76,14 +76,14 @@ def parse_count(text: str | int, name: str) -> int:
     """A positive whole number of things (sequences, requests, GPUs): `64`, `4k` = 4,096; at most MAX_COUNT."""
     match = _NUMBER.match(str(text))
     if not match or match.group(2).lower() not in _TOKEN_SUFFIX:
-        raise InputError(f"{name} must be a whole number like 64 or 4k, got {text!r}")
+        raise InputError(f"{name} must be a whole number like 64 or 4k, got {text!r}", arg=name)
     value = Fraction(match.group(1)) * _TOKEN_SUFFIX[match.group(2).lower()]
     if value.denominator != 1:
-        raise InputError(f"{name} must be a whole number, got {text!r}")
+        raise InputError(f"{name} must be a whole number, got {text!r}", arg=name)
     if value <= 0:
-        raise InputError(f"{name} must be positive, got {text!r}")
+        raise InputError(f"{name} must be positive, got {text!r}", arg=name)
     if value > MAX_COUNT:
-        raise InputError(f"{name} must be at most 2**31 = {MAX_COUNT:,}, got {text!r}")
+        raise InputError(f"{name} must be at most 2**31 = {MAX_COUNT:,}, got {text!r}", arg=name)
     return int(value)
 
 

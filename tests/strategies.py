@@ -299,7 +299,7 @@ def config_bytes(draw: st.DrawFn) -> bytes:
 
 @st.composite
 def parallel_args(draw: st.DrawFn) -> dict[str, Any]:
-    """tp/pp/dcp/dtype/block/seq_len/batch for kv_cache, including ones the engines refuse."""
+    """tp/pp/dcp/dtype/block/max_model_len/batch for kv_cache, including ones the engines refuse."""
     return {
         "tp": draw(st.sampled_from([1, 1, 2, 3, 4, 8, 16, 0, -2])),
         "pp": draw(st.sampled_from([1, 1, 2, 3, 4, 200, 0])),
@@ -307,7 +307,7 @@ def parallel_args(draw: st.DrawFn) -> dict[str, Any]:
         "kv_dtype": draw(st.sampled_from([*KV_DTYPE_NAMES, "FP8", " bf16 ", "int3", ""])),
         "block_size": draw(st.sampled_from([16, 16, 0, 1, 32, 256, -1])),
         "quant_group": draw(st.sampled_from([8, 8, 16, 0, 3])),
-        "seq_len": draw(st.none() | st.integers(-2, 1 << 22)),
+        "max_model_len": draw(st.none() | st.integers(-2, 1 << 22)),
         "batch": draw(st.integers(-1, 1024)),
     }
 

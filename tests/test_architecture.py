@@ -151,3 +151,48 @@ def test_docstrings_cite_nothing_outside_the_repo() -> None:
     outside = ("shared/", "engines.md", "gpus.md", "behaviour.md", "engine-memory.md", "../")
     found = [f"{name}: {word}" for name, path in MODULES.items() for word in outside if word in path.read_text()]
     assert not found, found
+
+
+# The layout knobs travel inside the request (kvplan.formulas.request.CacheRequest): they are parameters and
+# keywords only of the request type, the CLI option that sets them, and the code that uses them (the layout,
+# the specs, the dtype and state-dtype resolution, the probe's kernels, which take the resolved dtype's group).
+LAYOUT_KNOBS = {"quant_group", "state_dtype", "ssm_state_dtype", "overrides"}
+KNOB_MODULES = {"kvplan.formulas.request", "kvplan.formulas.layout", "kvplan.formulas.layers",
+                "kvplan.formulas.per_token", "kvplan.dtypes", "kvplan.cli.options",
+                "kvplan.planning.extras.speculative",  # a draft's cache: the target's, without its overrides
+                "kvplan.cli.probe"}  # the probe's allocation shapes (their resolved dtypes)
+
+
+def knob_uses(path: Path) -> set[str]:
+    """Knob names a module takes as parameters or passes as keywords."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found |= {a.arg for a in (*node.args.args, *node.args.kwonlyargs)} & LAYOUT_KNOBS
+        elif isinstance(node, ast.Call):
+            found |= {k.arg for k in node.keywords if k.arg} & LAYOUT_KNOBS
+    return found
+
+
+def test_layout_knobs_travel_in_the_request() -> None:
+    between = {name: sorted(uses) for name, path in MODULES.items()
+               if (uses := knob_uses(path)) and name not in KNOB_MODULES and layer(name) != "probe"}
+    assert not between, f"layout knobs passed loose, not in the request: {between}"
+
+
+def test_the_knob_check_sees_a_loose_knob(tmp_path: Path) -> None:
+    loose = tmp_path / "loose.py"
+    loose.write_text("def plan(model, quant_group=8):\n    return build(model, state_dtype='auto')\n")
+    assert knob_uses(loose) == {"quant_group", "state_dtype"}
+
+
+def test_no_command_passes_locals_or_an_option_dict() -> None:
+    """Commands build their request objects (kvplan.cli.expand); none hands on locals() or ctx.params."""
+    found = []
+    for name, path in MODULES.items():
+        if layer(name) != "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "locals":
+                found.append(f"{name}: locals()")
+    assert not found, found

@@ -9,7 +9,7 @@ from functools import cache
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from kvplan.errors import KvplanError
 
@@ -51,11 +51,26 @@ Version = Annotated[bool, typer.Option("--version", "-V", callback=_print_versio
                                        help="Print kvplan's version and exit.")]
 
 
+def _switch(option: Any) -> Any:
+    """--help is a switch: no value type shown beside it."""
+    if option is not None:
+        option.metavar = ""
+    return option
+
+
+class Command(TyperCommand):
+    def get_help_option(self, ctx: Any) -> Any:
+        return _switch(super().get_help_option(ctx))
+
+
 class AliasGroup(TyperGroup):
-    """Parses SGLang's and trtllm-serve's spellings of a flag as kvplan's primary name (common.FLAG_ALIASES)."""
+    """Parses SGLang's and trtllm-serve's spellings of a flag as kvplan's primary name (options.FLAG_ALIASES)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _switch(super().get_help_option(ctx))
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        from kvplan.cli.common import primary_flags
+        from kvplan.cli.options import primary_flags
 
         return super().parse_args(ctx, primary_flags(args))
 
@@ -64,6 +79,9 @@ class AliasGroup(TyperGroup):
 def build_app(names: tuple[str, ...] = tuple(COMMANDS), completion: bool = True) -> typer.Typer:
     """A typer app with these commands (the full app by default). `completion` adds --install-completion and
     --show-completion to `kvplan` itself; a single command's app leaves them out (start-up time)."""
+    from kvplan.cli.coerce import install
+
+    install()  # plain option values without pydantic (start-up time)
     app = typer.Typer(cls=AliasGroup, no_args_is_help=True, add_completion=completion, pretty_exceptions_enable=False,
                       context_settings={"help_option_names": ["-h", "--help"]})
 
@@ -77,7 +95,7 @@ def build_app(names: tuple[str, ...] = tuple(COMMANDS), completion: bool = True)
 
     for name in names:
         module, function = COMMANDS[name]
-        app.command(name)(getattr(importlib.import_module(module), function))
+        app.command(name, cls=Command)(getattr(importlib.import_module(module), function))
     return app
 
 
@@ -95,18 +113,32 @@ def _app_for(argv: list[str]) -> typer.Typer:
     return build_app()
 
 
+def _as_typed(exc: Any, args: list[str]) -> str:
+    """A usage error's message, one line, naming a rewritten flag as the user typed it too."""
+    from kvplan.cli.options import primary_flags
+
+    message = " ".join(str(exc.format_message()).split())
+    for old, new in zip(args, primary_flags(args), strict=True):
+        if old != new:
+            message = message.replace(f"'{new.partition('=')[0]}'", f"'{new.partition('=')[0]}' (given as "
+                                      f"{old.partition('=')[0]})")
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: usage errors and KvplanErrors become one stderr line and exit 2.
 
     Click's exceptions are matched by shape (typer vendors its own click in recent releases).
     """
-    try:
-        args = (sys.argv[1:] if argv is None else argv) or ["--help"]  # bare `kvplan`: the help, exit 0
-        code = _app_for(args)(args=args, standalone_mode=False, prog_name="kvplan")
-    except KvplanError as exc:
-        from kvplan.cli.common import error_message
+    args = (sys.argv[1:] if argv is None else argv) or ["--help"]  # bare `kvplan`: the help, exit 0
+    if "--help" in args or "-h" in args:
+        from kvplan.cli.help import install
 
-        print(f"kvplan: error: {error_message(exc)}", file=sys.stderr)
+        install()
+    try:
+        code = _app_for(args)(args=args, standalone_mode=False, prog_name="kvplan")
+    except KvplanError as exc:  # raised outside a command (the commands report their own, with their flags)
+        print(f"kvplan: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:
         kind = type(exc).__name__
@@ -116,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             print("kvplan: aborted", file=sys.stderr)
             return 130
         if hasattr(exc, "format_message"):
-            message = " ".join(str(exc.format_message()).split())
-            print(f"kvplan: error: {message}", file=sys.stderr)
+            print(f"kvplan: error: {_as_typed(exc, args)}", file=sys.stderr)
             return 2
         raise
     return code if isinstance(code, int) else 0

@@ -7,50 +7,42 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.common import (
-    BlockSize,
-    Dcp,
+from kvplan.cli.common import emit
+from kvplan.cli.expand import Expand, command
+from kvplan.cli.options import (
+    EngineArgs,
+    Engines,
     Json,
     KvDtypes,
+    MemoryArgs,
     ModelDtype,
-    Pp,
-    QuantGroup,
+    Plot,
     Revision,
-    Tp,
-    batch_option,
-    emit,
-    length_option,
-    reports_errors,
+    cache_options,
+    listed,
 )
-from kvplan.config import load_model, with_dtype
 from kvplan.errors import InputError
-from kvplan.units import parse_count, parse_positive_tokens
+from kvplan.formulas import CacheRequest
 
 if TYPE_CHECKING:
     from kvplan.workflows.compare import Comparison
 
+Models = Annotated[list[str], typer.Argument(help="Two or more model ids, config.json files or folders.",
+                                             metavar="MODEL...", show_default=False)]
+# The KV dtype is a list here; overrides describe one model, and DP attention is an engine's.
+CompareCache = Annotated[CacheRequest, Expand(cache_options, without=(
+    "kv_dtype", "dp", "attention", "kv_heads", "layer_types", "window"))]
 
-@reports_errors
-def compare(
-    models: Annotated[list[str], typer.Argument(help="Two or more model ids, config.json files or folders.")],
-    seq_len: Annotated[str | None, length_option("Tokens per sequence (32k); default: each model's max length.")]
-    = None,
-    batch: Annotated[str, batch_option("Number of sequences.")] = "1",
-    tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, kv_dtype: KvDtypes = "auto", block_size: BlockSize = 16,
-    quant_group: QuantGroup = 8, json: Json = False,
-    plot: Annotated[str | None, typer.Option("--plot", help="Draw per-layer-group stacked bars to a .png/.svg.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="Also compare these engines' capacity "
-                                               "(vllm,sglang,trtllm,hf, or releases: vllm@0.11) at max_model_len = --max-model-len.")] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="With --engine: the GPU (H100, A100-80G...).")] = None,
-    kv_budget: Annotated[str | None, typer.Option("--kv-budget", help="With --engine: KV memory per GPU "
-                                                  "(20GiB), instead of the GPU's estimate.")] = None,
-    revision: Revision = None, dtype: ModelDtype = "auto",
-) -> None:
-    """Bytes per token, per sequence and per GPU of several models, side by side."""
-    from kvplan.cli.values import kv_budget as kv_budget_option
+
+@command
+def compare(models: Models, cache: CompareCache, settings: EngineArgs, memory: MemoryArgs,
+            kv_dtype: KvDtypes = None, engine: Engines = None, revision: Revision = None,
+            dtype: ModelDtype = "auto", json: Json = False, plot: Plot = None) -> None:
+    """Bytes per token, per sequence and per GPU of several models, side by side (with --engine, each engine's
+    capacity too, on --gpu)."""
+    from kvplan.config import load_model, with_dtype
     from kvplan.render.workflows import compare_payload, compare_tables
     from kvplan.workflows.compare import compare as run_compare
-    from kvplan.workflows.ranges import parse_str_axis
 
     if len(models) < 2:
         raise InputError(f"compare takes two or more models, got {len(models)}; for one model use kvplan size "
@@ -59,24 +51,20 @@ def compare(
         from kvplan.render.plot import check_plot_path
 
         check_plot_path(plot)
-    engines = parse_str_axis(engine, "--engine") if engine else ()
-    budget = kv_budget_option(kv_budget) if kv_budget and engines else None
+    engines = listed(engine, "engine", "none") if engine else ()
     result = run_compare([with_dtype(load_model(m, revision=revision), dtype) for m in models],
-                         seq_len=parse_positive_tokens(seq_len, "--max-model-len") if seq_len else None,
-                         batch=parse_count(batch, "--batch"), tp=tp, pp=pp, dcp=dcp,
-                         kv_dtype=parse_str_axis(kv_dtype, "--kv-cache-dtype"),
-                         block_size=block_size, quant_group=quant_group, engines=engines, gpu=gpu,
-                         kv_budget_bytes=budget)
+                         cache, kv_dtypes=listed(kv_dtype, "kv_dtype", "auto"), engines=engines, settings=settings,
+                         memory=memory)
     emit(compare_payload(result), json, compare_tables, notes=result.notes)
     if plot:
-        _plot(result, plot, tp, pp)
+        _plot(result, plot, cache)
 
 
-def _plot(result: Comparison, path: str, tp: int, pp: int) -> None:
+def _plot(result: Comparison, path: str, cache: CacheRequest) -> None:
     from kvplan.render.plot import plot_layer_groups
 
-    lengths = sorted({r.seq_len for r in result.results})
+    lengths = sorted({r.max_model_len for r in result.results})
     context = f"{lengths[0]:,} tokens" if len(lengths) == 1 else "each model's max length"
     plot_layer_groups(result.results, path, title=f"KV cache per sequence per GPU by layer group ({context}, "
-                      f"tp {tp} pp {pp})")
+                      f"tp {cache.tp} pp {cache.pp})")
     print(f"kvplan: wrote {path}", file=sys.stderr)

@@ -5,12 +5,16 @@ Importing this module is cheap: torch is imported inside the command (``require_
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kvplan.cli.common import KV_DTYPE_NAMES, BlockSize, Json, QuantGroup, Tp, emit, reports_errors
+from kvplan.cli.common import emit
+from kvplan.cli.expand import Expand, command
+from kvplan.cli.options import OUTPUT, GpuIndex, Json, KvDtypeOrNone, ModelList, cache_options, option, switch
 from kvplan.errors import KvplanError
+from kvplan.formulas import DEFAULT_BLOCK_SIZE, CacheRequest
 
 if TYPE_CHECKING:
     import torch
@@ -103,39 +107,38 @@ def _run(targets: list[tuple[str, str]], opts: ProbeOptions, device: torch.devic
     return 0, results
 
 
-Models = Annotated[list[str] | None, typer.Option("--model", "-m", help="Model to probe (repeatable); default: a "
-                                                  "GQA, MQA, MLA, sliding, linear, fp8, int4 set.")]
-Device = Annotated[str, typer.Option("--device", help="cpu, cuda or auto (cuda:0 when visible).")]
-GpuIndex = Annotated[int | None, typer.Option("--gpu", help="CUDA device index.")]
-ProbeKvDtype = Annotated[str | None, typer.Option(*KV_DTYPE_NAMES, help="KV dtype for every model (default: auto, or "
-                                                  "the default set's own).")]
-Blocks = Annotated[int | None, typer.Option("--blocks", help=f"Blocks per layer ({CPU_BLOCKS} on CPU, {GPU_BLOCKS} on "
-                                            "GPU).")]
-Seqs = Annotated[int | None, typer.Option("--seqs", help="Sequences of linear/Mamba state.")]
-Layout = Annotated[str, typer.Option("--layout", help="vllm, or ppl0..ppl3 (ppl.nn cache_layout).")]
-Tolerance = Annotated[float, typer.Option("--tolerance", help="Largest relative error that passes.")]
-Capacity = Annotated[bool, typer.Option("--capacity", help="Fill the GPU with blocks; compare with kvplan capacity.")]
-KernelCheck = Annotated[bool, typer.Option("--kernel-check/--no-kernel-check",
+PROBE = "Probe"
+Device = Annotated[str, option("--device", "cpu, cuda or auto (cuda:0 when visible).", PROBE, "DEVICE")]
+Blocks = Annotated[int | None, option("--blocks", f"Blocks per layer ({CPU_BLOCKS} on CPU, {GPU_BLOCKS} on GPU).",
+                                      PROBE, "N")]
+Seqs = Annotated[int | None, option("--seqs", "Sequences of linear/Mamba state.", PROBE, "N")]
+Layout = Annotated[str, option("--layout", "vllm, or ppl0..ppl3 (ppl.nn cache_layout).", PROBE, "NAME")]
+Tolerance = Annotated[float, option("--tolerance", "Largest relative error that passes.", OUTPUT, "FRACTION")]
+Capacity = Annotated[bool, switch("--capacity", "Fill the GPU with blocks; compare with kvplan capacity.", PROBE)]
+KernelCheck = Annotated[bool, typer.Option("--kernel-check/--no-kernel-check", rich_help_panel=PROBE, metavar="",
                                            help="Run the Triton write/decode check on the pages.")]
+# tp, the block size, the quant group and state dtypes: the cache each probed model is laid out in (KV dtype: per
+# model, default the set's own); one stage, whole sequences, no overrides.
+ProbeCache = Annotated[CacheRequest, Expand(cache_options, without=(
+    "pp", "dcp", "dp", "max_model_len", "batch", "kv_dtype", "attention", "kv_heads", "layer_types", "window"))]
 
 
-@reports_errors
+@command
 def probe(
-    model: Models = None, device: Device = "auto", gpu: GpuIndex = None, tp: Tp = 1, kv_dtype: ProbeKvDtype = None,
-    block_size: BlockSize = 16, blocks: Blocks = None, seqs: Seqs = None, layout: Layout = "vllm",
-    quant_group: QuantGroup = 8, tolerance: Tolerance = 0.0, capacity: Capacity = False,
-    kernel_check: KernelCheck = True, json: Json = False,
+    model: ModelList = None, device: Device = "auto", gpu: GpuIndex = None, *, cache: ProbeCache,
+    kv_dtype: KvDtypeOrNone = None, blocks: Blocks = None, seqs: Seqs = None, layout: Layout = "vllm",
+    tolerance: Tolerance = 0.0, capacity: Capacity = False, kernel_check: KernelCheck = True, json: Json = False,
 ) -> None:
     """Allocate real caches from kvplan's specs; report predicted vs measured bytes and kernel checks."""
     dev = resolve_device(device, gpu)  # first: without torch, one line naming the extra, before any torch import
     from kvplan.probe.bench import peak_gbps
     from kvplan.render.probe import probe_payload, probe_tables
 
-    tp = _world_tp(tp)
+    tp = _world_tp(cache.tp)
     if tolerance < 0:
         raise KvplanError("--tolerance must be >= 0")
     on_gpu = dev.type == "cuda"
-    opts = _options(on_gpu, block_size, blocks, seqs, layout, quant_group, kernel_check)
+    opts = _options(on_gpu, cache, blocks, seqs, layout, kernel_check)
     targets, skipped = plan_targets(model, kv_dtype, opts, tp)
     if capacity and (not on_gpu or tp != 1 or len(targets) != 1):
         raise KvplanError("--capacity needs a CUDA device (--gpu N), --tp 1 and one --model")
@@ -154,7 +157,7 @@ def probe(
         raise typer.Exit(1)
 
 
-def _options(on_gpu: bool, block_size: int, blocks: int | None, seqs: int | None, layout: str, quant_group: int,
+def _options(on_gpu: bool, cache: CacheRequest, blocks: int | None, seqs: int | None, layout: str,
              kernel_check: bool) -> ProbeOptions:
     """ProbeOptions with the device's defaults (more blocks and sequences on a GPU)."""
     from kvplan.probe.allocate import LAYOUTS
@@ -162,10 +165,11 @@ def _options(on_gpu: bool, block_size: int, blocks: int | None, seqs: int | None
 
     if layout not in LAYOUTS:
         raise KvplanError(f"unknown --layout {layout!r}; choose one of: {', '.join(LAYOUTS)}")
-    if (blocks is not None and blocks <= 0) or (seqs is not None and seqs <= 0) or block_size <= 0:
+    if (blocks is not None and blocks <= 0) or (seqs is not None and seqs <= 0) or cache.block_size == 0:
         raise KvplanError("--blocks, --seqs and --block-size must be positive")
-    return ProbeOptions(num_blocks=blocks or (GPU_BLOCKS if on_gpu else CPU_BLOCKS), block_size=block_size,
-                        num_seqs=seqs or (GPU_SEQS if on_gpu else CPU_SEQS), layout=layout, quant_group=quant_group,
+    return ProbeOptions(num_blocks=blocks or (GPU_BLOCKS if on_gpu else CPU_BLOCKS),
+                        cache=replace(cache, block_size=cache.paged_in(DEFAULT_BLOCK_SIZE)),
+                        num_seqs=seqs or (GPU_SEQS if on_gpu else CPU_SEQS), layout=layout,
                         check_kernels=kernel_check, time_kernels=on_gpu)
 
 

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from kvplan.cli.common import KV_DTYPE_NAMES, PP_NAMES, TP_NAMES, Json, length_option, reports_errors
+from kvplan.cli.expand import command
+from kvplan.cli.options import Engines, Gpu, Json, KvDtypeOrNone, MaxModelLen, ModelOrNone, PpOrNone, TpOrNone, listed
 from kvplan.errors import InputError
 from kvplan.units import parse_positive_tokens
 
@@ -27,36 +28,27 @@ def read_log(name: str) -> str:
         raise InputError(f"cannot read the log {name}: {reason}") from None
 
 
-@reports_errors
-def reconcile(
-    logfile: Annotated[str, typer.Argument(help="A vLLM, SGLang or TensorRT-LLM start-up log; - reads stdin.")],
-    model: Annotated[str | None, typer.Option("--model", help="The model, where the log names none or one "
-                                              "kvplan cannot load (bundled id, config.json or folder).")] = None,
-    tp: Annotated[int | None, typer.Option(*TP_NAMES, help="Tensor-parallel size, where the log does not say.")]
-    = None,
-    pp: Annotated[int | None, typer.Option(*PP_NAMES, help="Pipeline-parallel size, where the log does not say.")]
-    = None,
-    max_model_len: Annotated[str | None, length_option("Tokens (32k), where the log does not say.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="vllm | sglang | trtllm (default: "
-                                               "recognized from the log).")] = None,
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type, for vLLM's attention backend "
-                                            "(default H100).")] = None,
-    kv_dtype: Annotated[str | None, typer.Option(*KV_DTYPE_NAMES, help="KV dtype, where the log does not say.")]
-    = None,
-    json: Json = False,
-) -> None:
-    """Recompute every KV number an engine's start-up log prints; exit 1 if any differs from kvplan."""
+Log = Annotated[str, typer.Argument(help="A vLLM, SGLang or TensorRT-LLM start-up log; - reads stdin.",
+                                    metavar="LOGFILE", show_default=False)]
+
+
+@command
+def reconcile(logfile: Log, model: ModelOrNone = None, tp: TpOrNone = None, pp: PpOrNone = None,
+              max_model_len: MaxModelLen = None, engine: Engines = None, gpu: Gpu = None,
+              kv_dtype: KvDtypeOrNone = None, json: Json = False) -> None:
+    """Recompute every KV number an engine's start-up log prints; exit 1 if any differs from kvplan. Each option
+    is used where the log does not say (the engine: recognized from the log)."""
     from kvplan.cli.common import emit
     from kvplan.reconcile import Options, parse_log
     from kvplan.reconcile import reconcile as run
     from kvplan.render.reconcile import reconcile_payload, reconcile_tables
 
-    for name, value in (("--tensor-parallel-size", tp), ("--pipeline-parallel-size", pp)):
-        if value is not None and value <= 0:
-            raise InputError(f"{name} must be positive, got {value}")
+    engines = listed(engine, "engine", "") if engine else ()
+    if len(engines) > 1:
+        raise InputError("reconcile reads one engine's log: give one engine", arg="engine")
     options = Options(model=model, tp=tp, pp=pp, kv_dtype=kv_dtype, gpu=gpu,
-                      max_model_len=parse_positive_tokens(max_model_len, "--max-model-len") if max_model_len else None)
-    result = run(parse_log(read_log(logfile), engine), options)
+                      max_model_len=parse_positive_tokens(max_model_len, "max_model_len") if max_model_len else None)
+    result = run(parse_log(read_log(logfile), engines[0] if engines else None), options)
     emit(reconcile_payload(result), json, reconcile_tables)
     if not result.ok:
         raise typer.Exit(1)

@@ -7,78 +7,71 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kvplan.cli.common import (
-    PP_NAMES,
-    TP_NAMES,
-    BlockSize,
+from kvplan.cli.common import emit, print_notes
+from kvplan.cli.expand import Expand, command
+from kvplan.cli.options import (
+    OUTPUT,
+    Batch,
+    EngineArgs,
+    Engines,
+    Json,
     KvDtypes,
+    LengthAxis,
+    MemoryArgs,
     ModelDtype,
-    QuantGroup,
+    Plot,
+    PpAxis,
     Revision,
-    SsmStateDtype,
-    StateDtype,
-    batch_option,
-    emit,
-    length_option,
-    print_notes,
-    reports_errors,
+    TpAxis,
+    cache_options,
+    listed,
+    option,
 )
-from kvplan.cli.values import kv_budget as kv_budget_option
-from kvplan.config import load_model, with_dtype
+from kvplan.engines import Settings
+from kvplan.formulas import CacheRequest
+from kvplan.planning.request import Memory
 
 if TYPE_CHECKING:
     from kvplan.workflows.sweep import EngineAxis, Sweep
 
-Axis = "`a..b` doubles from a to b (1k..128k); or a comma list (1,2,4)."
+Models = Annotated[list[str], typer.Argument(help="One or more model ids, config.json files or folders.",
+                                             metavar="MODEL...", show_default=False)]
+Csv = Annotated[str | None, option("--csv", "Write CSV to this file ('-': stdout), row by row.", OUTPUT, "FILE")]
+# tp, pp, the KV dtype, the length and the batch are the sweep's axes; overrides and DP attention are not swept.
+SweepCache = Annotated[CacheRequest, Expand(cache_options, without=(
+    "tp", "pp", "kv_dtype", "max_model_len", "batch", "dp", "dcp", "attention", "kv_heads", "layer_types", "window"))]
 
 
-Csv = Annotated[str | None, typer.Option("--csv", help="Write CSV to this file ('-': stdout).")]
-JsonLines = Annotated[bool, typer.Option("--json", help="Print JSON lines, one object per point.")]
-Plot = Annotated[str | None, typer.Option("--plot", help="Draw KV memory (or, with --engine, concurrency) vs context to "
-                                          "a .png/.svg file (needs kvplan\\[plot]).")]
-Gpu = Annotated[str | None, typer.Option("--gpu", help="The GPU: the engines' budget with --engine, and the plot's "
-                                         "memory line (H100, A100-40G...).")]
-KvBudget = Annotated[str | None, typer.Option("--kv-budget", help="KV memory per GPU (20GiB): the plot's budget line, "
-                                              "and the engines' budget with --engine.")]
-Engine = Annotated[str | None, typer.Option("--engine", help="Add capacity columns for these engines "
-                                            "(vllm,sglang,trtllm,hf, or releases: vllm@0.11); --plot then draws concurrency.")]
+@command
+def sweep(models: Models, max_model_len: LengthAxis, cache: SweepCache, settings: EngineArgs, memory: MemoryArgs,
+          batch: Batch = "1", tp: TpAxis = "1", pp: PpAxis = "1", kv_dtype: KvDtypes = None,
+          engine: Engines = None, revision: Revision = None, dtype: ModelDtype = "auto", csv: Csv = None,
+          json: Json = False, plot: Plot = None) -> None:
+    """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × max-model-len × batch.
 
-
-@reports_errors
-def sweep(
-    models: Annotated[list[str], typer.Argument(help="One or more model ids, config.json files or folders.")],
-    seq_len: Annotated[str, length_option(f"Tokens per sequence: {Axis}")],
-    batch: Annotated[str, batch_option(f"Sequences: {Axis}")] = "1",
-    tp: Annotated[str, typer.Option(*TP_NAMES, help=f"Tensor-parallel sizes: {Axis}")] = "1",
-    pp: Annotated[str, typer.Option(*PP_NAMES, help=f"Pipeline-parallel sizes: {Axis}")] = "1",
-    kv_dtype: KvDtypes = "auto", block_size: BlockSize = 16, csv: Csv = None, json: JsonLines = False,
-    plot: Plot = None, gpu: Gpu = None, kv_budget: KvBudget = None, engine: Engine = None, revision: Revision = None,
-    dtype: ModelDtype = "auto", quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto",
-    ssm_state_dtype: SsmStateDtype = "auto",
-) -> None:
-    """KV-cache sizes over models × tp × pp × kv-dtype [× engine] × seq-len × batch.
-
-    A table (first 200 rows) unless --json or --csv is given; --plot FILE draws the plot as well.
+    A table (first 200 rows) unless --json (JSON lines) or --csv is given (both stream: memory stays flat
+    however many rows); --plot FILE draws the plot as well (with --engine: concurrency). With --engine, the
+    capacity columns plan with the GPU, budget and engine options given.
     """
     from kvplan.cli.progress import progress
+    from kvplan.config import load_model, with_dtype
     from kvplan.render.notes import summarize_skipped
     from kvplan.render.workflows import sweep_tables
     from kvplan.units import parse_count
-    from kvplan.workflows.ranges import parse_int_axis, parse_str_axis
+    from kvplan.workflows.ranges import parse_int_axis
     from kvplan.workflows.sweep import sweep as run_sweep
 
     _check_files(plot, csv)
     with progress("sweeping") as step:
-        result = run_sweep([with_dtype(load_model(m, revision=revision), dtype) for m in models], seq_lens=parse_int_axis(seq_len, "--max-model-len"),
-                           batches=parse_int_axis(batch, "--batch", parse_count),
-                           tps=parse_int_axis(tp, "--tensor-parallel-size", parse_count),
-                           pps=parse_int_axis(pp, "--pipeline-parallel-size", parse_count),
-                           kv_dtypes=parse_str_axis(kv_dtype, "--kv-cache-dtype"), block_size=block_size,
-                           engines=_engines(engine, gpu, kv_budget), progress=step, quant_group=quant_group,
-                           state_dtype=state_dtype, ssm_state_dtype=ssm_state_dtype)
+        result = run_sweep([with_dtype(load_model(m, revision=revision), dtype) for m in models],
+                           max_model_lens=parse_int_axis(max_model_len, "max_model_len"),
+                           batches=parse_int_axis(batch, "batch", parse_count),
+                           tps=parse_int_axis(tp, "tp", parse_count), pps=parse_int_axis(pp, "pp", parse_count),
+                           kv_dtypes=listed(kv_dtype, "kv_dtype", "auto"), request=cache,
+                           engines=_engines(engine, settings, memory), progress=step)
     _write(result, csv, json)
     if plot:
-        _plot(result, plot, gpu, kv_budget)
+        _plot(result, plot, memory)
     notes = summarize_skipped(result.notes)
     if json or csv:
         print_notes(notes, as_json=False)
@@ -97,8 +90,9 @@ def _check_files(plot: str | None, csv: str | None) -> None:
 
         check_output_file(csv, "--csv")
 
+
 def _write(result: Sweep, csv: str | None, json: bool) -> None:
-    """CSV to a file or stdout ('-'), and JSON lines to stdout."""
+    """CSV to a file or stdout ('-'), and JSON lines to stdout, one row at a time."""
     from kvplan.cli.files import write_text_file
     from kvplan.render.workflows import write_csv, write_json_lines
 
@@ -106,70 +100,61 @@ def _write(result: Sweep, csv: str | None, json: bool) -> None:
         write_csv(result, sys.stdout)
     elif csv:
         write_text_file(csv, "--csv", lambda out: write_csv(result, out))
-        print(f"kvplan: wrote {csv} ({len(result.rows):,} row{'s' if len(result.rows) != 1 else ''})",
-              file=sys.stderr)
+        rows = result.num_rows
+        print(f"kvplan: wrote {csv} ({rows:,} row{'s' if rows != 1 else ''})", file=sys.stderr)
     if json:
         write_json_lines(result, sys.stdout)
 
 
-def _engines(engine: str | None, gpu: str | None, kv_budget: str | None) -> EngineAxis | None:
+def _engines(engine: list[str] | None, settings: Settings, memory: Memory) -> EngineAxis | None:
     if not engine:
         return None
-    from kvplan.workflows.ranges import parse_str_axis
     from kvplan.workflows.sweep import EngineAxis
 
-    return EngineAxis(engines=parse_str_axis(engine, "--engine"), gpu=gpu,
-                      kv_budget_bytes=kv_budget_option(kv_budget) if kv_budget else None)
+    return EngineAxis(engines=listed(engine, "engine", "vllm"), settings=settings, memory=memory)
 
 
-def _plot(result: Sweep, path: str, gpu: str | None, kv_budget: str | None) -> None:
+def _plot(result: Sweep, path: str, memory: Memory) -> None:
     from kvplan.render.plot import capacity_series, memory_series, plot_capacity, plot_memory
 
-    names = list(dict.fromkeys(row[0] for row in result.rows))
+    names = list(dict.fromkeys(layout.model.model_id for layout in result.layouts))
     models = names[0] if len(names) == 1 else f"{len(names)} models"
-    if "engine" in result.columns:
-        where = f" on {gpu}" if gpu else f" with {kv_budget} of KV per GPU" if kv_budget else ""
+    budget = min(memory.kv_budget_bytes) if memory.kv_budget_bytes else None
+    if result.engines:
+        where = f" on {memory.gpu}" if memory.gpu else f" with {budget / 2**30:.2f} GiB of KV per GPU" if budget else ""
         plot_capacity(capacity_series(result), path, title=f"Max concurrency vs context{where}: {models}")
         print(f"kvplan: wrote {path}", file=sys.stderr)
         return
-    lines = len({(*row[:4], row[7]) for row in result.rows})  # model, tp, pp, dtype, batch
+    lines = len(result.layouts) * len(result.batches)
     if lines > 12:
         print(f"kvplan: note: {lines} lines in one plot; narrow --batch/--tp/--kv-dtype for a readable one",
               file=sys.stderr)
     device = None
-    if gpu:
+    if memory.gpu:
         from kvplan.planning.gpus import lookup_gpu
 
-        device = lookup_gpu(gpu)
-    budget = min(kv_budget_option(kv_budget)) if kv_budget else None
+        device = lookup_gpu(memory.gpu)
     plot_memory(memory_series(result), path, title=f"KV cache per GPU vs context: {models}",
                 gpu_name=device.name if device else None, gpu_memory_bytes=device.memory_bytes if device else None,
                 kv_budget_bytes=budget, room_bytes=_room(result, device.memory_bytes) if device else None,
-                max_lengths=_max_lengths(names))
+                max_lengths={layout.model.model_id: layout.model.max_model_len for layout in result.layouts
+                             if layout.model.max_model_len})
     print(f"kvplan: wrote {path}", file=sys.stderr)
 
 
 def _room(result: Sweep, memory_bytes: int) -> dict[str, int]:
     """GPU memory minus the weights per GPU, per (model, tp, pp) of the sweep (at most 6; models whose
     weights kvplan cannot count are left out)."""
-    from kvplan.config import load_model
     from kvplan.errors import KvplanError
     from kvplan.planning.weights import weight_bytes_per_gpu
 
-    layouts = list(dict.fromkeys((row[0], row[1], row[2]) for row in result.rows))[:6]
-    many = len({name for name, _, _ in layouts}) > 1
+    layouts = list(dict.fromkeys((layout.model, layout.tp, layout.pp) for layout in result.layouts))[:6]
+    many = len({m.model_id for m, _, _ in layouts}) > 1
     room = {}
-    for name, tp, pp in layouts:
+    for m, tp, pp in layouts:
         try:
-            weights = weight_bytes_per_gpu(load_model(name), tp=tp, pp=pp)
+            weights = weight_bytes_per_gpu(m, tp=tp, pp=pp)
         except KvplanError:
             continue
-        room[(f"{name} " if many else "") + f"tp{tp} pp{pp}"] = memory_bytes - weights
+        room[(f"{m.model_id} " if many else "") + f"tp{tp} pp{pp}"] = memory_bytes - weights
     return room
-
-
-def _max_lengths(names: list[str]) -> dict[str, int]:
-    from kvplan.config import load_model
-
-    models = [load_model(name) for name in names]
-    return {m.model_id: m.max_model_len for m in models if m.max_model_len}

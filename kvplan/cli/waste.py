@@ -4,41 +4,27 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
-from kvplan.cli.common import (
-    BlockSize,
-    Json,
-    KvDtypeOpt,
-    Model,
-    ModelDtype,
-    Pp,
-    Revision,
-    Tp,
-    emit,
-    length_option,
-    reports_errors,
-)
-from kvplan.config import load_model, with_dtype
-from kvplan.units import parse_positive_tokens
+from kvplan.cli.common import emit
+from kvplan.cli.expand import Expand, command
+from kvplan.cli.options import CACHE, Json, ModelArgs, cache_options, option
+from kvplan.formulas import CacheRequest
 
 SPEC_HELP = "uniform:LO..HI:N, normal:MEAN,STD:N, lognormal:MEDIAN,SIGMA:N or fixed:LEN:N"  # see workflows/lengths.py
+Lengths = Annotated[str, option("--lengths", f"File with one length per line, or {SPEC_HELP}.", CACHE, "LENGTHS")]
+# Each length is one request: no batch; DP attention is an engine's.
+WasteCache = Annotated[CacheRequest, Expand(cache_options, without=("batch", "dp", "dcp"))]
 
 
-@reports_errors
-def waste(
-    model: Model,
-    max_seq_len: Annotated[str, length_option("Tokens preallocated per sequence (4096, 4k).")],
-    lengths: Annotated[str, typer.Option("--lengths", help=f"File with one length per line, or {SPEC_HELP}.")],
-    tp: Tp = 1, pp: Pp = 1, kv_dtype: KvDtypeOpt = "auto", block_size: BlockSize = 16, json: Json = False,
-    revision: Revision = None, dtype: ModelDtype = "auto",
-) -> None:
-    """Memory each allocator needs for the given sequence lengths, and the share that is waste."""
+@command
+def waste(model: ModelArgs, cache: WasteCache, lengths: Lengths, json: Json = False) -> None:
+    """Memory each allocator needs for the given sequence lengths (each preallocated --max-model-len tokens),
+    and the share that is waste."""
+    from kvplan.errors import InputError
     from kvplan.render.workflows import waste_payload, waste_tables
     from kvplan.workflows.lengths import lengths_from
     from kvplan.workflows.waste import waste as run_waste
 
-    max_len = parse_positive_tokens(max_seq_len, "--max-model-len")
-    result = run_waste(with_dtype(load_model(model, revision=revision), dtype), lengths=lengths_from(lengths, max_len), max_seq_len=max_len, tp=tp, pp=pp,
-                       kv_dtype=kv_dtype, block_size=block_size)
+    if cache.max_model_len is None:
+        raise InputError("waste needs max_model_len: the tokens preallocated per sequence (4k)", arg="max_model_len")
+    result = run_waste(model, cache, lengths=lengths_from(lengths, cache.max_model_len))
     emit(waste_payload(result), json, waste_tables)

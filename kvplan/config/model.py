@@ -45,13 +45,9 @@ class ModelConfig:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __hash__(self) -> int:
-        # Layouts are cached per model: hash once, not on every lookup.
-        try:
-            return self.__dict__["_hash"]  # type: ignore[no-any-return]
-        except KeyError:
-            value = hash(tuple(getattr(self, f) for f in self.__dataclass_fields__ if f != "raw"))
-            object.__setattr__(self, "_hash", value)
-            return value
+        # Layouts are cached per model: hash the identity fields only (equal models hash equal; a rare
+        # collision falls back to the full __eq__), not every layer spec on every lookup.
+        return hash((self.model_id, self.source, self.dtype, self.kv_cache_dtype, self.num_layers, self.max_model_len))
 
     def field(self, name: str, default: Any = None) -> Any:
         """A config field the KV model does not normalize (vocab_size, intermediate_size, ...), through

@@ -22,8 +22,8 @@ from kvplan.engines.base import (
     ProfileRun,
     Refusal,
     Request,
-    Settings,
 )
+from kvplan.engines.settings import Settings, SglangSettings, TrtllmSettings, VllmSettings, settings_from
 from kvplan.errors import InputError
 
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "hf")  # `--engine all`: the newest release of each
@@ -70,4 +70,5 @@ def get_engine(name: str) -> Engine:
 
 
 __all__ = ["ENGINE_NAMES", "REGISTRY", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
-           "GroupRow", "ProfileRun", "Refusal", "Request", "Settings", "get_engine"]
+           "GroupRow", "ProfileRun", "Refusal", "Request", "Settings", "SglangSettings", "TrtllmSettings",
+           "VllmSettings", "get_engine", "settings_from"]

@@ -16,75 +16,15 @@ and chains them; the CLI only renders the frozen ``EnginePlan``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import DEFAULT_QUANT_GROUP
+from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
-from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout, LayoutPolicy
+from kvplan.formulas.request import CacheRequest
 from kvplan.specs import LayerSpec
-
-EntryPoint = Literal["serve", "llm"]
-# How tokens are drafted (vLLM's method names): a separate draft checkpoint, an EAGLE head, an EAGLE-3 head,
-# the target's own next-token-prediction layers (DeepSeek-V3 num_nextn_predict_layers), or prompt n-grams.
-SPEC_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    """Engine knobs. ``None`` means the release's own default (``Engine.resolve`` fills it in)."""
-
-    block_size: int | None = None  # vLLM block / SGLang page / TRT-LLM tokens_per_block
-    max_num_batched_tokens: int | None = None  # vLLM (TRT-LLM max_num_tokens): by GPU class and entry point
-    max_num_seqs: int | None = None  # vLLM: by GPU class and entry point (profile-run sampler rows)
-    entry_point: EntryPoint = "serve"  # vLLM: `vllm serve` or the `LLM` class (their scheduler defaults differ)
-    async_scheduling: bool | None = None  # vLLM 0.33 default: one more batch in flight
-    in_flight_batches: int | None = None  # vLLM: batches a request may have scheduled (0.33: pp + async; before: 1)
-    prefix_caching: bool | None = None  # vLLM: None = its default (on; off for attention-free models)
-    hybrid_kv_cache_manager: bool = True  # vLLM --disable-hybrid-kv-cache-manager turns it off
-    legacy_token_log: bool | None = None  # vLLM before 0.33: tokens = num_blocks // groups × block
-    enforce_eager: bool = False  # vLLM/TRT-LLM: no CUDA graphs; the profile forward runs eagerly
-    sampler: str | None = None  # vLLM top-k/top-p path of the profile run: sort | flashinfer
-    moe_backend: str | None = None  # vLLM MXFP4 experts: marlin | triton (weights are laid out per backend)
-    max_lora_rank: int | None = None  # --max-lora-rank: LoRA slots of this rank are allocated with the weights
-    max_loras: int | None = None  # vLLM --max-loras (1) / SGLang --max-loras-per-batch (8): adapter slots on the GPU
-    lora_target_modules: tuple[str, ...] | None = None  # None: every linear module (vLLM's default)
-    max_cpu_loras: int | None = None  # vLLM: adapters cached in host memory (default: max_loras)
-    speculative_model: str | None = None  # a draft checkpoint (draft_model, eagle, eagle3)
-    speculative_method: str | None = None  # one of SPEC_METHODS (None: draft_model with a model, mtp without)
-    num_speculative_tokens: int | None = None  # K: tokens drafted per step (default: the draft's layers, else 1)
-    limit_mm_per_prompt: int | None = None  # vLLM items of a modality per prompt (999); 0: text only
-    cpu_offload_bytes: int = 0  # vLLM --cpu-offload-gb: weights kept in host memory, per GPU
-    kv_offloading_bytes: int | None = None  # host KV tier: vLLM --kv-offloading-size (all ranks), SGLang
-    # --hicache-size and TRT-LLM host_cache_size (per rank)
-    hicache_ratio: float | None = None  # SGLang --enable-hierarchical-cache: host pool = ratio × device pool (2.0)
-    lmcache_cpu_bytes: int | None = None  # LMCache max_local_cpu_size, allocated by every rank
-    gpu_memory_utilization: float | None = None  # vLLM
-    mem_fraction_static: float | None = None  # SGLang
-    free_gpu_memory_fraction: float | None = None  # TRT-LLM
-    dp: int = 1  # SGLang DP attention size
-    swa_full_tokens_ratio: float = 0.8  # SGLang hybrid SWA pool
-    chunked_prefill_size: int | None = None  # SGLang: by GPU memory class (its memory reserve follows it)
-
-    def __post_init__(self) -> None:
-        for name, allowed in (("entry_point", ("serve", "llm")), ("sampler", (None, "sort", "flashinfer")),
-                              ("moe_backend", (None, "marlin", "triton")),
-                              ("speculative_method", (None, *SPEC_METHODS))):
-            if getattr(self, name) not in allowed:
-                raise InputError(f"{name} must be one of {', '.join(a for a in allowed if a)}, got "
-                                 f"{getattr(self, name)!r}", arg=name)
-        for name in ("block_size", "max_num_batched_tokens", "max_num_seqs", "max_lora_rank", "chunked_prefill_size",
-                     "max_loras", "max_cpu_loras", "num_speculative_tokens", "kv_offloading_bytes", "hicache_ratio",
-                     "lmcache_cpu_bytes"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise InputError(f"{name} must be positive, got {value}", arg=name)
-        for name in ("limit_mm_per_prompt", "cpu_offload_bytes"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise InputError(f"{name} must be 0 or more, got {value}", arg=name)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,22 +59,45 @@ class Draft:
 
 @dataclass(frozen=True, kw_only=True)
 class Request:
-    """One capacity question, independent of the engine."""
+    """One capacity question as an engine sees it: the model, the cache asked (its length resolved), the
+    knobs, the GPU and what speculative decoding adds. Engines read the cache's fields they need
+    (``request.cache.kv_dtype``); the layout knobs reach ``build_layout`` whole."""
 
     model: ModelConfig
-    tp: int = 1
-    pp: int = 1
-    dcp: int = 1
-    kv_dtype: str = "auto"
-    max_model_len: int
-    gpu_name: str | None = None  # picks vLLM's attention backend (H100 when None)
-    device: Device | None = None  # the GPU's memory (scheduler defaults, budgets); None: an H100's defaults
+    cache: CacheRequest  # max_model_len is set (the model's, else vLLM's fallback)
     settings: Settings = field(default_factory=Settings)
-    overrides: Overrides | None = None
-    quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
-    state_dtype: str = "auto"  # linear/Mamba conv states and, by default, recurrent ones (vLLM mamba_cache_dtype)
-    ssm_state_dtype: str = "auto"  # recurrent states (vLLM mamba_ssm_cache_dtype; auto: the config's own)
+    device: Device | None = None  # the GPU's memory (scheduler defaults, budgets); None: an H100's defaults
     draft: Draft | None = None  # speculative decoding (None: off)
+
+    @classmethod
+    def of(cls, model: ModelConfig, *, settings: Settings | None = None, device: Device | None = None,
+           draft: Draft | None = None, **cache: Any) -> Request:
+        """A request from the cache's fields as keywords (`tp=`, `max_model_len=`, ...; the length defaults to
+        the model's)."""
+        asked = CacheRequest(**cache)
+        return cls(model=model, cache=replace(asked, max_model_len=asked.length(model)),
+                   settings=settings or Settings(), device=device, draft=draft)
+
+    @property
+    def tp(self) -> int:
+        return self.cache.tp
+
+    @property
+    def pp(self) -> int:
+        return self.cache.pp
+
+    @property
+    def dcp(self) -> int:
+        return self.cache.dcp
+
+    @property
+    def max_model_len(self) -> int:
+        return self.cache.length(self.model)
+
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU's catalog name: it picks vLLM's attention backend (H100 when None)."""
+        return self.device.name if self.device else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -83,7 +83,7 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
     tokens = max(0, min(b * req.max_model_len // r for b, r in pairs))
     notes = ["contiguous cache: DynamicCache grows by torch.cat (a layer briefly needs old + new tensors); "
              "StaticCache preallocates max_cache_len"]
-    if req.model.is_mla and req.overrides is None:
+    if req.model.is_mla and req.cache.overrides is None:
         notes.append("MLA is cached decompressed: per-head K (qk_nope + qk_rope) and V, not the latent")
     rows = tuple(GroupRow(kind=g.spec.kind, num_layers=g.num_layers, num_layers_per_gpu=g.stage_layers[heavy],
                           engine_groups=1, block_size=0, page_bytes_per_layer=0, blocks_per_request=0,

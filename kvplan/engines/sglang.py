@@ -147,9 +147,10 @@ class SglangEngine:
         s, g = request.settings, gpu_mib(request)
         if request.device is None:
             return request
-        chunked = s.chunked_prefill_size or chunked_prefill_size(self.release, g or 0)
-        fraction = s.mem_fraction_static or mem_fraction_static(self.release, request, chunked)
-        return replace(request, settings=replace(s, chunked_prefill_size=chunked, mem_fraction_static=fraction))
+        chunked = s.sglang.chunked_prefill_size or chunked_prefill_size(self.release, g or 0)
+        fraction = s.sglang.mem_fraction_static or mem_fraction_static(self.release, request, chunked)
+        sglang = replace(s.sglang, chunked_prefill_size=chunked, mem_fraction_static=fraction)
+        return replace(request, settings=replace(s, sglang=sglang))
 
     def budget_rules(self, request: Request) -> BudgetRules:
         """Nothing is profiled: the context and NCCL lower the free memory the fraction applies to. LoRA
@@ -162,14 +163,11 @@ class SglangEngine:
         return Refusal(message=NO_MEMORY)
 
     def policy(self, request: Request) -> LayoutPolicy:
-        dp = request.settings.dp
-        if dp < 1 or request.tp % dp:
-            raise InputError(f"dp {dp} must divide tp {request.tp} (SGLang attention TP = tp / dp)", arg=("dp", "tp"))
-        return LayoutPolicy(attention_tp=request.tp // dp, windows="window" if is_hybrid_swa(request) else "full")
+        return LayoutPolicy(attention_tp=request.tp // request.cache.dp, windows="window" if is_hybrid_swa(request) else "full")
 
     def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
-        fraction = self.resolve(request).settings.mem_fraction_static
+        fraction = self.resolve(request).settings.sglang.mem_fraction_static
         assert fraction is not None
         weights = term_bytes(terms, ("weights", "weights_extra", "lora"))
         free_at_init = request.device.memory_bytes - (term_bytes(terms) - weights)
@@ -185,7 +183,7 @@ class SglangEngine:
 
 
 def _pool_tokens(req: Request, rel: SglangRelease, layout: Layout, budgets: tuple[int, ...], lines: list[str]) -> int:
-    page = req.settings.block_size or PAGE_SIZE
+    page = req.cache.block_size or PAGE_SIZE
     cells = extras.cells(req, rel, layout, [stage.bytes_per_token() for stage in layout.stages])
     lines.append(f"cell size per token per GPU (attention TP {layout.policy.attention_tp}): "
                  f"stages {[f'{c:,}' for c in cells]} B")
@@ -197,7 +195,7 @@ def _pool_tokens(req: Request, rel: SglangRelease, layout: Layout, budgets: tupl
 
 
 def _plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: SglangRelease) -> EnginePlan:
-    s, page, version = req.settings, req.settings.block_size or PAGE_SIZE, rel.label
+    s, page, version = req.settings.sglang, req.cache.block_size or PAGE_SIZE, rel.label
     lines: list[str] = []
     tokens = _pool_tokens(req, rel, layout, budgets, lines)
     heavy = max(range(req.pp), key=lambda k: layout.stages[k].bytes_per_token())
@@ -213,7 +211,7 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: SglangRel
     return EnginePlan(
         engine="sglang", version=version, kv_dtype=layout.kv_dtype.name, block_size=page,
         page_bytes=page * stage.bytes_per_token(), num_blocks=tokens // page, kv_tokens=full_tokens,
-        max_concurrency=None, requests_at_max_len=float(_requests(req, stage, full_tokens, swa_tokens) * s.dp),
+        max_concurrency=None, requests_at_max_len=float(_requests(req, stage, full_tokens, swa_tokens) * req.cache.dp),
         reserve_bytes_per_request=steady, steady_bytes_per_request=steady, groups=_rows(req, layout, heavy, page),
         notes=(*_notes(req, layout, heavy, tokens, page, (full_tokens, swa_tokens)), *extras.notes(req, rel, layout, tokens)),
         explain=tuple(lines), lookahead_tokens_per_request=extras.lookahead_tokens(req),
@@ -248,9 +246,9 @@ def _notes(req: Request, layout: Layout, heavy: int, tokens: int, page: int,
            + pool_log(layout, heavy, tokens + page)]
     if is_hybrid_swa(req):
         out.append(f"sliding window memory pool: full_layer_tokens={pools[0]}, swa_layer_tokens={pools[1]}")
-    if req.settings.dp > 1:
-        out.append(f"DP attention {req.settings.dp}: each DP rank has its own pool of {tokens:,} tokens "
-                   f"({req.settings.dp * tokens:,} in the system)")
+    if req.cache.dp > 1:
+        out.append(f"DP attention {req.cache.dp}: each DP rank has its own pool of {tokens:,} tokens "
+                   f"({req.cache.dp * tokens:,} in the system)")
     if has_windows(req) and not is_hybrid_swa(req):
         out.append(f"SGLang has no sliding-window pool for {req.model.model_type}: every layer keeps all tokens")
     if any(isinstance(x, MLAAttn) for s in layout.specs for x in parts(s)):

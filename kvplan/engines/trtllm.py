@@ -70,9 +70,10 @@ class TrtllmEngine:
 
     def resolve(self, request: Request) -> Request:
         s = request.settings
+        fraction = s.trtllm.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
         return replace(request, settings=replace(
             s, max_num_batched_tokens=s.max_num_batched_tokens or MAX_NUM_TOKENS,
-            free_gpu_memory_fraction=s.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION))
+            trtllm=replace(s.trtllm, free_gpu_memory_fraction=fraction)))
 
     def policy(self, request: Request) -> LayoutPolicy:
         return LayoutPolicy(head_split="ceil", windows="full")
@@ -94,7 +95,7 @@ class TrtllmEngine:
 
     def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
-        fraction = self.resolve(request).settings.free_gpu_memory_fraction
+        fraction = self.resolve(request).settings.trtllm.free_gpu_memory_fraction
         assert fraction is not None
         free = request.device.memory_bytes - term_bytes(terms)
         budget = int(free * fraction)
@@ -114,7 +115,7 @@ def _plan(req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
     if layout.kv_dtype.is_scaled:
         raise InputError(f"TensorRT-LLM profile takes fp16/bf16/fp8 KV caches, not {layout.kv_dtype.name}",
                          arg="kv_dtype")
-    tpb = req.settings.block_size or TOKENS_PER_BLOCK
+    tpb = req.cache.block_size or TOKENS_PER_BLOCK
     per_token = [stage.bytes_per_token() for stage in layout.stages]
     per_token[-1] += _draft_bytes_per_token(req, layout)
     tokens = max(0, min(b // c for b, c in kv_stages(budgets, per_token, "bytes per token")))

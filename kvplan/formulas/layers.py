@@ -44,8 +44,9 @@ class Overrides:
 NO_OVERRIDES = Overrides()
 
 
-def parse_layer_ranges(text: str, num_layers: int) -> tuple[tuple[int, int, str], ...]:
-    """"0-15:full,16-31:sliding" -> ((0, 15, "full"), (16, 31, "sliding"))."""
+def parse_layer_ranges(text: str, num_layers: int | None = None) -> tuple[tuple[int, int, str], ...]:
+    """"0-15:full,16-31:sliding" -> ((0, 15, "full"), (16, 31, "sliding")), within `num_layers` when given
+    (layer_specs checks them against the model's layers in any case)."""
     ranges = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         span, sep, kind = part.partition(":")
@@ -54,8 +55,9 @@ def parse_layer_ranges(text: str, num_layers: int) -> tuple[tuple[int, int, str]
             raise InputError(f"invalid layer_types entry {part!r}: expected FIRST-LAST:KIND with KIND "
                              f"one of {', '.join(LAYER_KINDS)}", arg="layer_types")
         lo, hi = int(first), int(last) if dash else int(first)
-        if not lo <= hi < num_layers:
-            raise InputError(f"layer_types range {lo}-{hi} is outside layers 0-{num_layers - 1}", arg="layer_types")
+        if lo > hi or (num_layers is not None and hi >= num_layers):
+            raise InputError(f"layer_types range {lo}-{hi} is outside layers 0-{(num_layers or hi + 1) - 1}"
+                             if lo <= hi else f"layer_types range {lo}-{hi} runs backwards", arg="layer_types")
         ranges.append((lo, hi, kind))
     return tuple(ranges)
 
@@ -146,6 +148,8 @@ def layer_specs(model: ModelConfig, overrides: Overrides | None = None) -> tuple
     specs = list(model.layer_specs)
     made: dict[str, LayerSpec] = {}
     for lo, hi, kind in ov.layer_kinds:
+        if hi >= len(specs):
+            raise InputError(f"layer_types range {lo}-{hi} is outside layers 0-{len(specs) - 1}", arg="layer_types")
         spec = made.get(kind) or made.setdefault(kind, _spec_of_kind(kind, model, ov))
         specs[lo : hi + 1] = [spec] * (hi - lo + 1)
     done: dict[LayerSpec, LayerSpec] = {}

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import DEFAULT_QUANT_GROUP, KvDtype, resolve_kv_dtype
-from kvplan.errors import InputError
+from kvplan.dtypes import KvDtype, resolve_kv_dtype
 from kvplan.formulas.layers import Overrides, attention_kind, layer_specs
 from kvplan.formulas.per_token import (
     StateDtypes,
@@ -33,6 +31,7 @@ from kvplan.formulas.per_token import (
     state_bytes_per_sequence,
     state_dtypes,
 )
+from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest, cache_request
 from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
 from kvplan.specs import (
     AttnSpec,
@@ -47,7 +46,6 @@ from kvplan.specs import (
 )
 from kvplan.units import cdiv
 
-DEFAULT_BLOCK_SIZE = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE
 WindowRule = Literal["window", "window-1", "full"]
 
 
@@ -198,25 +196,38 @@ def _token_limit(spec: LayerSpec, policy: LayoutPolicy) -> int | None:
     return limit
 
 
-@lru_cache(maxsize=4096)
-def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, kv_dtype: str = "auto",
-                 block_size: int = DEFAULT_BLOCK_SIZE, quant_group: int = DEFAULT_QUANT_GROUP,
-                 overrides: Overrides | None = None, state_dtype: str = "auto",
-                 policy: LayoutPolicy = DEFAULT_POLICY, ssm_state_dtype: str = "auto") -> Layout:
-    """Specs -> per-GPU specs -> groups of identical layers -> per-GPU loads of every PP stage.
+def build_layout(model: ModelConfig, request: CacheRequest | None = None, policy: LayoutPolicy = DEFAULT_POLICY,
+                 **fields: Any) -> Layout:
+    """Specs -> per-GPU specs -> groups of identical layers -> per-GPU loads of every PP stage, for a
+    CacheRequest or its fields as keywords (``build_layout(m, tp=4, kv_dtype="fp8")``).
 
-    `state_dtype`: linear/Mamba conv states, and recurrent states unless `ssm_state_dtype` is given
-    (vLLM's mamba_cache_dtype; auto = the model dtype). `ssm_state_dtype`: recurrent states (vLLM's
-    mamba_ssm_cache_dtype; auto = what the config or the layer asks for, else `state_dtype`).
+    One layout per (model, the request's layout fields, policy), cached: lengths and batches do not change it.
     """
-    if block_size < 0:
-        raise InputError(f"block_size must be 0 (no paging) or positive, got {block_size}", arg="block_size")
-    specs = _engine_specs(model, overrides, policy)
+    if fields or request is None:
+        request = cache_request(request, **fields)
+    key = (model, request.layout_fields, policy)
+    try:
+        return _LAYOUTS[key]
+    except KeyError:
+        if len(_LAYOUTS) >= MAX_CACHED_LAYOUTS:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = _build_layout(model, request, policy)
+        return layout
+
+
+MAX_CACHED_LAYOUTS = 4096
+_LAYOUTS: dict[tuple[ModelConfig, tuple[Any, ...], LayoutPolicy], Layout] = {}
+
+
+def _build_layout(model: ModelConfig, request: CacheRequest, policy: LayoutPolicy) -> Layout:
+    specs = _engine_specs(model, request.overrides, policy)
+    tp, pp, dcp = request.tp, request.pp, request.dcp
     check_parallel(specs, model.num_attention_heads, tp, pp, dcp)
+    kv_dtype = request.kv_dtype
     if kv_dtype.strip().lower() == "auto" and model.kv_cache_dtype:  # the checkpoint's own KV quantization
         kv_dtype = model.kv_cache_dtype
-    dtype = resolve_kv_dtype(kv_dtype, model.dtype, quant_group)
-    dtypes = state_dtypes(state_dtype, ssm_state_dtype, model.dtype)
+    dtype = resolve_kv_dtype(kv_dtype, model.dtype, request.quant_group)
+    dtypes = state_dtypes(request.state_dtype, request.ssm_state_dtype, model.dtype)
     shard_tp = policy.attention_tp or tp
     per_gpu = {s: shard_spec(s, shard_tp, policy.head_split) for s in set(specs)}
     ranges = pp_ranges(len(specs), pp)
@@ -226,8 +237,8 @@ def build_layout(model: ModelConfig, *, tp: int = 1, pp: int = 1, dcp: int = 1, 
     return Layout(
         model=model, specs=specs, specs_per_gpu=tuple(per_gpu[s] for s in specs),
         attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=dtypes.conv,
-        ssm_state_dtype=dtypes.ssm, tp=tp,
-        pp=pp, dcp=dcp, block_size=block_size, policy=policy, groups=groups, stage_ranges=ranges,
+        ssm_state_dtype=dtypes.ssm, tp=tp, pp=pp, dcp=dcp, block_size=request.paged_in(DEFAULT_BLOCK_SIZE),
+        policy=policy, groups=groups, stage_ranges=ranges,
         whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
         stages=tuple(_load(groups, [g.stage_layers[s] for g in groups], per_gpu=True) for s in range(pp)),
     )

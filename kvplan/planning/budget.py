@@ -32,11 +32,11 @@ from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.extras import extra_terms
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.profile_run import activation_term, persistent_term
+from kvplan.planning.request import Memory
 from kvplan.planning.weights import weight_bytes_per_stage
 from kvplan.planning.weights.loaded import loaded_extras
-from kvplan.units import format_gib, parse_bytes
+from kvplan.units import GIB, MIB, format_gib, parse_bytes
 
-MIB, GIB = 1024**2, 1024**3
 DEFAULT_GPU = "H100"
 # Non-torch memory an engine may subtract: (bytes, source). Measured or read off logs; never fitted.
 NON_TORCH: dict[str, tuple[str, int, str]] = {
@@ -87,31 +87,19 @@ class Budget:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
-class Memory:
-    """What the budget is asked for: a GPU, weights, and the knobs that replace estimates."""
-
-    gpu: str | None = None
-    gpu_memory_bytes: int | None = None
-    kv_budget_bytes: tuple[int, ...] | None = None
-    overhead_bytes: int | None = None
-    non_torch_bytes: int | None = None
-    weights_dtype: str | None = None
-
-
 def parse_budget(text: str) -> tuple[int, ...]:
     """'20GiB' or '12.13GiB,11GiB' (one per PP stage) -> bytes, rounded down to whole bytes."""
     out = []
     for part in text.split(","):
         match = re.match(r"^\s*(\d{1,30}(?:\.\d{1,30})?)\s*([a-zA-Z]*)\s*$", part, re.ASCII)
         if not match:
-            raise InputError(f"invalid kv_budget {part!r}: expected a size like 20GiB or 12.13GiB,11GiB",
-                             arg="kv_budget")
+            raise InputError(f"invalid kv_budget_bytes {part!r}: expected a size like 20GiB or 12.13GiB,11GiB",
+                             arg="kv_budget_bytes")
         try:
             unit = parse_bytes("1" + match.group(2))
         except InputError:
-            raise InputError(f"invalid kv_budget {part.strip()!r}: unknown unit; use B, KiB, MiB, GiB, GB, ...",
-                             arg="kv_budget") from None
+            raise InputError(f"invalid kv_budget_bytes {part.strip()!r}: unknown unit; use B, KiB, MiB, GiB, GB, ...",
+                             arg="kv_budget_bytes") from None
         out.append(int(Fraction(match.group(1)) * unit))  # floor
     return tuple(out)
 
@@ -182,10 +170,11 @@ def overhead(terms: tuple[BudgetTerm, ...], memory: Memory) -> Overhead:
 def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[tuple[int, tuple[BudgetTerm, ...], tuple[str, ...]]]:
     """(KV bytes, terms, the engine's arithmetic) of each PP stage."""
     rules = profile.budget_rules(request)
-    weights = weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp, weights_dtype=memory.weights_dtype)
+    weights_dtype = memory.weights_for(request.model)
+    weights = weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp, weights_dtype=weights_dtype)
     out = []
     for stage, w in enumerate(weights):
-        terms = overridden(stage_terms(request, rules, w, stage, memory.weights_dtype), memory)
+        terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
         steps = profile.kv_budget(request, terms)
         out.append((steps.kv_budget_bytes, terms, steps.lines))
     return out
@@ -195,7 +184,7 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
     """The budget per PP stage: given, or built from the terms the engine release subtracts."""
     given, pp = memory.kv_budget_bytes, request.pp
     if given is not None and len(given) not in (1, pp):
-        raise InputError(f"kv_budget has {len(given)} values; give 1 or one per PP stage ({pp})", arg="kv_budget")
+        raise InputError(f"kv_budget_bytes has {len(given)} values; give 1 or one per PP stage ({pp})", arg="kv_budget_bytes")
     if given is not None:
         weights = _informative_weights(request, memory)
         return Budget(per_stage=given if len(given) == pp else given * pp,
@@ -208,7 +197,7 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
 def _informative_weights(request: Request, memory: Memory) -> int | None:
     try:
         return max(weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp,
-                                          weights_dtype=memory.weights_dtype))
+                                          weights_dtype=memory.weights_for(request.model)))
     except KvplanError:
         return None  # a budget was given: the weights are informative only
 
@@ -244,7 +233,7 @@ def no_budget_warning(profile: Engine, request: Request, budget: Budget, memory:
         if bigger <= request.tp or request.model.num_attention_heads % bigger:
             continue
         try:
-            stages = stage_budgets(profile, profile.resolve(replace(request, tp=bigger)), memory)
+            stages = stage_budgets(profile, profile.resolve(replace(request, cache=replace(request.cache, tp=bigger))), memory)
         except KvplanError:
             continue
         if min(s[0] for s in stages) > 0:

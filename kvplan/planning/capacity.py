@@ -13,18 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import DEFAULT_QUANT_GROUP
 from kvplan.engines import ENGINE_NAMES, BudgetTerm, Engine, EnginePlan, Refusal, Request, Settings, get_engine
 from kvplan.errors import InputError, KvplanError
-from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout, build_layout
-from kvplan.formulas.sizing import FALLBACK_MAX_MODEL_LEN
+from kvplan.formulas.request import CacheRequest
 from kvplan.planning import extras
-from kvplan.planning.budget import Budget, Memory, Overhead, device, kv_budget, no_budget_warning
+from kvplan.planning.budget import Budget, Overhead, device, kv_budget, no_budget_warning
 from kvplan.planning.extras import NO_EXTRAS, Extras
+from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
 
 
@@ -49,6 +48,7 @@ class CapacityResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     settings: Settings | None = None  # the engine's knobs with the release's defaults filled in
+    cache: CacheRequest | None = None  # the cache asked (its length resolved)
     decode_floor: DecodeFloor | None = None  # memory-bound lower bound on a decode step of the admitted batch
     extras: Extras = NO_EXTRAS  # speculative decoding, LoRA, encoder cache, host tier
 
@@ -59,13 +59,10 @@ class CapacityResult:
 
 
 def engine_layout(profile: Engine, request: Request) -> Layout:
-    """The one layout an engine plans on: build_layout with the engine's policy."""
+    """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it)."""
     if request.dcp > 1 and not profile.supports_dcp:
         raise InputError(f"dcp is a vLLM option (0.11 on); {profile.version} has no decode context parallel", arg="dcp")
-    return build_layout(request.model, tp=request.tp, pp=request.pp, dcp=request.dcp, kv_dtype=request.kv_dtype,
-                        block_size=request.settings.block_size or 0, quant_group=request.quant_group,
-                        overrides=request.overrides, state_dtype=request.state_dtype,
-                        ssm_state_dtype=request.ssm_state_dtype, policy=profile.policy(request))
+    return build_layout(request.model, replace(request.cache, block_size=0), profile.policy(request))
 
 
 def plan_request(request: Request, budgets_per_stage: tuple[int, ...], engine: str = "vllm") -> EnginePlan:
@@ -76,31 +73,26 @@ def plan_request(request: Request, budgets_per_stage: tuple[int, ...], engine: s
     return profile.plan(request, engine_layout(profile, request), budgets)
 
 
-def empty_plan(engine: str, version: str, settings: Settings) -> EnginePlan:
+def empty_plan(engine: str, version: str, request: CapacityRequest) -> EnginePlan:
     """The plan of an engine that got no memory (or failed): zeros, as the engine would log."""
-    return EnginePlan(engine=engine, version=version, kv_dtype="-", block_size=settings.block_size or 0,
+    return EnginePlan(engine=engine, version=version, kv_dtype="-", block_size=request.cache.paged_in(0),
                       page_bytes=0, num_blocks=0, kv_tokens=0, max_concurrency=0.0 if engine == "vllm" else None,
                       requests_at_max_len=0.0, reserve_bytes_per_request=0, steady_bytes_per_request=0, groups=())
 
 
-def capacity(model: ModelConfig | str, *, engine: str = "vllm", gpu: str | None = None,
-             gpu_memory_bytes: int | None = None, tp: int = 1, pp: int = 1, dcp: int = 1, kv_dtype: str = "auto",
-             max_model_len: int | None = None, kv_budget_bytes: tuple[int, ...] | None = None,
-             overhead_bytes: int | None = None, non_torch_bytes: int | None = None, weights_dtype: str | None = None,
-             settings: Settings | None = None, overrides: Overrides | None = None,
-             quant_group: int = DEFAULT_QUANT_GROUP, state_dtype: str = "auto",
-             ssm_state_dtype: str = "auto") -> CapacityResult:
-    """KV capacity of `model` under `engine` (`vllm`, `vllm@0.11`, ...) on one GPU type (per GPU; PP stages
-    take the min). A refusal is part of the answer (``CapacityResult.refusal``), not an exception."""
-    model, settings, profile = as_model(model), settings or Settings(), get_engine(engine)
-    memory = Memory(gpu=gpu, gpu_memory_bytes=gpu_memory_bytes, kv_budget_bytes=kv_budget_bytes,
-                    overhead_bytes=overhead_bytes, non_torch_bytes=non_torch_bytes, weights_dtype=weights_dtype)
-    gpu_device, _ = device(memory, needed=kv_budget_bytes is None)
-    asked = Request(model=model, tp=tp, pp=pp, dcp=dcp, kv_dtype=kv_dtype, settings=settings, overrides=overrides,
-                    max_model_len=max_model_len or model.max_model_len or FALLBACK_MAX_MODEL_LEN,
-                    quant_group=quant_group, state_dtype=state_dtype, ssm_state_dtype=ssm_state_dtype,
-                    device=gpu_device,
-                    gpu_name=gpu_device.name if gpu_device else None)
+def capacity(model: CapacityRequest | ModelConfig | str, *, engine: str = "vllm", **options: Any) -> CapacityResult:
+    """KV capacity of a model under `engine` (`vllm`, `vllm@0.11`, ...) on one GPU type (per GPU; PP stages
+    take the min). The question is a CapacityRequest, or a model and the request's fields as keywords
+    (``capacity("Qwen/Qwen3-8B", gpu="H100", tp=2, gpu_memory_utilization=0.9)``). A refusal is part of the
+    answer (``CapacityResult.refusal``), not an exception."""
+    return plan_capacity(capacity_request(model, **options), get_engine(engine))
+
+
+def plan_capacity(question: CapacityRequest, profile: Engine) -> CapacityResult:
+    memory = question.memory
+    gpu_device, _ = device(memory, needed=memory.kv_budget_bytes is None)
+    asked = Request(model=question.model, cache=replace(question.cache, max_model_len=question.max_model_len),
+                    settings=question.settings, device=gpu_device)
     request = profile.resolve(asked)
     layout = engine_layout(profile, request)
     drafter = extras.draft(request, layout, profile.policy(request))
@@ -121,7 +113,8 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
         weights_bytes_per_gpu=budget.weights_bytes_per_gpu, overhead=budget.overhead,
         kv_budget_bytes_per_gpu=budget.per_stage, layout=layout, budget_lines=budget.lines,
         budget_terms=budget.terms, budget_rule=budget.rule, notes=budget.notes, settings=request.settings,
-        plan=empty_plan(profile.name, profile.version, request.settings))
+        cache=request.cache,
+        plan=empty_plan(profile.name, profile.version, CapacityRequest(model=request.model, cache=request.cache)))
     if min(budget.per_stage) <= 0:  # the engine finds no memory for a single block
         return replace(base, plan=replace(base.plan, refusal=profile.no_memory(request)),
                        notes=(*budget.notes, no_budget_warning(profile, asked, budget, memory)))
@@ -134,20 +127,24 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
                    decode_floor=decode_floor(plan, budget.gpu, budget.weights_bytes_per_gpu))
 
 
-def capacity_all(model: ModelConfig | str, *, tp: int = 1, pp: int = 1, dcp: int = 1,
-                 max_model_len: int | None = None, settings: Settings | None = None,
-                 engines: Sequence[str] = ENGINE_NAMES, **kwargs: object) -> list[CapacityResult]:
+def capacity_all(model: CapacityRequest | ModelConfig | str, *, engines: Sequence[str] = ENGINE_NAMES,
+                 **options: Any) -> list[CapacityResult]:
     """Every engine (of `engines`) side by side; one that refuses reports its error instead of failing all."""
-    model, settings = as_model(model), settings or Settings()
+    question = capacity_request(model, **options)
     out = []
     for name in engines:
         try:
-            out.append(capacity(model, engine=name, tp=tp, pp=pp, dcp=dcp, max_model_len=max_model_len,
-                                settings=settings, **kwargs))  # type: ignore[arg-type]
+            out.append(plan_capacity(question, get_engine(name)))
         except KvplanError as exc:
-            out.append(CapacityResult(
-                engine=name, model=model, gpu=None, gpu_memory_bytes=None, tp=tp, pp=pp, dcp=dcp,
-                max_model_len=max_model_len or model.max_model_len or FALLBACK_MAX_MODEL_LEN,
-                weights_bytes_per_gpu=None, overhead=None, kv_budget_bytes_per_gpu=(0,),
-                plan=empty_plan(name, get_engine(name).version, settings), notes=(f"error: {exc}",), error=str(exc)))
+            out.append(failed(question, name, exc))
     return out
+
+
+def failed(question: CapacityRequest, engine: str, exc: KvplanError) -> CapacityResult:
+    """An engine's error as an answer (capacity_all, the report)."""
+    cache = question.cache
+    return CapacityResult(engine=engine, model=question.model, gpu=None, gpu_memory_bytes=None, tp=cache.tp,
+                          pp=cache.pp, dcp=cache.dcp, max_model_len=question.max_model_len, weights_bytes_per_gpu=None,
+                          overhead=None, kv_budget_bytes_per_gpu=(0,),
+                          plan=empty_plan(engine, get_engine(engine).version, question), notes=(f"error: {exc}",),
+                          error=str(exc))

@@ -20,13 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import DEFAULT_QUANT_GROUP
-from kvplan.engines import Settings
+from kvplan.engines import Engine, get_engine
 from kvplan.errors import InputError, KvplanError
-from kvplan.planning.capacity import capacity
+from kvplan.planning.capacity import plan_capacity
 from kvplan.planning.gpus import lookup_gpu
+from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.units import cdiv
 
 ANY_KV_DTYPES = ("auto", "fp8")
@@ -128,12 +127,13 @@ def replicate(c: Candidate, load: Load) -> Candidate:
     return replace(fitted, fits=True)
 
 
-def _try(model: ModelConfig, gpu: str, tp: int, pp: int, kv_dtype: str, load: Load, price: float | None,
-         **kwargs: Any) -> Candidate:
+def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | None) -> Candidate:
     """One layout on one GPU type: the engine's capacity for max_model_len = context, then the replicas."""
-    base = Candidate(gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, price_per_gpu_hour=price)
+    cache = question.cache
+    base = Candidate(gpu=question.memory.gpu or "", tp=cache.tp, pp=cache.pp, kv_dtype=cache.kv_dtype,
+                     price_per_gpu_hour=price)
     try:
-        result = capacity(model, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, max_model_len=load.context, **kwargs)
+        result = plan_capacity(question, profile)
     except KvplanError as exc:  # this layout cannot run (tp not dividing the heads, the engine refusing ...)
         return replace(base, reason=str(exc))
     plan = result.plan
@@ -168,24 +168,20 @@ def _price_table(prices: Mapping[str, float] | None) -> dict[str, float]:
     return out
 
 
-def _check(model: ModelConfig, load: Load, gpus_per_node: int, dtypes: Sequence[str], engine: str,
-           states: tuple[str, str]) -> None:
-    from kvplan.dtypes import resolve_kv_dtype
-    from kvplan.engines import get_engine
-    from kvplan.formulas.per_token import state_dtypes
-
-    get_engine(engine)
+def _check(question: CapacityRequest, load: Load, gpus_per_node: int, dtypes: Sequence[str]) -> None:
     for d in dtypes:
-        resolve_kv_dtype(d, model.dtype)
-    state_dtypes(*states, model.dtype)
-    for name, value in (("context", load.context), ("concurrency", load.concurrency),
-                        ("gpus_per_node", gpus_per_node), ("max_gpus", load.max_gpus),
+        replace(question.cache, kv_dtype=d)  # an unknown name is refused here, before any planning
+    for name, value in (("concurrency", load.concurrency), ("gpus_per_node", gpus_per_node),
+                        ("max_gpus", load.max_gpus),
                         ("max_replicas", 1 if load.max_replicas is None else load.max_replicas)):
-        if value <= 0:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise InputError(f"{name} must be positive, got {value}", arg=name)
+    model = question.model
+    if question.cache.max_model_len is None:
+        raise InputError("fit needs max_model_len: the tokens of each request", arg="max_model_len")
     if model.max_model_len and load.context > model.max_model_len:
-        raise InputError(f"context {load.context:,} exceeds {model.model_id}'s maximum length "
-                         f"{model.max_model_len:,}", arg="context")
+        raise InputError(f"max_model_len {load.context:,} exceeds {model.model_id}'s maximum length "
+                         f"{model.max_model_len:,}", arg="max_model_len")
 
 
 def _kv_dtypes(kv_dtype: str | Sequence[str]) -> tuple[str, ...]:
@@ -196,40 +192,37 @@ def _kv_dtypes(kv_dtype: str | Sequence[str]) -> tuple[str, ...]:
     return ANY_KV_DTYPES if [n.lower() for n in out] == ["any"] else out
 
 
-def fit(model: ModelConfig | str, *, gpu: str | Sequence[str] | None = None, context: int, concurrency: int,
-        engine: str = "vllm", kv_dtype: str | Sequence[str] = "auto", gpus_per_node: int = 8,
+def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: str | Sequence[str] | None = None,
+        engine: str = "vllm", kv_dtype: str | Sequence[str] | None = None, gpus_per_node: int = 8,
         max_gpus: int | None = None, max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
-        gpu_memory_bytes: int | None = None, overhead_bytes: int | None = None, settings: Settings | None = None,
-        weights_dtype: str | None = None, progress: Callable[[int, int], None] | None = None,
-        quant_group: int = DEFAULT_QUANT_GROUP, state_dtype: str = "auto", ssm_state_dtype: str = "auto") -> FitResult:
-    """Every (GPU type, tp, pp, KV dtype) with the replicas it needs; ranked by RANKING. `kv_dtype`: one, a
-    list (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8). quant_group and the state
-    dtypes are capacity()'s, the same in every setup."""
-    model, price = as_model(model), _price_table(prices)
+        progress: Callable[[int, int], None] | None = None, **options: Any) -> FitResult:
+    """Every (GPU type, tp, pp, KV dtype) with the replicas it needs to serve `concurrency` requests of the
+    request's max_model_len; ranked by RANKING. The question is a CapacityRequest, or a model and its fields as
+    keywords (everything but the GPU, tp, pp and KV dtype is the same in every setup). `kv_dtype`: one, a list
+    (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8); default: the request's."""
+    question, price = capacity_request(model, **options), _price_table(prices)
     gpus = _gpu_list(gpu, price)
-    dtypes = _kv_dtypes(kv_dtype)
-    load = Load(context=context, concurrency=concurrency, max_gpus=max_gpus or 8 * gpus_per_node,
-                max_replicas=max_replicas)
-    _check(model, load, gpus_per_node, dtypes, engine, (state_dtype, ssm_state_dtype))
-    if gpu_memory_bytes is not None and len(gpus) > 1:
+    dtypes = _kv_dtypes(question.cache.kv_dtype if kv_dtype is None else kv_dtype)
+    load = Load(context=question.cache.max_model_len or 0, concurrency=concurrency,
+                max_gpus=max_gpus or 8 * gpus_per_node, max_replicas=max_replicas)
+    _check(question, load, gpus_per_node, dtypes)
+    if question.memory.gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
                          arg=("gpu_memory_bytes", "gpu"))
+    profile = get_engine(engine)
     grid = [(g, tp, pp, d) for g in gpus for tp, pp in layouts(gpus_per_node, load.max_gpus) for d in dtypes]
     found = []
     for i, (g, tp, pp, d) in enumerate(grid, 1):
-        found.append(_try(model, g, tp, pp, d, load, price.get(g), engine=engine, settings=settings,
-                          gpu_memory_bytes=gpu_memory_bytes, overhead_bytes=overhead_bytes,
-                          weights_dtype=weights_dtype, quant_group=quant_group, state_dtype=state_dtype,
-                          ssm_state_dtype=ssm_state_dtype))
+        found.append(_try(question.on_gpu(g).with_cache(tp=tp, pp=pp, kv_dtype=d), profile, load, price.get(g)))
         if progress:
             progress(i, len(grid))
     good = sorted((c for c in found if c.fits), key=lambda c: rank_key(c, dtypes))
     bad = sorted((c for c in found if not c.fits), key=lambda c: (-c.requests_per_replica, c.gpus_per_replica))
-    return FitResult(model_id=model.model_id, engine=engine, gpus=gpus, context=context, concurrency=concurrency,
-                     gpus_per_node=gpus_per_node, max_gpus=load.max_gpus, max_replicas=max_replicas,
-                     best=good[0] if good else None, candidates=tuple((good + bad)[:MAX_SHOWN]),
+    return FitResult(model_id=question.model.model_id, engine=engine, gpus=gpus, context=load.context,
+                     concurrency=concurrency, gpus_per_node=gpus_per_node, max_gpus=load.max_gpus,
+                     max_replicas=max_replicas, best=good[0] if good else None, candidates=tuple((good + bad)[:MAX_SHOWN]),
                      num_evaluated=len(found), ranking=RANKING if price else RANKING_BY_GPUS,
-                     notes=_notes(gpus, price, load, bool(good), estimated=overhead_bytes is None))
+                     notes=_notes(gpus, price, load, bool(good), estimated=question.memory.overhead_bytes is None))
 
 
 def _notes(gpus: Sequence[str], price: Mapping[str, float], load: Load, any_fits: bool,

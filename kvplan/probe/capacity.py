@@ -65,12 +65,11 @@ def kvplan_capacity_blocks(model: str, tp: int, kv_dtype: str, block_size: int,
                            free_bytes: int) -> tuple[int | None, int | None, str]:
     """(num_blocks, page_bytes, note) from the vLLM profile; Nones when it is unavailable."""
     try:
-        from kvplan.engines import Settings
         from kvplan.planning.capacity import capacity
     except ImportError:
         return None, None, "kvplan.planning.capacity is not available: compared with free // block_bytes only"
     result = capacity(model, engine="vllm", tp=tp, kv_dtype=kv_dtype, kv_budget_bytes=(free_bytes,),
-                      settings=Settings(block_size=block_size))
+                      block_size=block_size)
     plan = result.plan
     return plan.num_blocks, plan.page_bytes, f"kvplan capacity, {plan.version} profile"
 

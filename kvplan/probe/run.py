@@ -8,16 +8,16 @@ turns them into tensors, ``measure`` reads what they took, ``compare`` predicts 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 
 import torch
 
 from kvplan.config import ModelConfig, load_model
 from kvplan.formulas import build_layout
-from kvplan.formulas.layers import Overrides
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
+from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest
 from kvplan.probe import bench, check
 from kvplan.probe.allocate import CacheShape, Tensors, paged_part
 from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
@@ -36,22 +36,26 @@ DEFAULT_TARGETS: tuple[tuple[str, str], ...] = (
 )
 
 
+PROBED = CacheRequest(block_size=DEFAULT_BLOCK_SIZE)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProbeOptions:
     num_blocks: int
-    block_size: int = 16
+    cache: CacheRequest = PROBED  # tp and KV dtype: set per probed model
     num_seqs: int = 2  # sequences of linear/Mamba state
     layout: str = "vllm"
-    quant_group: int = 8
     check_kernels: bool = True
     time_kernels: bool = False
     seed: int = 0
-    overrides: Overrides | None = None
+
+    @property
+    def block_size(self) -> int:
+        return self.cache.paged_in(DEFAULT_BLOCK_SIZE)
 
 
 def probe_layout(model: ModelConfig, kv_dtype: str, opts: ProbeOptions, tp: int = 1) -> Layout:
-    return build_layout(model, tp=tp, kv_dtype=kv_dtype, block_size=opts.block_size,
-                        quant_group=opts.quant_group, overrides=opts.overrides)
+    return build_layout(model, replace(opts.cache, kv_dtype=kv_dtype, tp=tp))
 
 
 def cache_shapes(layout: Layout, opts: ProbeOptions) -> list[CacheShape]:

@@ -8,17 +8,18 @@ model than the log, it stands in for the KV geometry only and the weights are no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from kvplan.config import load_model
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import canonical_dtype
-from kvplan.engines import EnginePlan, Settings, get_engine
+from kvplan.dtypes import canonical_dtype, check_dtype_name
+from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
 from kvplan.errors import CapacityError, ConfigError, InputError
-from kvplan.formulas.sizing import FALLBACK_MAX_MODEL_LEN
+from kvplan.formulas.request import CacheRequest
 from kvplan.planning.capacity import CapacityResult, capacity
+from kvplan.planning.request import CapacityRequest, Memory
 from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
 from kvplan.reconcile.parse import StartupLog
 from kvplan.reconcile.rules import release
@@ -41,21 +42,54 @@ class Options:
     kv_dtype: str | None = None
     gpu: str | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "max_model_len"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise InputError(f"{name} must be positive, got {value}", arg=name)
+        if self.kv_dtype is not None:
+            check_dtype_name(self.kv_dtype, "kv_dtype")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Inputs:
+    """The question the log answers: the model and its cache (length resolved), the engine knobs it states,
+    the GPU and weights format."""
+
     model: ModelConfig
     named: str | None  # the model the log names
     stand_in: bool  # the model is the user's stand-in for another one the log names
-    weights_dtype: str | None
-    tp: int
-    pp: int
-    kv_dtype: str
-    max_model_len: int
-    gpu: str | None
+    cache: CacheRequest  # tp, pp, KV dtype, max_model_len (set), block size, DP attention
+    memory: Memory  # the GPU (a flag) and the weights format
     profile: str  # the kvplan engine planned with: "vllm@0.11" once the registry has it, else "vllm"
     settings: Settings
     notes: tuple[str, ...] = ()
+
+    @property
+    def tp(self) -> int:
+        return self.cache.tp
+
+    @property
+    def pp(self) -> int:
+        return self.cache.pp
+
+    @property
+    def kv_dtype(self) -> str:
+        return self.cache.kv_dtype
+
+    @property
+    def max_model_len(self) -> int:
+        return self.cache.length(self.model)
+
+    @property
+    def weights_dtype(self) -> str | None:
+        return self.memory.weights_dtype
+
+    def question(self, budget_bytes: int, max_model_len: int | None = None) -> CapacityRequest:
+        """The log's question with a given KV budget per GPU (and another length)."""
+        cache = replace(self.cache, max_model_len=max_model_len) if max_model_len else self.cache
+        return CapacityRequest(model=self.model, cache=cache, settings=self.settings,
+                               memory=replace(self.memory, kv_budget_bytes=(max(budget_bytes, 0),)))
 
 
 def name_candidates(name: str) -> list[tuple[str, str | None]]:
@@ -112,9 +146,7 @@ def _capacity(inputs: Inputs, budget_bytes: int, max_model_len: int | None) -> C
     """kvplan's answer for one KV budget per GPU, or the text of its refusal (the plan's `refusal`, or a
     CapacityError where an engine still raises one)."""
     try:
-        result = capacity(inputs.model, engine=inputs.profile, gpu=inputs.gpu, tp=inputs.tp, pp=inputs.pp,
-                          kv_dtype=inputs.kv_dtype, max_model_len=max_model_len or inputs.max_model_len,
-                          kv_budget_bytes=(max(budget_bytes, 0),), settings=inputs.settings)
+        result = capacity(inputs.question(budget_bytes, max_model_len), engine=inputs.profile)
     except CapacityError as exc:
         return str(exc)
     refusal = getattr(result.plan, "refusal", None)
@@ -166,12 +198,11 @@ def weights_dtype_of(log: StartupLog, implied: str | None) -> str | None:
 
 
 def settings_of(log: StartupLog) -> Settings:
-    """The engine knobs the log states (vLLM block size / SGLang page size / TRT-LLM tokens per block)."""
-    return Settings(block_size=_int(log, "block_size") or _int(log, "page_size"),
-                    gpu_memory_utilization=_float(log, "gpu_memory_utilization"),
-                    mem_fraction_static=_float(log, "mem_fraction_static"),
-                    free_gpu_memory_fraction=_float(log, "free_gpu_memory_fraction"),
-                    max_num_batched_tokens=_int(log, "max_num_batched_tokens"), dp=_int(log, "dp") or 1)
+    """The engine knobs the log states."""
+    return settings_from({"gpu_memory_utilization": _float(log, "gpu_memory_utilization"),
+                          "mem_fraction_static": _float(log, "mem_fraction_static"),
+                          "free_gpu_memory_fraction": _float(log, "free_gpu_memory_fraction"),
+                          "max_num_batched_tokens": _int(log, "max_num_batched_tokens")})
 
 
 def logged_max_model_len(log: StartupLog) -> int | None:
@@ -200,19 +231,20 @@ def build_inputs(log: StartupLog, options: Options) -> Inputs:
     profile, note = profile_name(log.engine, log.version)
     if stand_in:
         notes.append(f"{model.model_id} stands in for {log.setting('model')}: KV geometry only, weights not compared")
-    return Inputs(model=model, named=log.setting("model"), stand_in=stand_in,
-                  weights_dtype=weights_dtype_of(log, implied), tp=tp, pp=pp,
-                  kv_dtype=kv_dtype_of(log, options.kv_dtype),
-                  max_model_len=options.max_model_len or logged_max_model_len(log) or model.max_model_len or FALLBACK_MAX_MODEL_LEN,
-                  gpu=options.gpu, profile=profile, settings=settings_of(log),
+    # the block size (vLLM) / page size (SGLang) / tokens per block (TRT-LLM) and DP attention the log states
+    cache = CacheRequest(tp=tp, pp=pp, kv_dtype=kv_dtype_of(log, options.kv_dtype), dp=_int(log, "dp") or 1,
+                         block_size=_int(log, "block_size") or _int(log, "page_size"),
+                         max_model_len=options.max_model_len or logged_max_model_len(log))
+    return Inputs(model=model, named=log.setting("model"), stand_in=stand_in, cache=replace(
+                  cache, max_model_len=cache.length(model)), profile=profile, settings=settings_of(log),
+                  memory=Memory(gpu=options.gpu, weights_dtype=weights_dtype_of(log, implied)),
                   notes=tuple([*notes, *([note] if note else [])]))
 
 
 def logged_budget(inputs: Inputs, memory_bytes: int, weights_bytes: int, other_bytes: int = 0) -> int:
     """The engine release's own budget rule applied to logged numbers: the GPU memory it measured, the
     weights and everything else it subtracted, given as two terms (kvplan's estimates are not used)."""
-    request = Request(model=inputs.model, tp=inputs.tp, pp=inputs.pp, kv_dtype=inputs.kv_dtype,
-                      max_model_len=inputs.max_model_len, settings=inputs.settings,
+    request = Request(model=inputs.model, cache=inputs.cache, settings=inputs.settings,
                       device=Device(name=None, memory_bytes=memory_bytes))
     terms = (BudgetTerm(name="weights (logged)", bytes=weights_bytes, exact=False, source="the log", kind="weights"),
              BudgetTerm(name="the rest (logged)", bytes=other_bytes, exact=False, source="the log", kind="given"))

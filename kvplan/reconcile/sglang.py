@@ -51,7 +51,7 @@ def _gib(span: Span) -> str:
 
 
 def token_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
-    memory, fraction = free_memory(log), inputs.settings.mem_fraction_static
+    memory, fraction = free_memory(log), inputs.settings.sglang.mem_fraction_static
     cap = log.setting("max_total_tokens")
     out: list[Outcome] = []
     for record, number in ((r, n) for r, n in log.numbers("kv_tokens") if r.kind == "kv_pool"):

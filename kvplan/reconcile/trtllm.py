@@ -34,7 +34,7 @@ def block_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
     if isinstance(found[0], str) or isinstance(found[1], str):
         return [*earlier, skip("num_blocks", record, number, f"kvplan refuses: {found[0]}")]
     per_token = found[0].page_bytes // found[0].block_size
-    fraction = inputs.settings.free_gpu_memory_fraction
+    fraction = inputs.settings.trtllm.free_gpu_memory_fraction
     how = (f"available {available.text} GiB × free_gpu_memory_fraction {fraction or '0.9 (default)'} // "
            f"{per_token:,} B per token (kvplan), in blocks of {found[0].block_size}")
     hint = (f"the log's {int(number.value):,} blocks × {found[0].block_size} tokens would need "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.engines import EnginePlan
+from kvplan.engines import EnginePlan, settings_from
 from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
 from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference_plan
 from kvplan.reconcile.parse import GIB, Number, Record, StartupLog, rank_key
@@ -212,7 +212,7 @@ def _budget_check(inputs: Inputs, breakdown: Record, requested: Record, printed:
     if total is None or util is None or None in pieces:
         return skip("kv_budget_bytes", printed, logged, "the breakdown lacks the total, utilization or a term")
     ranges = [total.bytes_range(), *(p.bytes_range() for p in pieces if p is not None)]
-    at_util = replace(inputs, settings=replace(inputs.settings, gpu_memory_utilization=float(util.value)))
+    at_util = replace(inputs, settings=settings_from({"gpu_memory_utilization": float(util.value)}, inputs.settings))
 
     def budget(end: int) -> Fraction:  # end 0: the smallest budget the rounding allows, 1: the largest
         used = [int(r[1 - end]) for r in ranges[1:]]

@@ -45,15 +45,16 @@ def _layer_groups(result: CapacityResult) -> list[dict[str, Any]]:
 
 def _settings_payload(result: CapacityResult) -> dict[str, Any] | None:
     """The engine knobs that decided the budget, with the release's defaults filled in."""
-    s = result.settings
-    if s is None:
+    if result.settings is None:
         return None
     keys = ("entry_point", "max_num_batched_tokens", "max_num_seqs", "sampler", "enforce_eager", "moe_backend",
             "max_lora_rank", "gpu_memory_utilization", "mem_fraction_static", "chunked_prefill_size",
-            "free_gpu_memory_fraction", "block_size", "async_scheduling", "max_loras", "lora_target_modules",
+            "free_gpu_memory_fraction", "async_scheduling", "max_loras", "lora_target_modules",
             "max_cpu_loras", "speculative_model", "speculative_method", "num_speculative_tokens",
             "limit_mm_per_prompt", "cpu_offload_bytes", "kv_offloading_bytes", "hicache_ratio", "lmcache_cpu_bytes")
-    return {k: list(v) if isinstance(v := getattr(s, k), tuple) else v for k in keys}
+    knobs = dict(result.settings.items())
+    out = {k: list(v) if isinstance(v := knobs[k], tuple) else v for k in keys}
+    return {**out, "block_size": result.cache.block_size if result.cache else None}
 
 
 def _budget_payload(result: CapacityResult) -> dict[str, Any]:

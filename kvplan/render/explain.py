@@ -93,10 +93,10 @@ def explain(result: KvCacheResult) -> list[str]:
         lines.append(f"PP {layout.pp}: layers per stage {[len(r) for r in layout.stage_ranges]} "
                      f"(vLLM get_pp_indices); most loaded stage: {result.heaviest_stage}")
     if layout.dcp > 1:
-        lines.append(f"DCP {layout.dcp}: each GPU holds cdiv({result.seq_len:,}, {layout.dcp}) = "
+        lines.append(f"DCP {layout.dcp}: each GPU holds cdiv({result.max_model_len:,}, {layout.dcp}) = "
                      f"{result.tokens_per_gpu:,} tokens of a sequence")
     lines.append(f"bytes per token per GPU = {result.bytes_per_token_per_gpu:,} B")
-    lines.append(f"bytes per sequence = full layers × {result.seq_len:,} tokens + window layers × min(tokens, W)"
+    lines.append(f"bytes per sequence = full layers × {result.max_model_len:,} tokens + window layers × min(tokens, W)"
                  f" + fixed state = {result.bytes_per_sequence:,} B ({result.bytes_per_sequence_per_gpu:,} B per GPU)")
     if layout.block_size:
         lines.append(f"paged: each layer group rounds its tokens up to blocks of {layout.block_size}: "

@@ -47,58 +47,69 @@ def _model_fields(report: Report) -> dict[str, Any]:
 def _resolved(report: Report, engine: str) -> Settings:
     """The engine's knobs with its release's defaults filled in (what it planned with), else the user's."""
     found = (c.settings for c in report.capacities if c.engine == engine and c.settings is not None)
-    return next(found, report.request.settings)
+    return next(found, report.request.question.settings)
 
 
 def _budget_defaults(report: Report) -> list[str]:
-    r, out = report.request, []
-    if r.gpu is None and r.gpu_memory_bytes is None:
+    memory, asked, out = report.request.question.memory, report.request.question.settings, []
+    if memory.gpu is None and memory.gpu_memory_bytes is None:
         out.append(f"GPU: {DEFAULT_GPU} (no GPU given)")
     v = _resolved(report, "vllm")
-    if r.overhead_bytes is None:
+    if memory.overhead_bytes is None:
         out.append("overhead per GPU: kvplan's budget terms (section 3: CUDA context, NCCL, profile-run activations "
                    f"of {v.max_num_batched_tokens or 0:,} tokens, CUDA graphs; estimates are marked)")
-    if "vllm" in report.engines and r.settings.gpu_memory_utilization is None:
-        out.append(f"vLLM gpu_memory_utilization {v.gpu_memory_utilization} (the release's default)")
-    if "sglang" in report.engines and r.settings.mem_fraction_static is None:
+    if "vllm" in report.engines and asked.vllm.gpu_memory_utilization is None:
+        out.append(f"vLLM gpu_memory_utilization {v.vllm.gpu_memory_utilization} (the release's default)")
+    if "sglang" in report.engines and asked.sglang.mem_fraction_static is None:
         out.append("SGLang mem_fraction_static: its default for this GPU and TP (section 3 shows the value)")
-    if "trtllm" in report.engines and r.settings.free_gpu_memory_fraction is None:
+    if "trtllm" in report.engines and asked.trtllm.free_gpu_memory_fraction is None:
         out.append("TensorRT-LLM free_gpu_memory_fraction: its default (section 3 shows the value)")
     return out
 
 
 def assumed(report: Report) -> list[str]:
     """Every default the answer rests on that the user did not set."""
-    r, s, m = report.request, report.request.settings, report.model
+    q, m = report.request.question, report.model
     out = []
-    if r.max_model_len is None:
+    if q.cache.max_model_len is None:
         out.append(f"max_model_len {report.max_model_len:,}: the config's" if m.max_model_len else
                    f"max_model_len {report.max_model_len:,}: the config names none (vLLM's default)")
-    if r.kv_budget_bytes is None:
+    if q.memory.kv_budget_bytes is None:
         out += _budget_defaults(report)
-    if r.weights_dtype is None:
+    if q.memory.weights_dtype is None and q.memory.quantization is None:
         out.append(f"weights: the checkpoint's dtype and quantization_config ({m.dtype})")
-    if s.block_size is None:
+    if q.cache.block_size is None:
         out.append("block size: each engine's own (section 4); the size section pages in blocks of 16")
-    if m.linear is not None and r.state_dtype == "auto":
-        out.append(f"linear/Mamba conv state dtype: the model's ({m.dtype})")
-    if m.linear is not None and r.ssm_state_dtype == "auto":
-        out.append("recurrent state dtype: the config's (mamba_ssm_dtype and its aliases), else the conv state's")
+    out += _state_defaults(report)
     v = _resolved(report, "vllm")
     out.append(f"one sequence of max_model_len tokens in the size section; vLLM max_num_seqs {v.max_num_seqs or '-'}, "
-               f"async scheduling {'on' if v.async_scheduling else 'off'}, hybrid KV cache manager "
-               f"{'on' if v.hybrid_kv_cache_manager else 'off'}")
+               f"async scheduling {'on' if v.vllm.async_scheduling else 'off'}, hybrid KV cache manager "
+               f"{'on' if v.vllm.hybrid_kv_cache_manager else 'off'}")
+    return out
+
+
+def _state_defaults(report: Report) -> list[str]:
+    """The state dtypes the sizes rest on, where the model has states and the user left them to it."""
+    m, cache = report.model, report.request.question.cache
+    if m.linear is None:
+        return []
+    out = [f"linear/Mamba conv state dtype: the model's ({m.dtype})"] if cache.state_dtype == "auto" else []
+    if cache.ssm_state_dtype == "auto":
+        out.append("recurrent state dtype: the config's (mamba_ssm_dtype and its aliases), else the conv state's")
     return out
 
 
 def inputs_payload(report: Report) -> dict[str, Any]:
-    r, m = report.request, report.model
+    q, m = report.request.question, report.model
+    memory = q.memory
     return {
         "model": m.model_id, "config": report.config_origin, "config_path": m.source, **_model_fields(report),
         "max_model_len": report.max_model_len, "kv_dtypes": [s.layout.kv_dtype.name for s in report.sizes],
-        "parallel": {"tp": r.tp, "pp": r.pp, "dcp": r.dcp}, "gpu": r.gpu, "gpu_memory_bytes": r.gpu_memory_bytes,
-        "kv_budget_bytes": None if r.kv_budget_bytes is None else list(r.kv_budget_bytes),
-        "overhead_bytes": r.overhead_bytes, "weights_dtype": r.weights_dtype, "block_size": r.settings.block_size,
+        "parallel": {"tp": q.cache.tp, "pp": q.cache.pp, "dcp": q.cache.dcp}, "gpu": memory.gpu,
+        "gpu_memory_bytes": memory.gpu_memory_bytes,
+        "kv_budget_bytes": None if memory.kv_budget_bytes is None else list(memory.kv_budget_bytes),
+        "overhead_bytes": memory.overhead_bytes, "weights_dtype": memory.weights_for(m),
+        "block_size": q.cache.block_size,
         "engines": [{"engine": c.engine, "version": c.plan.version} for c in report.capacities[:len(report.engines)]],
         "assumed": assumed(report), "model_notes": list(m.notes),
     }
@@ -107,11 +118,11 @@ def inputs_payload(report: Report) -> dict[str, Any]:
 def curves_payload(report: Report) -> dict[str, Any]:
     """The three charts' data: concurrency vs context, KV memory vs context, capacity vs TP."""
     context = [{"kv_dtype": c.label, "engine": e, "points": [
-        {"max_model_len": p.seq_len, "kv_tokens": p.kv_tokens, "max_concurrency": p.max_concurrency,
+        {"max_model_len": p.max_model_len, "kv_tokens": p.kv_tokens, "max_concurrency": p.max_concurrency,
          "requests_at_max_model_len": p.requests_at_max_len} for p in c.points if p.engine == e],
         "notes": [p.note for p in c.points if p.engine == e and p.note]}
         for c in report.context_curves for e in report.engines]
-    memory = [{"kv_dtype": d, "points": [{"seq_len": p.seq_len, "bytes_per_sequence_per_gpu": p.bytes_per_sequence_per_gpu,
+    memory = [{"kv_dtype": d, "points": [{"seq_len": p.max_model_len, "bytes_per_sequence_per_gpu": p.bytes_per_sequence_per_gpu,
                                           "bytes_per_sequence_paged_per_gpu": p.bytes_per_sequence_paged_per_gpu}
                                          for p in points]} for d, points in report.memory_curves]
     first = report.capacities[:len(report.engines)]

@@ -63,7 +63,7 @@ def size_payload(result: KvCacheResult) -> dict[str, Any]:
         "layer_groups": [group_payload(g, result) for g in layout.groups],
         "bytes_per_token": result.bytes_per_token,
         "bytes_per_token_per_gpu": result.bytes_per_token_per_gpu,
-        "seq_len": result.seq_len,
+        "seq_len": result.max_model_len,
         "batch": result.batch,
         "block_size": layout.block_size,
         "bytes_per_sequence": result.bytes_per_sequence,

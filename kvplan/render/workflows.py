@@ -32,7 +32,7 @@ def _table(title: str, columns: tuple[str, ...], left: int = 1) -> Table:
 # --------------------------------------------------------------------------- compare
 
 def capacity_point_payload(p: CapacityPoint) -> dict[str, Any]:
-    return {"engine": p.engine, "gpu": p.gpu, "max_model_len": p.seq_len, "kv_budget_bytes_per_gpu":
+    return {"engine": p.engine, "gpu": p.gpu, "max_model_len": p.max_model_len, "kv_budget_bytes_per_gpu":
             p.kv_budget_bytes_per_gpu, "kv_tokens": p.kv_tokens, "max_concurrency": p.max_concurrency,
             "requests_at_max_len": p.requests_at_max_len, "error": p.note or None}
 
@@ -187,7 +187,7 @@ def waste_payload(result: WasteResult) -> dict[str, Any]:
     return {
         "model": layout.model.model_id, "kv_dtype": layout.kv_dtype.name,
         "parallel": {"tp": layout.tp, "pp": layout.pp, "dcp": layout.dcp}, "block_size": layout.block_size,
-        "max_seq_len": result.max_seq_len, "num_sequences": result.num_sequences,
+        "max_seq_len": result.max_model_len, "num_sequences": result.num_sequences,
         "mean_tokens": result.mean_tokens, "max_tokens": max(result.lengths), "min_tokens": min(result.lengths),
         "allocators": [{**allocator_payload(row.memory), "waste_bytes_per_gpu": row.waste_bytes_per_gpu,
                         "waste_pct": row.waste_pct} for row in result.rows],

@@ -12,13 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.config.model import ModelConfig
+from kvplan.formulas.request import CacheRequest, cache_request
 from kvplan.workflows.allocators import Workload, WorkloadMemory, plan_workload
 from kvplan.workflows.models import layout_of
 
 
-def beam_search(model: ModelConfig | str, *, prompt_tokens: int, beam_width: int, output_tokens: int = 0,
-                batch: int = 1, shared_prefix_tokens: int = 0, max_seq_len: int = 0,
-                **layout_options: Any) -> WorkloadMemory:
-    workload = Workload(batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                        beam_width=beam_width, shared_prefix_tokens=shared_prefix_tokens, max_seq_len=max_seq_len)
-    return plan_workload(layout_of(model, **layout_options), workload)
+def beam_search(model: ModelConfig | str, request: CacheRequest | None = None, *, prompt_tokens: int,
+                beam_width: int, output_tokens: int = 0, shared_prefix_tokens: int = 0, **fields: Any) -> WorkloadMemory:
+    """The request's `batch` requests, each `beam_width` beams from one prompt; a contiguous allocator
+    preallocates the request's max_model_len per beam (prompt + output when not given)."""
+    request = cache_request(request, **fields)
+    workload = Workload(batch=request.batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                        beam_width=beam_width, shared_prefix_tokens=shared_prefix_tokens,
+                        max_model_len=request.max_model_len or 0)
+    return plan_workload(layout_of(model, request), workload)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
 from kvplan.errors import KvplanError
 from kvplan.planning.capacity import capacity
+from kvplan.planning.request import CapacityRequest, capacity_request
 
 ENGINE_COLUMNS = ("engine", "gpu", "kv_budget_bytes_per_gpu", "kv_tokens", "max_concurrency",
                   "requests_at_max_len", "fits")
@@ -24,7 +24,7 @@ ENGINE_COLUMNS = ("engine", "gpu", "kv_budget_bytes_per_gpu", "kv_tokens", "max_
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CapacityPoint:
     engine: str
-    seq_len: int  # the engine's max_model_len
+    max_model_len: int
     gpu: str | None
     kv_budget_bytes_per_gpu: int | None
     kv_tokens: int | None
@@ -51,21 +51,21 @@ def check_engines(engines: Sequence[str], gpu: str | None) -> None:
         lookup_gpu(gpu)
 
 
-def capacity_point(model: ModelConfig, *, engine: str, seq_len: int, gpu: str | None, tp: int = 1, pp: int = 1,
-                   kv_dtype: str = "auto", kv_budget_bytes: tuple[int, ...] | None = None,
-                   **options: Any) -> CapacityPoint:
-    """One engine's capacity for max_model_len = seq_len; an engine's refusal becomes a note, not an error.
-    `options` are capacity()'s other arguments (settings, overhead_bytes, ...)."""
+def capacity_point(question: CapacityRequest, engine: str) -> CapacityPoint:
+    """One engine's capacity for the question's max_model_len; an engine's refusal becomes a note, not an
+    error."""
+    length, gpu = question.max_model_len, question.memory.gpu
     try:
-        r = capacity(model, engine=engine, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype, max_model_len=seq_len,
-                     kv_budget_bytes=kv_budget_bytes, **options)
+        r = capacity(question, engine=engine)
     except KvplanError as exc:
-        return CapacityPoint(engine=engine, seq_len=seq_len, gpu=gpu, kv_budget_bytes_per_gpu=None, kv_tokens=None,
-                             max_concurrency=None, requests_at_max_len=None, note=f"{engine} at {seq_len:,}: {exc}")
+        return CapacityPoint(engine=engine, max_model_len=length, gpu=gpu, kv_budget_bytes_per_gpu=None,
+                             kv_tokens=None, max_concurrency=None, requests_at_max_len=None,
+                             note=f"{engine} at {length:,}: {exc}")
     plan = r.plan
-    refusal = f"{engine} refuses at {seq_len:,}: {plan.refusal.message}" if plan.refusal else ""
-    return CapacityPoint(engine=engine, seq_len=seq_len, gpu=r.gpu, kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu),
-                         kv_tokens=plan.kv_tokens, max_concurrency=plan.max_concurrency,
+    refusal = f"{engine} refuses at {length:,}: {plan.refusal.message}" if plan.refusal else ""
+    return CapacityPoint(engine=engine, max_model_len=length, gpu=r.gpu,
+                         kv_budget_bytes_per_gpu=min(r.kv_budget_bytes_per_gpu), kv_tokens=plan.kv_tokens,
+                         max_concurrency=plan.max_concurrency,
                          requests_at_max_len=0.0 if plan.refusal else plan.requests_at_max_len,
                          warnings=tuple(n for n in r.notes if n.startswith("warning:")) + (
                              (f"warning: {refusal}",) if refusal else ()), refusal=refusal)
@@ -77,23 +77,22 @@ class CapacityCurve:
     label: str
 
     def series(self, labelled: bool = True) -> dict[str, list[tuple[int, float]]]:
-        """engine (prefixed with the curve's label if `labelled`) -> (seq_len, requests) points."""
+        """engine (prefixed with the curve's label if `labelled`) -> (max_model_len, requests) points."""
         out: dict[str, list[tuple[int, float]]] = {}
         for p in self.points:
             if p.requests_at_max_len is not None:
                 name = f"{self.label} {p.engine}" if labelled else p.engine
-                out.setdefault(name, []).append((p.seq_len, p.requests_at_max_len))
+                out.setdefault(name, []).append((p.max_model_len, p.requests_at_max_len))
         return out
 
 
-def capacity_curve(model: ModelConfig | str, *, seq_lens: Sequence[int], engines: Sequence[str] = ("vllm",),
-                   gpu: str | None = None, tp: int = 1, pp: int = 1, kv_dtype: str = "auto",
-                   kv_budget_bytes: tuple[int, ...] | None = None, label: str = "", **options: Any) -> CapacityCurve:
-    """capacity() at every seq_len for every engine: the data of a concurrency-vs-context plot."""
-    m = as_model(model)
-    points = tuple(capacity_point(m, engine=e, seq_len=n, gpu=gpu, tp=tp, pp=pp, kv_dtype=kv_dtype,
-                                  kv_budget_bytes=kv_budget_bytes, **options) for e in engines for n in seq_lens)
-    return CapacityCurve(points, label or f"{m.model_id} tp{tp}")
+def capacity_curve(model: CapacityRequest | ModelConfig | str, *, max_model_lens: Sequence[int],
+                   engines: Sequence[str] = ("vllm",), label: str = "", **options: Any) -> CapacityCurve:
+    """capacity() at every length for every engine, everything else as the question asks: the data of a
+    concurrency-vs-context plot (the plot of `kvplan capacity` is this curve of the command's own request)."""
+    question = capacity_request(model, **options)
+    points = tuple(capacity_point(question.with_cache(max_model_len=n), e) for e in engines for n in max_model_lens)
+    return CapacityCurve(points, label or f"{question.model.model_id} tp{question.cache.tp}")
 
 
 def context_lengths(max_len: int, first: int = 1024) -> tuple[int, ...]:

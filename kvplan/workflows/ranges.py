@@ -19,7 +19,7 @@ MAX_RANGE_VALUES = 64  # a doubling range past this many values is a typo, not a
 def doubling(first: int, last: int, name: str) -> tuple[int, ...]:
     """first, 2·first, 4·first, … up to last; `last` is included even if it is not first·2^k."""
     if first > last:
-        raise InputError(f"{name} range {first}..{last} is empty: the start is larger than the end")
+        raise InputError(f"{name} range {first}..{last} is empty: the start is larger than the end", arg=name)
     values = [first]
     while values[-1] * 2 <= last and len(values) < MAX_RANGE_VALUES:
         values.append(values[-1] * 2)
@@ -50,7 +50,8 @@ def parse_str_axis(text: str, name: str) -> tuple[str, ...]:
 def _items(text: str, name: str) -> list[str]:
     items = [part.strip() for part in str(text).split(",")]
     if not all(items):
-        raise InputError(f"invalid {name} {text!r}: expected a comma list like 1,2,4 or a range like 1k..128k")
+        raise InputError(f"invalid {name} {text!r}: expected a comma list like 1,2,4 or a range like 1k..128k",
+                         arg=name)
     return items
 
 

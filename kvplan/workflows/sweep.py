@@ -1,27 +1,31 @@
 """`kvplan sweep`: KV-cache sizes over the cartesian product of models, tp, pp, kv dtypes,
 sequence lengths and batch sizes.
 
-Built for speed (10,000 points as CSV in well under a second): each (model, tp, pp, dtype) is one
-cached ``build_layout``; each sequence length is one ``KvCacheResult`` whose per-sequence bytes are
-read once; every batch size is then a multiplication (all totals are batch × per-sequence bytes).
-Rows are plain tuples in ``SWEEP_COLUMNS`` order. Combinations a model cannot run (e.g. a TP that
-does not divide its heads) are skipped and named in ``notes``, so one bad axis value does not
-throw away the rest of the sweep.
+Built for speed and flat memory (10,000 points as CSV in well under a second; a million rows stream in
+constant memory): each (model, tp, pp, dtype) is one cached ``build_layout``, made up front; each sequence
+length is one ``KvCacheResult`` whose per-sequence bytes are read once; every batch size is then a
+multiplication. Rows are plain tuples in ``SWEEP_COLUMNS`` order, produced by ``Sweep.iter_rows()`` as
+they are written (``Sweep.rows`` holds them all, for small sweeps). Combinations a model cannot run (e.g. a
+TP that does not divide its heads) are skipped and named in ``notes``, so one bad axis value does not throw
+away the rest of the sweep.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
+from kvplan.engines import Settings
 from kvplan.errors import InputError, KvplanError
-from kvplan.formulas.layout import DEFAULT_BLOCK_SIZE, Layout, build_layout
-from kvplan.formulas.per_token import state_dtypes
+from kvplan.formulas.layout import Layout, build_layout
+from kvplan.formulas.request import CacheRequest, cache_request
 from kvplan.formulas.sizing import KvCacheResult
+from kvplan.planning.request import NO_MEMORY, CapacityRequest, Memory
+from kvplan.workflows.capacity_curve import ENGINE_COLUMNS, CapacityPoint, capacity_point, check_engines
 
 SWEEP_COLUMNS = (
     "model", "tp", "pp", "kv_dtype", "block_size", "num_gpus", "seq_len", "batch",
@@ -33,63 +37,73 @@ MAX_SWEEP_POINTS = 5_000_000
 Row = tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Sweep:
-    """Every point of a sweep: rows of SWEEP_COLUMNS, and the combinations that were skipped."""
+@dataclass(frozen=True, kw_only=True)
+class EngineAxis:
+    """`--engine` for a sweep: capacity columns for each engine at each point's layout and length, with the
+    GPU, the budget and every engine knob given here."""
 
-    rows: tuple[Row, ...]
+    engines: tuple[str, ...]
+    settings: Settings = field(default_factory=Settings)
+    memory: Memory = NO_MEMORY
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sweep:
+    """Every point of a sweep: the layouts it runs over, the axes, and the combinations that were skipped."""
+
+    layouts: tuple[Layout, ...]
+    max_model_lens: tuple[int, ...]
+    batches: tuple[int, ...]
+    engines: tuple[str, ...] = ()
+    points: tuple[tuple[CapacityPoint, ...], ...] = ()  # per layout: one per (engine, length), engine major
     notes: tuple[str, ...] = ()
-    columns: tuple[str, ...] = SWEEP_COLUMNS
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return SWEEP_COLUMNS + ENGINE_COLUMNS if self.engines else SWEEP_COLUMNS
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.layouts) * max(len(self.engines), 1) * len(self.max_model_lens) * len(self.batches)
+
+    def iter_rows(self) -> Iterator[Row]:
+        """The rows, made as they are read (batch varying fastest): memory stays flat in their number."""
+        for k, layout in enumerate(self.layouts):
+            if not self.engines:
+                yield from _points(layout, self.max_model_lens, self.batches)
+                continue
+            for e in range(len(self.engines)):
+                rows = _points(layout, self.max_model_lens, self.batches)
+                for i in range(len(self.max_model_lens)):
+                    point = self.points[k][e * len(self.max_model_lens) + i]
+                    for b in self.batches:
+                        yield (*next(rows), *point.columns(b))
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        """Every row at once (a small sweep; write a large one from iter_rows)."""
+        return tuple(self.iter_rows())
 
     def dicts(self) -> Iterator[dict[str, Any]]:
-        for row in self.rows:
-            yield dict(zip(self.columns, row, strict=True))
+        columns = self.columns
+        for row in self.iter_rows():
+            yield dict(zip(columns, row, strict=True))
 
     def column(self, name: str) -> list[Any]:
         index = self.columns.index(name)
-        return [row[index] for row in self.rows]
+        return [row[index] for row in self.iter_rows()]
 
 
-def _points(layout: Layout, name: str, seq_lens: Sequence[int], batches: Sequence[int]) -> Iterator[Row]:
-    head = (name, layout.tp, layout.pp, layout.kv_dtype.name, layout.block_size, layout.num_gpus)
-    for seq_len in seq_lens:
-        one = KvCacheResult(layout, seq_len, 1)
+def _points(layout: Layout, lengths: Sequence[int], batches: Sequence[int]) -> Iterator[Row]:
+    head = (layout.model.model_id, layout.tp, layout.pp, layout.kv_dtype.name, layout.block_size, layout.num_gpus)
+    for length in lengths:
+        one = KvCacheResult(layout, length, 1)
         per_token, per_token_gpu = one.bytes_per_token, one.bytes_per_token_per_gpu
         seq, seq_gpu = one.bytes_per_sequence, one.bytes_per_sequence_per_gpu
         paged_gpu, all_gpus = one.bytes_per_sequence_paged_per_gpu, one.total_bytes_all_gpus
         for b in batches:
-            yield (*head, seq_len, b, per_token, per_token_gpu, seq, seq_gpu, b * seq, b * seq_gpu,
+            yield (*head, length, b, per_token, per_token_gpu, seq, seq_gpu, b * seq, b * seq_gpu,
                    b * paged_gpu, b * all_gpus)
-
-
-def _engine_points(layout: Layout, seq_lens: Sequence[int], batches: Sequence[int], engine: str,
-                   engines: EngineAxis, notes: list[str], tick: Callable[[], None],
-                   layout_options: dict[str, Any]) -> Iterator[Row]:
-    """Memory columns + one engine's capacity columns (capacity depends on seq_len, not on batch); the engine
-    plans with the sweep's layout options (quant group, state dtypes, overrides) too."""
-    from kvplan.workflows.capacity_curve import capacity_point
-
-    rows = iter(_points(layout, layout.model.model_id, seq_lens, batches))
-    for seq_len in seq_lens:
-        point = capacity_point(layout.model, engine=engine, seq_len=seq_len, gpu=engines.gpu, tp=layout.tp,
-                               pp=layout.pp, kv_dtype=layout.kv_dtype.name, kv_budget_bytes=engines.kv_budget_bytes,
-                               **layout_options)
-        tick()
-        if point.note:
-            notes.append(f"skipped capacity of {layout.model.model_id}: {point.note}")
-        elif point.refusal:
-            notes.append(f"capacity of {layout.model.model_id}: {point.refusal} (answer kept: fits = false)")
-        for b in batches:
-            yield (*next(rows), *point.columns(b))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineAxis:
-    """`--engine` for a sweep: capacity columns from kvplan.planning.capacity for each engine."""
-
-    engines: tuple[str, ...]
-    gpu: str | None = None
-    kv_budget_bytes: tuple[int, ...] | None = None
 
 
 def _check_axes(axes: dict[str, Sequence[Any]]) -> None:
@@ -103,64 +117,78 @@ def _check_axes(axes: dict[str, Sequence[Any]]) -> None:
         raise InputError(f"the sweep has {size:,} points (limit {MAX_SWEEP_POINTS:,}): narrow an axis")
 
 
-def sweep(models: Sequence[ModelConfig | str], *, seq_lens: Sequence[int], batches: Sequence[int] = (1,),
+def sweep(models: Sequence[ModelConfig | str], *, max_model_lens: Sequence[int], batches: Sequence[int] = (1,),
           tps: Sequence[int] = (1,), pps: Sequence[int] = (1,), kv_dtypes: Sequence[str] = ("auto",),
-          block_size: int = DEFAULT_BLOCK_SIZE, engines: EngineAxis | None = None,
-          progress: Callable[[int, int], None] | None = None, **layout_options: Any) -> Sweep:
-    """The cartesian product models × tp × pp × kv_dtype [× engine] × seq_len × batch, batch varying fastest.
-    `progress(done, total)` is called as layouts (and, with engines, capacity points) are done."""
-    _check_axes({"models": models, "seq_lens": seq_lens, "batches": batches, "tps": tps, "pps": pps,
+          request: CacheRequest | None = None, engines: EngineAxis | None = None,
+          progress: Callable[[int, int], None] | None = None, **fields: Any) -> Sweep:
+    """The cartesian product models × tp × pp × kv_dtype [× engine] × max_model_len × batch. Everything else
+    (block size, quant group, state dtypes) is `request`'s, or its fields as keywords. `progress(done, total)` is
+    called as layouts (and, with engines, capacity points) are done."""
+    _check_axes({"models": models, "max_model_lens": max_model_lens, "batches": batches, "tps": tps, "pps": pps,
                  "kv_dtypes": kv_dtypes, "engines": engines.engines if engines else ("-",)})
-    if min(*seq_lens, *batches) <= 0:
+    if min(*max_model_lens, *batches) <= 0:
         raise InputError("sweep sequence lengths and batch sizes must be positive")
-    # bad input for every layout: one error, not a skip each (any model dtype resolves auto)
-    state_dtypes(layout_options.get("state_dtype", "auto"), layout_options.get("ssm_state_dtype", "auto"), "bf16")
+    base = cache_request(request, **fields)  # bad input for every layout: one error, not a skip each
     if engines is not None:
-        from kvplan.workflows.capacity_curve import check_engines
-
-        check_engines(engines.engines, engines.gpu)
-    rows: list[Row] = []
+        check_engines(engines.engines, engines.memory.gpu)
     notes: list[str] = []
-    tick = _counter(len(models) * len(tps) * len(pps) * len(kv_dtypes), engines, len(seq_lens), progress)
-    for model in models:
-        m = as_model(model)
-        if m.max_model_len and max(seq_lens) > m.max_model_len:
-            notes.append(f"warning: {m.model_id} is configured for at most {m.max_model_len:,} tokens; "
-                         f"the sweep goes to {max(seq_lens):,}")
-        for tp, pp, dtype in itertools.product(tps, pps, kv_dtypes):
-            rows.extend(_layout_rows(m, tp, pp, dtype, block_size, seq_lens, batches, engines, notes, tick,
-                                     layout_options))
-    if not rows:
+    combos = [(as_model(m), tp, pp, d) for m in models for tp, pp, d in itertools.product(tps, pps, kv_dtypes)]
+    tick = _counter(len(combos) * (len(engines.engines) * len(max_model_lens) if engines else 1), progress)
+    units = len(engines.engines) * len(max_model_lens) if engines else 1  # progress units of one layout
+    layouts = [layout for m, tp, pp, d in combos
+               if (layout := _layout(m, replace(base, tp=tp, pp=pp, kv_dtype=d), notes, tick, units, engines is None))]
+    notes[:0] = _length_warnings(models, max_model_lens)
+    if not layouts:
         raise InputError("no sweep point is valid: " + "; ".join(notes))
     if engines is None:
-        return Sweep(rows=tuple(rows), notes=tuple(notes))
-    from kvplan.workflows.capacity_curve import ENGINE_COLUMNS
+        return Sweep(layouts=tuple(layouts), max_model_lens=tuple(max_model_lens), batches=tuple(batches),
+                     notes=tuple(notes))
+    points = tuple(_engine_points(layout, base, max_model_lens, engines, notes, tick) for layout in layouts)
+    return Sweep(layouts=tuple(layouts), max_model_lens=tuple(max_model_lens), batches=tuple(batches),
+                 engines=engines.engines, points=points, notes=tuple(notes))
 
-    return Sweep(rows=tuple(rows), notes=tuple(notes), columns=SWEEP_COLUMNS + ENGINE_COLUMNS)
+
+def _length_warnings(models: Sequence[ModelConfig | str], lengths: Sequence[int]) -> list[str]:
+    return [f"warning: {m.model_id} is configured for at most {m.max_model_len:,} tokens; the sweep goes to "
+            f"{max(lengths):,}" for m in map(as_model, models) if m.max_model_len and max(lengths) > m.max_model_len]
 
 
-def _layout_rows(m: ModelConfig, tp: int, pp: int, dtype: str, block_size: int, seq_lens: Sequence[int],
-                 batches: Sequence[int], engines: EngineAxis | None, notes: list[str], tick: Callable[[], None],
-                 layout_options: dict[str, Any]) -> list[Row]:
-    """The rows of one (model, tp, pp, dtype) layout, or a note when the model cannot take it."""
+def _layout(model: ModelConfig, request: CacheRequest, notes: list[str], tick: Callable[[], None], units: int,
+            count: bool) -> Layout | None:
+    """One (model, tp, pp, dtype) layout, or a note when the model cannot take it (its progress units done)."""
     try:
-        layout = build_layout(m, tp=tp, pp=pp, kv_dtype=dtype, block_size=block_size, **layout_options)
+        layout = build_layout(model, request)
     except KvplanError as exc:
-        notes.append(f"skipped {m.model_id} tp={tp} pp={pp} kv_dtype={dtype}: {exc}")
-        for _ in range(len(engines.engines) * len(seq_lens) if engines else 1):
+        notes.append(f"skipped {model.model_id} tp={request.tp} pp={request.pp} kv_dtype={request.kv_dtype}: {exc}")
+        for _ in range(units):
             tick()
-        return []
-    if engines is None:
+        return None
+    if count:
         tick()
-        return list(_points(layout, m.model_id, seq_lens, batches))
-    return [row for engine in engines.engines
-            for row in _engine_points(layout, seq_lens, batches, engine, engines, notes, tick, layout_options)]
+    return layout
 
 
-def _counter(layouts: int, engines: EngineAxis | None, num_seq_lens: int,
-             progress: Callable[[int, int], None] | None) -> Callable[[], None]:
+def _engine_points(layout: Layout, base: CacheRequest, lengths: Sequence[int], engines: EngineAxis,
+                   notes: list[str], tick: Callable[[], None]) -> tuple[CapacityPoint, ...]:
+    """Each engine's capacity at each length (capacity depends on the length, not on the batch): the sweep's
+    layout (its block size aside: each engine pages in its own) with the axis' GPU, budget and knobs."""
+    cache = replace(base, tp=layout.tp, pp=layout.pp, kv_dtype=layout.kv_dtype.name, block_size=None)
+    question = CapacityRequest(model=layout.model, cache=cache, settings=engines.settings, memory=engines.memory)
+    out = []
+    for engine in engines.engines:
+        for length in lengths:
+            point = capacity_point(question.with_cache(max_model_len=length), engine)
+            tick()
+            if point.note:
+                notes.append(f"skipped capacity of {layout.model.model_id}: {point.note}")
+            elif point.refusal:
+                notes.append(f"capacity of {layout.model.model_id}: {point.refusal} (answer kept: fits = false)")
+            out.append(point)
+    return tuple(out)
+
+
+def _counter(total: int, progress: Callable[[int, int], None] | None) -> Callable[[], None]:
     """A tick() that reports (done, total) units: layouts, or capacity points with engines."""
-    total = layouts * (len(engines.engines) * num_seq_lens if engines else 1)
     done = 0
 
     def tick() -> None:

@@ -244,10 +244,11 @@ def test_capacity_budget_error_quotes_what_was_typed() -> None:
 
 def test_library_errors_name_arguments_and_the_cli_says_flags(model) -> None:
     from kvplan import build_layout
-    from kvplan.cli.common import error_message
+    from kvplan.cli.expand import error_message
+    from kvplan.cli.size import size
     from kvplan.errors import InputError
 
     with pytest.raises(InputError) as err:
         build_layout(model("meta-llama/Llama-3.1-8B"), block_size=-1)
     assert str(err.value).startswith("block_size must be 0") and "--" not in str(err.value)
-    assert error_message(err.value).startswith("--block-size must be 0 (no paging)")
+    assert error_message(err.value, size.flags).startswith("--block-size must be 0 (no paging)")

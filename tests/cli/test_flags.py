@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kvplan.cli.common import FLAG_ALIASES, primary_flags
+from kvplan.cli.options import FLAG_ALIASES, primary_flags
 from kvplan.planning.capacity import capacity
 
 LLAMA8 = "meta-llama/Llama-3.1-8B"
@@ -214,3 +214,26 @@ def test_fit_takes_the_engine_knobs(run_cli: Any) -> None:
     lower = answer(run_cli, *args, "--gpu-memory-utilization", "0.8")["best"]["kv_budget_bytes_per_gpu"]
     # 0.12 of 79.18 GiB less usable memory, the same weights and overhead: 9.50 GiB less KV budget
     assert default - lower == pytest.approx(0.12 * 85_018_542_080, abs=2)
+
+
+def test_each_flag_is_defined_once_and_means_one_thing() -> None:
+    """One option object per flag across every command (kvplan.cli.options), shared by the commands that take it."""
+    import inspect
+    from typing import get_args
+
+    import typer
+
+    from kvplan.cli import COMMANDS
+    from kvplan.cli.expand import flags_of
+
+    defined: dict[str, set[int]] = {}
+    for module, function in COMMANDS.values():
+        command = getattr(__import__(module, fromlist=[function]), function)
+        for parameter in inspect.signature(command).parameters.values():
+            for info in get_args(parameter.annotation)[1:]:
+                if isinstance(info, typer.models.OptionInfo):
+                    flag = flags_of([parameter])[parameter.name]
+                    defined.setdefault(flag, set()).add(id(info))
+    assert "--tensor-parallel-size" in defined and "--gpu" in defined  # the check sees the shared options
+    twice = {flag: len(ids) for flag, ids in defined.items() if len(ids) > 1}
+    assert not twice, f"flags defined more than once: {twice}"

@@ -146,13 +146,15 @@ def test_progress_draws_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_long_commands_report_progress() -> None:
     from kvplan.planning.fit import fit
+    from kvplan.planning.request import Memory
     from kvplan.workflows.sweep import EngineAxis, sweep
 
     calls: list[tuple[int, int]] = []
-    sweep(["Qwen/Qwen3-8B"], seq_lens=(4096, 8192), tps=(1, 3), engines=EngineAxis(engines=("vllm",), gpu="H100"),
+    sweep(["Qwen/Qwen3-8B"], max_model_lens=(4096, 8192), tps=(1, 3),
+          engines=EngineAxis(engines=("vllm",), memory=Memory(gpu="H100")),
           progress=lambda done, total: calls.append((done, total)))
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]  # 2 tp × 2 lengths capacity points; tp 3 counted as done
     calls.clear()
-    result = fit("Qwen/Qwen3-8B", gpu=["H100", "L40S"], context=8192, concurrency=4,
+    result = fit("Qwen/Qwen3-8B", gpu=["H100", "L40S"], max_model_len=8192, concurrency=4,
                  progress=lambda done, total: calls.append((done, total)))
     assert calls[-1] == (result.num_evaluated, result.num_evaluated) and len(calls) == result.num_evaluated

@@ -23,6 +23,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from kvplan.cli import app
+from kvplan.planning.request import Memory
 from kvplan.render.capacity import capacity_tables
 from kvplan.render.fit import fit_tables
 from kvplan.render.probe import probe_tables
@@ -70,9 +71,9 @@ def cli_json(*args: str, code: int = 0) -> Any:
 
 
 def sweep_rows() -> tuple[Any, list[dict[str, Any]]]:
-    result = sweep(["meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B"], seq_lens=(4096, 32768), tps=(1, 4),
+    result = sweep(["meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B"], max_model_lens=(4096, 32768), tps=(1, 4),
                    kv_dtypes=("bf16", "fp8"), batches=(1, 64),
-                   engines=EngineAxis(engines=("vllm", "sglang"), gpu="H100"))
+                   engines=EngineAxis(engines=("vllm", "sglang"), memory=Memory(gpu="H100")))
     return result, list(result.dicts())
 
 

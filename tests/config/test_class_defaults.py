@@ -56,7 +56,7 @@ def test_llava_text_config_takes_llamaconfig_defaults() -> None:
     assert (m.num_layers, m.num_attention_heads, m.num_kv_heads, m.head_dim) == (32, 32, 32, 128)
     assert m.max_model_len == 4096
     # 32 layers × 32 KV heads × (128 + 128) × 2 B (float16) = 524,288 B per token
-    assert kvplan.kv_cache(m, seq_len=4096).bytes_per_token == 524_288
+    assert kvplan.kv_cache(m, max_model_len=4096).bytes_per_token == 524_288
     # Llama-2-7B's 6,738,415,616 parameters (vocab 32000) + 64 more vocab rows × 4096 in the embedding
     # and in the untied lm_head = 6,738,939,904; LlamaConfig's intermediate_size 11008 is in there.
     assert param_count(m).total == 6_738_415_616 + 2 * 64 * 4096
@@ -129,7 +129,7 @@ def answers(raw: dict[str, Any]) -> dict[str, Any]:
     m = attempt(normalize, raw, model_id="drop-a-default", source="config.json")
     if isinstance(m, str):
         return {"load": m}
-    out = {f"size tp={tp} seq_len={n} kv_dtype={dt}": attempt(_size, m, tp=tp, seq_len=n, kv_dtype=dt)
+    out = {f"size tp={tp} max_model_len={n} kv_dtype={dt}": attempt(_size, m, tp=tp, max_model_len=n, kv_dtype=dt)
            for tp, n, dt in POINTS}
     out["weights per GPU, tp=2"] = attempt(weight_bytes_per_gpu, m, tp=2)
     out |= {f"capacity {engine}": attempt(_capacity, m, engine) for engine in ENGINE_NAMES}

@@ -99,7 +99,7 @@ def test_alias_origin_changes_the_bytes(tmp_path: Path) -> None:
     # hidden/heads (64) and all 8 heads would give 8× that
     fields = {**GLM, "multi_query_attention": True, "multi_query_group_num": 2, "torch_dtype": "float16"}
     m = load(tmp_path, fields)
-    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == 2 * 4 * 2 * 32 * 2 == 1_024
+    assert kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 2 * 4 * 2 * 32 * 2 == 1_024
 
 
 # --------------------------------------------------------------------------- text_config nesting
@@ -138,8 +138,8 @@ def test_meta_params_json_folder(tmp_path: Path) -> None:
     assert shape(m) == (80, 64, 8, 128)  # head_dim = dim 8192 // 64 heads
     assert m.source.endswith("params.json")
     # 2 × 80 × 8 × 128 × 2 B = 327,680 B/token, as the HF config of the same model
-    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == 327_680
-    assert kvplan.kv_cache("meta-llama/Llama-2-70b-hf", seq_len=1).bytes_per_token == 327_680
+    assert kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 327_680
+    assert kvplan.kv_cache("meta-llama/Llama-2-70b-hf", max_model_len=1).bytes_per_token == 327_680
 
 
 def test_meta_params_json_file_without_kv_heads_is_mha(tmp_path: Path) -> None:

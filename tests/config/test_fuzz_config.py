@@ -87,7 +87,7 @@ def test_valid_documents_load_as_written(case: Doc) -> None:
         expected.num_layers, expected.num_attention_heads, expected.num_kv_heads, expected.head_dim)
     assert model.is_mla == expected.is_mla
     assert frozenset(model.layer_kinds) == expected.kinds
-    result = kvplan.kv_cache(model, seq_len=4096)  # tp 1, the model's dtype: always answerable
+    result = kvplan.kv_cache(model, max_model_len=4096)  # tp 1, the model's dtype: always answerable
     assert result.bytes_per_sequence > 0
 
 
@@ -116,7 +116,7 @@ def test_capacity_on_fuzzed_models(doc: Doc | dict[str, Any], args: dict[str, An
     model = load_or_refuse(doc[0] if isinstance(doc, tuple) else doc)
     if model is None:
         return
-    length = args["seq_len"] if args["seq_len"] is None or args["seq_len"] > 0 else None
+    length = args["max_model_len"] if args["max_model_len"] is None or args["max_model_len"] > 0 else None
     try:
         result = capacity(model, engine=engine, tp=args["tp"], pp=args["pp"], dcp=args["dcp"],
                           kv_dtype=args["kv_dtype"], max_model_len=length, **memory)
@@ -138,11 +138,11 @@ def test_overrides_end_in_a_result_or_a_kvplan_error(case: Doc, attention: str |
                                                      layer_types: str | None, window: str | None,
                                                      args: dict[str, Any]) -> None:
     """The --attention/--kv-heads/--layer-types/--window path of `kvplan size`, on any valid model."""
-    from kvplan.cli.common import overrides
+    from kvplan.cli.options import overrides
 
     model = normalize(case[0], model_id="fuzz", source="fuzz.json")
     try:
-        ov = overrides(attention, kv_heads, layer_types, window, model.num_layers)
+        ov = overrides(attention, kv_heads, layer_types, window)
     except kvplan.KvplanError as exc:
         assert_one_line(exc)
         return
@@ -169,7 +169,7 @@ def test_config_files_load_or_fail_cleanly(scratch: Path, data: bytes) -> None:
         assert_one_line(exc)
         return
     assert_sane(model)
-    exercise(model, seq_len=1024)
+    exercise(model, max_model_len=1024)
 
 
 names = st.text(st.sampled_from("abcXYZ019-_./~ \t\x00é:*?[]"), max_size=40) | st.text(max_size=300)
@@ -214,7 +214,7 @@ def test_ten_megabyte_valid_config_loads(tmp_path: Path) -> None:
     assert path.stat().st_size > 10 * 1024**2
     model = kvplan.load_model(str(path))
     # 2 (K, V) × 32 layers × 8 KV heads × (4096 / 32 = 128) × 2 B = 131,072 B per token
-    assert kvplan.kv_cache(model, seq_len=1).bytes_per_token == 131_072
+    assert kvplan.kv_cache(model, max_model_len=1).bytes_per_token == 131_072
 
 
 @pytest.mark.parametrize("body", [

@@ -207,7 +207,7 @@ def error_of(name: str, revision: str | None = None) -> str:
 
 
 def bytes_per_token(model: kvplan.ModelConfig) -> int:
-    return kvplan.kv_cache(model, seq_len=1).bytes_per_token
+    return kvplan.kv_cache(model, max_model_len=1).bytes_per_token
 
 
 # ----------------------------------------------------------------------------- fetch, then offline

@@ -51,7 +51,7 @@ def test_exaone4_string_pattern(model, model_id: str) -> None:
     assert _kinds(m) == "LLLG" * 16
     # per token: 64 × 8 × (128 + 128) × 2 B = 262,144; 32k tokens: 16 full × 4,096 B × 32,768 + 48 sliding ×
     # 4,096 B × 4,096 = 2,147,483,648 + 805,306,368
-    r = kvplan.kv_cache(m, seq_len=32768)
+    r = kvplan.kv_cache(m, max_model_len=32768)
     assert (r.bytes_per_token, r.bytes_per_sequence) == (262_144, 2_952_790_016)
 
 
@@ -78,7 +78,7 @@ def test_lfm2_short_conv_layers(model, model_id: str) -> None:
     assert _kinds(m) == "SSGSSGSSGSGSGSGS"
     assert m.linear == LinearState(mixer="short_conv", conv_kernel=3, conv_channels=2048, num_state_heads=0,
                                    state_rows=0, state_cols=0)
-    r = kvplan.kv_cache(m, seq_len=4096)
+    r = kvplan.kv_cache(m, max_model_len=4096)
     # 6 × 8 × 128 × 2 B = 12,288 B/token; 4,096 tokens + 10 × 8,192 B of state
     assert (r.bytes_per_token, r.bytes_per_sequence) == (12_288, 12_288 * 4096 + 81_920)
 
@@ -143,7 +143,7 @@ def test_sparse_mla_indexer_cache(model, model_id: str, kv_dtype: str, per_layer
     m = model(model_id)
     assert set(m.layer_specs) == {Composite(parts=(MLAAttn(kv_lora_rank=512, qk_rope_head_dim=64, sparse=True),
                                                   IndexerCache(head_dim=128)))}
-    r = kvplan.kv_cache(m, kv_dtype=kv_dtype, tp=8, seq_len=1)
+    r = kvplan.kv_cache(m, kv_dtype=kv_dtype, tp=8, max_model_len=1)
     assert r.bytes_per_token == m.num_layers * per_layer == r.bytes_per_token_per_gpu  # all replicated over TP
 
 
@@ -177,14 +177,14 @@ def test_gemma4_global_layers(model, model_id: str, sliding: tuple[int, int, int
     f = FullAttn(num_kv_heads=full[1], head_dim=full[2], v_head_dim=full[2])
     assert (m.layer_specs.count(s), m.layer_specs.count(f)) == (sliding[0], full[0])
     assert m.layer_specs[-1] == f  # the last layer is always full
-    assert kvplan.kv_cache(m, seq_len=1, kv_dtype="bf16").bytes_per_token == per_token
+    assert kvplan.kv_cache(m, max_model_len=1, kv_dtype="bf16").bytes_per_token == per_token
 
 
 def test_checkpoint_kv_cache_scheme_is_auto(model) -> None:
     # NVIDIA's NVFP4 Gemma-4 declares a modelopt kv_cache_scheme of 8-bit floats: vLLM's kv_cache_dtype auto
     # becomes fp8_e4m3 (vllm/utils/torch_utils.py:443-516), half the bf16 bytes: 901,120 / 2
     m = model("nvidia/Gemma-4-31B-IT-NVFP4")
-    r = kvplan.kv_cache(m, seq_len=1)
+    r = kvplan.kv_cache(m, max_model_len=1)
     assert (m.kv_cache_dtype, r.layout.kv_dtype.name, r.bytes_per_token) == ("fp8_e4m3", "fp8_e4m3", 450_560)
     assert model("deepseek-ai/DeepSeek-V3").kv_cache_dtype is None  # block-fp8 weights, no KV scheme: auto
 
@@ -197,7 +197,7 @@ def test_kv_shared_layers_hold_nothing() -> None:
     m = normalize(raw, model_id="gemma-4 shared", source="gemma-4-26B-A4B, 6 shared layers")
     assert m.layer_specs[24:] == (NoKV(),) * 6 and not isinstance(m.layer_specs[23], NoKV)
     # layers 0-23: 20 sliding + 4 full: 20 × 8,192 + 4 × 4,096 B/token
-    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == 20 * 8_192 + 4 * 4_096
+    assert kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 20 * 8_192 + 4 * 4_096
     assert kvplan.build_layout(m, pp=2).stage_ranges == (range(0, 15), range(15, 30))
 
 
@@ -212,7 +212,7 @@ def test_llava_reads_its_text_config_once_class_defaults_exist() -> None:
     defaults = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32}
     m = normalize({**raw, "text_config": {**defaults, **raw["text_config"]}}, model_id="llava", source="llava")
     assert (m.num_layers, m.dtype, m.max_model_len) == (32, "fp16", 4096)
-    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == 524_288
+    assert kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 524_288
     try:
         kvplan.load_model("llava-hf/llava-1.5-7b-hf")
     except ConfigError as exc:  # until the class-default table exists: the missing field, named
@@ -227,7 +227,7 @@ def test_nas_per_layer_heads_and_no_op_blocks(model) -> None:
     # nothing; 49 blocks with n_heads_in_group 8: 64 / 8 = 8 KV heads × 128. num_key_value_heads is null.
     m = model("nvidia/Llama-3_3-Nemotron-Super-49B-v1")
     assert m.layer_specs.count(NoKV()) == 31 and m.num_kv_heads == 8
-    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == 49 * 8 * 256 * 2  # 200,704
+    assert kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 49 * 8 * 256 * 2  # 200,704
 
 
 def test_nas_refuses_linear_replacement() -> None:
@@ -264,7 +264,7 @@ def test_whisper_decoder_self_and_cross_attention(model) -> None:
     assert set(m.layer_specs) == {Composite(parts=(
         FullAttn(num_kv_heads=20, head_dim=64, v_head_dim=64),
         CrossAttn(num_kv_heads=20, head_dim=64, v_head_dim=64, encoder_tokens=1500)))}
-    r = kvplan.kv_cache(m, seq_len=448)
+    r = kvplan.kv_cache(m, max_model_len=448)
     # 32 × 20 × 128 × 2 B = 81,920 B per decoder token; cross: 32 × 1,500 × 5,120 B per sequence
     assert (r.bytes_per_token, m.max_model_len) == (163_840, 448)
     assert r.bytes_per_sequence == 163_840 * 448 + 32 * 1_500 * 5_120
@@ -274,7 +274,7 @@ def test_attention_free_mamba(model) -> None:
     # FalconMamba: Mamba-1 in every layer, conv (4 - 1) × 8,192 + ssm 8,192 × 16, bf16: 311,296 B per layer; the
     # checkpoint's intermediate_size 8,192 (transformers 5 recomputes expand × hidden = 16 × 4,096 for it)
     m = model("tiiuae/falcon-mamba-7b")
-    r = kvplan.kv_cache(m, seq_len=4096, tp=2)
+    r = kvplan.kv_cache(m, max_model_len=4096, tp=2)
     assert (r.bytes_per_token, r.bytes_per_sequence, r.bytes_per_sequence_per_gpu) == (0, 64 * 311_296, 32 * 311_296)
 
 
@@ -283,7 +283,7 @@ def test_mamba2_groups_shard_or_replicate(model) -> None:
     # Nemotron-3-Nano: 8 groups; tp 16 is refused. Granite-4.0-tiny: 1 group; tp 4 holds
     # I / 4 + 2 × d_state conv channels = 768 + 256 per rank (mamba_utils.py:185-211).
     with pytest.raises(ShardingError, match="8 groups"):
-        kvplan.kv_cache(model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"), tp=16, seq_len=1)
+        kvplan.kv_cache(model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"), tp=16, max_model_len=1)
     layout = kvplan.build_layout(model("ibm-granite/granite-4.0-tiny-preview"), tp=4)
     state = next(s for s in layout.specs_per_gpu if isinstance(s, LinearState))
     assert state.conv_elements == 3 * (3_072 // 4 + 2 * 128)
@@ -312,7 +312,7 @@ def test_zamba2_mamba_everywhere_attention_in_hybrid_layers() -> None:
     # 1 group of d_state 64, 8 heads × 640: conv 3 × (5,120 + 128) × 2 B = 31,488 + ssm 8 × 640 × 64 × 2 B =
     # 655,360 per layer (vllm/model_executor/models/zamba2.py:869-898, 642-648)
     m = normalize(_defaults("Zamba2Config"), model_id="zamba2", source="Zamba2Config defaults")
-    r = kvplan.kv_cache(m, seq_len=4096)
+    r = kvplan.kv_cache(m, max_model_len=4096)
     assert r.bytes_per_token == 9 * 32 * 320 * 2
     assert r.layout.whole.state_bytes == 54 * (31_488 + 655_360)
 
@@ -339,7 +339,7 @@ def test_gemma3n_kv_shared_layers_by_default() -> None:
     # keep one, layer_types full every 5th: 16 sliding (512) + 4 full, 2 KV heads × 256
     m = normalize(_defaults("Gemma3nTextConfig"), model_id="gemma3n", source="Gemma3nTextConfig defaults")
     assert m.layer_specs[20:] == (NoKV(),) * 15
-    assert kvplan.kv_cache(m, seq_len=1).bytes_per_token == 20 * 2 * 512 * 2
+    assert kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 20 * 2 * 512 * 2
 
 
 def test_cohere2_sliding_layers_keep_one_more_token() -> None:
@@ -356,7 +356,7 @@ def test_minicpm3_caches_decompressed_heads() -> None:
            "num_key_value_heads": 40, "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
            "v_head_dim": 64}
     m = normalize(doc, model_id="minicpm3", source="minicpm3 fields")
-    assert not m.is_mla and kvplan.kv_cache(m, seq_len=1).bytes_per_token == 62 * 40 * 192 * 2
+    assert not m.is_mla and kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 62 * 40 * 192 * 2
 
 
 def test_mimo_v2_per_type_geometry_is_refused() -> None:

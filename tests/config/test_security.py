@@ -84,14 +84,14 @@ def test_loading_a_folder_runs_none_of_its_code(evil: tuple[Path, Path]) -> None
     folder, marker = evil
     before = set(sys.modules)
     model = kvplan.load_model(str(folder))
-    assert kvplan.kv_cache(model, seq_len=1).bytes_per_token == CONFIG_BYTES_PER_TOKEN
+    assert kvplan.kv_cache(model, max_model_len=1).bytes_per_token == CONFIG_BYTES_PER_TOKEN
     assert not marker.exists()
     assert not {m for m in set(sys.modules) - before if "evil" in m}
 
 
 def test_the_cli_in_a_fresh_process_runs_none_of_its_code(evil: tuple[Path, Path]) -> None:
     folder, marker = evil
-    code = ("import sys, kvplan; m = kvplan.load_model(sys.argv[1]); kvplan.kv_cache(m, seq_len=8);"
+    code = ("import sys, kvplan; m = kvplan.load_model(sys.argv[1]); kvplan.kv_cache(m, max_model_len=8);"
             "print(sorted(k for k in sys.modules if k.split('.')[0] in ('transformers', 'torch')))")
     proc = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)
@@ -150,8 +150,8 @@ def test_a_symlinked_config_outside_its_folder_is_read_like_any_file(tmp_path: P
     (folder / "config.json").symlink_to(outside / "config.json")
     before = snapshot(tmp_path)
     via_link, direct = kvplan.load_model(str(folder)), kvplan.load_model(str(outside))
-    assert kvplan.kv_cache(via_link, seq_len=100).bytes_per_sequence == kvplan.kv_cache(
-        direct, seq_len=100).bytes_per_sequence == 100 * CONFIG_BYTES_PER_TOKEN
+    assert kvplan.kv_cache(via_link, max_model_len=100).bytes_per_sequence == kvplan.kv_cache(
+        direct, max_model_len=100).bytes_per_sequence == 100 * CONFIG_BYTES_PER_TOKEN
     assert via_link.source == str(folder / "config.json")  # reported as given, not resolved
     assert not marker.exists()
     assert snapshot(tmp_path) == before

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from plan_helpers import GIB, budget, plan
 
-from kvplan.engines import Settings
 from kvplan.engines.sglang import default_mem_fraction_static
 
 
@@ -39,7 +38,7 @@ def test_sglang_gemma2_has_no_swa_pool(model: Any) -> None:
 def test_sglang_dp_attention_mla(model: Any) -> None:
     # DP 8 over tp 8: each DP rank holds its own pool of N tokens (MLA cell unchanged)
     p = plan(model, "deepseek-ai/DeepSeek-V3", "sglang", 40 * GIB, tp=8, max_model_len=4096,
-             settings=Settings(dp=8))
+             dp=8)
     assert p.kv_tokens == 611_191 and p.requests_at_max_len == 8 * (611_191 // 4096)
 
 

@@ -16,7 +16,7 @@ from kvplan.planning.capacity import engine_layout
 def test_trtllm_llama2_70b_tp16_ceil_vs_floor(model: Any) -> None:
     # manager: ceil(8 / 16) = 1 head: 2 × 1 × 128 × 2 B × 80 = 40,960; estimator floor(128·8/16) = 64: 20,480
     m = model("meta-llama/Llama-2-70b-hf")
-    layout = engine_layout(get_engine("trtllm"), Request(model=m, tp=16, max_model_len=4096))
+    layout = engine_layout(get_engine("trtllm"), Request.of(m, tp=16, max_model_len=4096))
     assert layout.stages[0].bytes_per_token() == 40_960
     assert sum(estimator_bytes_per_token(s, 16, layout.kv_dtype.element_bits) for s in layer_specs(m)) == 20_480
 

@@ -49,21 +49,21 @@ def test_vllm_llama31_8b_fp8_tp8_page(model: Any) -> None:
 def test_vllm_deepseek_v3_mla_blocks(model: Any, kv_dtype: str, block_size: int | None, final_block: int,
                                      layer_page: int) -> None:
     p = plan(model, "deepseek-ai/DeepSeek-V3", "vllm", 40 * GIB, tp=8, kv_dtype=kv_dtype,
-             settings=Settings(block_size=block_size))
+             block_size=block_size)
     assert p.block_size == final_block and p.groups[0].page_bytes_per_layer == layer_page
     assert p.page_bytes == 61 * layer_page  # one latent per layer, the same on every TP rank
 
 
 def test_vllm_deepseek_v3_40gib_bs64(model: Any) -> None:
     # 40·2^30 // (61 × 73,728 = 4,497,408) = 9,549 blocks; M = 163,840 = 2,560 blocks -> 611,136 tokens
-    p = plan(model, "deepseek-ai/DeepSeek-V3", "vllm", 40 * GIB, tp=8, settings=Settings(block_size=64))
+    p = plan(model, "deepseek-ai/DeepSeek-V3", "vllm", 40 * GIB, tp=8, block_size=64)
     assert (p.num_blocks, p.kv_tokens) == (9_549, 611_136)
 
 
 def test_vllm_deepseek_v3_dcp8(model: Any) -> None:
     # DCP 8: a request needs cdiv(cdiv(163,840, 8), 64) = 320 blocks per rank; 9,549 / 320 = 29.84x;
     # tokens = int(29.840625 × 163,840) = 4,889,088 = 9,549 × 64 × 8 (DCP multiplies tokens)
-    p = plan(model, "deepseek-ai/DeepSeek-V3", "vllm", 40 * GIB, tp=8, dcp=8, settings=Settings(block_size=64))
+    p = plan(model, "deepseek-ai/DeepSeek-V3", "vllm", 40 * GIB, tp=8, dcp=8, block_size=64)
     assert (p.num_blocks, p.kv_tokens, f"{p.max_concurrency:.2f}x") == (9_549, 4_889_088, "29.84x")
 
 
@@ -90,7 +90,7 @@ def test_vllm_gpt_oss_20b_legacy_worked_example(model: Any) -> None:
 
 def test_vllm_gpt_oss_20b_hybrid_disabled(model: Any) -> None:
     # every layer full: 40 GiB // (24 × 32,768) = 54,613 blocks -> also 873,808 tokens; 54,613 / 8,192 = 6.67x
-    s = Settings(async_scheduling=False, legacy_token_log=True, hybrid_kv_cache_manager=False)
+    s = Settings.of(async_scheduling=False, legacy_token_log=True, hybrid_kv_cache_manager=False)
     p = plan(model, "openai/gpt-oss-20b", "vllm", 40 * GIB, max_model_len=131072, settings=s)
     assert (p.num_blocks, p.kv_tokens, f"{p.max_concurrency:.2f}x") == (54_613, 873_808, "6.67x")
 
@@ -107,7 +107,7 @@ def test_vllm_gpt_oss_20b_033_defaults(model: Any) -> None:
     pytest.param(4097, 1025, id="B4097"),  # min(4,095 + 4,097, 8,192) = 8,192: 512 + 512 + 1 (> unified 1,024)
 ])
 def test_vllm_gemma2_sliding_reserve(model: Any, batched: int, blocks: int) -> None:
-    s = Settings(async_scheduling=False, max_num_batched_tokens=batched)
+    s = Settings.of(async_scheduling=False, max_num_batched_tokens=batched)
     p = plan(model, "google/gemma-2-9b-it", "vllm", 40 * GIB, settings=s)
     assert p.page_bytes == 2_752_512  # 21 layers × 131,072 (8 heads × 512 × 2 B × 16)
     assert sum(g.blocks_per_request for g in p.groups) == blocks
@@ -147,7 +147,7 @@ def test_vllm_mistral_all_sliding_one_group(model: Any) -> None:
 def test_vllm_qwen3_next_mamba_alignment(model: Any, tp: int, gpu: str | None, prefix: bool | None, block: int,
                                          state_blocks: int) -> None:
     p = plan(model, "Qwen/Qwen3-Next-80B-A3B-Thinking", "vllm", 40 * GIB, tp=tp, max_model_len=32768,
-             settings=Settings(block_size=16, prefix_caching=prefix), gpu_name=gpu)
+             block_size=16, settings=Settings.of(prefix_caching=prefix), gpu_name=gpu)
     assert p.block_size == block
     per_layer = block * (2_048 if tp == 1 else 1_024)
     rows = {g.kind: g for g in p.groups}

@@ -15,7 +15,6 @@ import pytest
 from plan_helpers import GIB, plan
 
 from kvplan.config import bundled_index, normalize
-from kvplan.engines import Settings
 from kvplan.errors import InputError, ShardingError
 
 
@@ -38,7 +37,7 @@ def test_gemma4_fp8_flash_attention_4_block(model: Any) -> None:
     # fp8 with 512-wide heads on Hopper: FlashAttention 4's fp8 kernel reads 64-token pages
     # (vllm/v1/attention/backends/flash_attn.py:299-380): block 64; --block-size 16 falls to TRITON_ATTN.
     assert plan(model, "google/gemma-4-26B-A4B", "vllm", 40 * GIB, kv_dtype="fp8").block_size == 64
-    p = plan(model, "google/gemma-4-26B-A4B", "vllm", 40 * GIB, kv_dtype="fp8", settings=Settings(block_size=16))
+    p = plan(model, "google/gemma-4-26B-A4B", "vllm", 40 * GIB, kv_dtype="fp8", block_size=16)
     assert p.block_size == 16 and "TRITON_ATTN" in p.explain[0]
 
 
@@ -102,7 +101,7 @@ def test_deepseek_v32_latent_and_indexer_share_one_group(model: Any, kv_dtype: s
 
 def test_sparse_mla_refuses_16_token_blocks(model: Any) -> None:
     with pytest.raises(InputError, match="multiple of 64"):
-        plan(model, "deepseek-ai/DeepSeek-V3.2", "vllm", 40 * GIB, tp=8, settings=Settings(block_size=16))
+        plan(model, "deepseek-ai/DeepSeek-V3.2", "vllm", 40 * GIB, tp=8, block_size=16)
 
 
 def test_whisper_cross_attention_reserves_the_encoder_budget(model: Any) -> None:

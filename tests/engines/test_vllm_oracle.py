@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kvplan.engines import Request, Settings
+from kvplan.engines import Request
 from kvplan.errors import KvplanError
 from kvplan.planning.capacity import plan_request
 
@@ -32,8 +32,8 @@ def _id(r: dict[str, Any]) -> str:
 
 
 def _plan(model: Any, r: dict[str, Any]) -> Any:
-    request = Request(model=model(r["model"]), tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_cache_dtype"],
-                      max_model_len=r["max_model_len"], settings=Settings(block_size=r["block_size"]))
+    request = Request.of(model(r["model"]), tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_cache_dtype"],
+                      max_model_len=r["max_model_len"], block_size=r["block_size"])
     return plan_request(request, (r["available_bytes"] or DEFAULT_BUDGET_BYTES,), "vllm")
 
 

@@ -28,7 +28,7 @@ from catalog import sized_ids
 
 import kvplan
 from kvplan.config import bundled_index, load_model, normalize
-from kvplan.engines import Request, Settings
+from kvplan.engines import Request
 from kvplan.errors import KvplanError
 from kvplan.formulas.per_token import StateDtypes, encoder_bytes_per_token, part_bytes_per_token, part_state_bytes
 from kvplan.planning.capacity import plan_request
@@ -107,9 +107,9 @@ def _records() -> list[Any]:
 
 def _plan(model_id: str, r: dict[str, Any]) -> Any:
     m = _model(model_id)
-    request = Request(model=m, tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_cache_dtype"],
+    request = Request.of(m, tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_cache_dtype"],
                       max_model_len=r.get("max_model_len") or m.max_model_len or 2048,
-                      settings=Settings(block_size=r.get("block_size")))
+                      block_size=r.get("block_size"))
     return plan_request(request, (r.get("available_bytes") or 40 * 2**30,), "vllm")
 
 

@@ -48,8 +48,8 @@ def test_releases_kvplan_does_not_follow_are_input_errors(name: str) -> None:
 
 def _defaults(engine: str, device: Device | None, max_model_len: int = 8192, **settings: Any) -> tuple[Any, ...]:
     m = __import__("kvplan").load_model("meta-llama/Llama-3.1-8B")
-    s = get_engine(engine).resolve(Request(model=m, max_model_len=max_model_len, device=device,
-                                           settings=Settings(**settings))).settings
+    s = get_engine(engine).resolve(Request.of(m, max_model_len=max_model_len, device=device,
+                                           settings=Settings.of(**settings))).settings
     return s.max_num_batched_tokens, s.max_num_seqs
 
 
@@ -78,11 +78,11 @@ def test_v0_profiles_max_model_len_unless_chunked() -> None:
 
 def test_sampler_path_by_release() -> None:
     m = __import__("kvplan").load_model("meta-llama/Llama-3.1-8B")
-    resolved = {e: get_engine(e).resolve(Request(model=m, max_model_len=4096)).settings.sampler
+    resolved = {e: get_engine(e).resolve(Request.of(m, max_model_len=4096)).settings.vllm.sampler
                 for e in ("vllm@0.8", "vllm@0.11", "vllm@0.33")}
     assert resolved == {"vllm@0.8": "sort", "vllm@0.11": "sort", "vllm@0.33": "flashinfer"}
     with pytest.raises(InputError, match=r"0\.8 samples with sort"):  # FlashInfer sampling is switched off in 0.8
-        get_engine("vllm@0.8").resolve(Request(model=m, max_model_len=4096, settings=Settings(sampler="flashinfer")))
+        get_engine("vllm@0.8").resolve(Request.of(m, max_model_len=4096, settings=Settings.of(sampler="flashinfer")))
 
 
 def test_gpt_oss_20b_0_11_reserves_without_async_or_pp_factor(model: Any) -> None:

@@ -6,7 +6,7 @@ hidden/heads, the layer_types alternation, a small sliding window), writes it to
 tmp_path/config.json, builds a random-weight model on CPU from that file, runs one forward over N
 tokens with use_cache=True and sums the bytes of every K and V tensor in the returned cache. kvplan
 reads the same file with `kvplan.load_model(path)` and predicts the bytes with
-`kv_cache(..., seq_len=N, batch=B, block_size=0)` in the dtype the model ran in.
+`kv_cache(..., max_model_len=N, batch=B, block_size=0)` in the dtype the model ran in.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def hf_expected_bytes(model: kvplan.ModelConfig, seq_len: int, kv_dtype: str,
     min(N, W−1) tokens. The difference is B × sliding layers × bytes per token per layer ×
     (min(N, W) − min(N, W−1)): one token per sliding layer once N ≥ W, nothing below.
     """
-    result = kvplan.kv_cache(model, seq_len=seq_len, batch=BATCH, block_size=0, kv_dtype=kv_dtype,
+    result = kvplan.kv_cache(model, max_model_len=seq_len, batch=BATCH, block_size=0, kv_dtype=kv_dtype,
                              overrides=overrides)
     surplus_bytes = 0
     for group in result.layout.groups:
@@ -216,7 +216,7 @@ def test_mistral_every_layer_sliding(tmp_path: Path) -> None:
     assert all(isinstance(layer, DynamicSlidingWindowLayer) for layer in cache.layers)
     # HF: 2 layers × 2 (K,V) × B 2 × 2 heads × 7 tokens (W−1) × 8 × 2 B = 1,792; kvplan counts W=8 tokens
     assert cache_bytes(cache) == 2 * 2 * BATCH * 2 * 7 * 8 * 2 == 1_792
-    kvplan_bytes = kvplan.kv_cache(kvplan.load_model(str(folder)), seq_len=12, batch=BATCH, block_size=0).total_bytes
+    kvplan_bytes = kvplan.kv_cache(kvplan.load_model(str(folder)), max_model_len=12, batch=BATCH, block_size=0).total_bytes
     assert kvplan_bytes == 2 * 2 * BATCH * 2 * 8 * 8 * 2
 
 
@@ -251,7 +251,7 @@ def test_qwen3_next_linear_state(tmp_path: Path) -> None:
     assert len(linear) == 3 and model.layer_kinds == ("linear",) * 3 + ("full",)
     # attention: kvplan's KV bytes are HF's K/V bytes (1 layer × 2 × B 2 × 2 heads × 10 × 16 × 2 B)
     kv_bytes = sum(layer_kv_bytes(layer) for layer in cache.layers if not isinstance(layer, LinearAttentionLayer))
-    result = kvplan.kv_cache(model, seq_len=seq_len, batch=BATCH, block_size=0)
+    result = kvplan.kv_cache(model, max_model_len=seq_len, batch=BATCH, block_size=0)
     state = next(g for g in result.layout.groups if g.spec.kind == "linear")
     assert kv_bytes == result.total_bytes - BATCH * 3 * state.state_bytes_per_layer == 2 * BATCH * 2 * 10 * 16 * 2
     # state: the same dims, stored differently. conv channels = 2 × 2 × 8 (q, k) + 4 × 8 (v) = 64;

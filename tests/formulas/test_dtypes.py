@@ -22,7 +22,7 @@ from kvplan.errors import InputError
     pytest.param("nvfp4", 8, 36_864, id="nvfp4"),  # 0.5 B + 1 B / 16 = 0.5625 B/element
 ])
 def test_scale_bytes_are_counted(kv_dtype: str, quant_group: int, expected: int) -> None:
-    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", kv_dtype=kv_dtype, quant_group=quant_group, seq_len=1)
+    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", kv_dtype=kv_dtype, quant_group=quant_group, max_model_len=1)
     assert r.bytes_per_token == expected
 
 
@@ -32,13 +32,13 @@ def test_scale_bytes_are_counted(kv_dtype: str, quant_group: int, expected: int)
     pytest.param("fp8_ds_mla", 40_016, id="fp8-ds-mla"),  # 61 × (512 + 512/128 × 4 + 64 × 2) = 61 × 656
 ])
 def test_mla_dtypes(kv_dtype: str, expected: int) -> None:
-    assert kvplan.kv_cache("deepseek-ai/DeepSeek-V3", kv_dtype=kv_dtype, seq_len=1).bytes_per_token == expected
+    assert kvplan.kv_cache("deepseek-ai/DeepSeek-V3", kv_dtype=kv_dtype, max_model_len=1).bytes_per_token == expected
 
 
 def test_auto_follows_the_checkpoint_dtype() -> None:
     # Llama-2 checkpoints are float16; gpt-oss has no torch_dtype and runs in bf16
-    assert kvplan.kv_cache("meta-llama/Llama-2-7b-hf", seq_len=1).layout.kv_dtype.name == "fp16"
-    assert kvplan.kv_cache("openai/gpt-oss-20b", seq_len=1).layout.kv_dtype.name == "bf16"
+    assert kvplan.kv_cache("meta-llama/Llama-2-7b-hf", max_model_len=1).layout.kv_dtype.name == "fp16"
+    assert kvplan.kv_cache("openai/gpt-oss-20b", max_model_len=1).layout.kv_dtype.name == "bf16"
 
 
 @pytest.mark.parametrize(("model_id", "kv_dtype", "quant_group"), [
@@ -50,4 +50,4 @@ def test_auto_follows_the_checkpoint_dtype() -> None:
 ])
 def test_bad_dtypes(model_id: str, kv_dtype: str, quant_group: int) -> None:
     with pytest.raises(InputError):
-        kvplan.kv_cache(model_id, kv_dtype=kv_dtype, quant_group=quant_group, seq_len=1)
+        kvplan.kv_cache(model_id, kv_dtype=kv_dtype, quant_group=quant_group, max_model_len=1)

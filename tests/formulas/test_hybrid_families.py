@@ -21,13 +21,13 @@ MAMBA2_STATE_BYTES = 2_158_592
 def test_nemotron_h_pattern() -> None:
     model = normalize(NEMOTRON_H, model_id="nemotron-h-like", source="test")
     assert model.layer_kinds == ("linear", "none", "linear", "full", "none", "linear", "none", "linear")
-    r = kvplan.kv_cache(model, seq_len=1000)
+    r = kvplan.kv_cache(model, max_model_len=1000)
     # one attention layer: 8 heads × (128 + 128) × 2 B = 4,096 B per token; four Mamba-2 layers of fixed state
     assert r.bytes_per_token == 4096
     assert r.bytes_per_sequence == 4096 * 1000 + 4 * MAMBA2_STATE_BYTES
     assert r.layout.attention == "hybrid"
     # tp 2 halves the heads of both the attention layer and the state
-    assert kvplan.kv_cache(model, seq_len=1000, tp=2).bytes_per_sequence_per_gpu == 2048 * 1000 + 2 * MAMBA2_STATE_BYTES
+    assert kvplan.kv_cache(model, max_model_len=1000, tp=2).bytes_per_sequence_per_gpu == 2048 * 1000 + 2 * MAMBA2_STATE_BYTES
 
 
 def test_granite_style_layer_types() -> None:
@@ -35,7 +35,7 @@ def test_granite_style_layer_types() -> None:
            "num_hidden_layers": 4, "layer_types": ["mamba", "mamba", "mamba", "attention"]}
     model = normalize(doc, model_id="granite-like", source="test")
     assert model.layer_kinds == ("linear", "linear", "linear", "full")
-    assert kvplan.kv_cache(model, seq_len=10).bytes_per_sequence == 4096 * 10 + 3 * MAMBA2_STATE_BYTES
+    assert kvplan.kv_cache(model, max_model_len=10).bytes_per_sequence == 4096 * 10 + 3 * MAMBA2_STATE_BYTES
 
 
 @pytest.mark.parametrize("pattern", ["M-M*", "M-M*-M-X"])

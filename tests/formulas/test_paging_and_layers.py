@@ -13,31 +13,31 @@ LLAMA8B_LAYER_TOKEN = 4096  # 8 heads × (128 + 128) × 2 B per layer per token
 
 def test_paging_rounds_each_sequence_up_to_blocks() -> None:
     # 1,000 tokens in blocks of 16 -> 63 blocks = 1,008 tokens
-    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", seq_len=1000, block_size=16)
+    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1000, block_size=16)
     assert r.bytes_per_sequence == 1000 * 131_072
     assert r.bytes_per_sequence_paged == 1008 * 131_072
-    assert kvplan.kv_cache("meta-llama/Llama-3.1-8B", seq_len=1000, block_size=0).bytes_per_sequence_paged == 1000 * 131_072
+    assert kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1000, block_size=0).bytes_per_sequence_paged == 1000 * 131_072
 
 
 def test_sliding_layers_hold_at_most_the_window() -> None:
     # gpt-oss-20b: 12 full + 12 sliding (W=128) layers, 2,048 B per layer per token
-    r = kvplan.kv_cache("openai/gpt-oss-20b", seq_len=131_072)
+    r = kvplan.kv_cache("openai/gpt-oss-20b", max_model_len=131_072)
     assert r.bytes_per_sequence == 12 * 2048 * 131_072 + 12 * 2048 * 128  # = 3,224,371,200
-    short = kvplan.kv_cache("openai/gpt-oss-20b", seq_len=100)
+    short = kvplan.kv_cache("openai/gpt-oss-20b", max_model_len=100)
     assert short.bytes_per_sequence == 24 * 2048 * 100  # below the window every layer holds every token
 
 
 def test_sliding_window_on_every_layer() -> None:
     # Mistral-7B-v0.1: all 32 layers slide over 4,096 tokens
-    r = kvplan.kv_cache("mistralai/Mistral-7B-v0.1", seq_len=32_768)
+    r = kvplan.kv_cache("mistralai/Mistral-7B-v0.1", max_model_len=32_768)
     assert r.bytes_per_sequence == 32 * LLAMA8B_LAYER_TOKEN * 4096
 
 
 def test_linear_attention_state_is_fixed_per_sequence() -> None:
     # Qwen3-Next: 12 full layers (2 heads × (256 + 256) × 2 B = 2,048 B) + 36 gated-DeltaNet layers whose state is
     # conv (4 - 1) × (2 × 16 × 128 + 32 × 128) + recurrent 32 × 128 × 128 elements = 548,864 × 2 B = 1,097,728 B
-    r1 = kvplan.kv_cache("Qwen/Qwen3-Next-80B-A3B-Thinking", seq_len=1000)
-    r2 = kvplan.kv_cache("Qwen/Qwen3-Next-80B-A3B-Thinking", seq_len=2000)
+    r1 = kvplan.kv_cache("Qwen/Qwen3-Next-80B-A3B-Thinking", max_model_len=1000)
+    r2 = kvplan.kv_cache("Qwen/Qwen3-Next-80B-A3B-Thinking", max_model_len=2000)
     assert r1.bytes_per_token == 12 * 2048
     assert r1.bytes_per_sequence == 12 * 2048 * 1000 + 36 * 1_097_728
     assert r2.bytes_per_sequence - r1.bytes_per_sequence == 12 * 2048 * 1000
@@ -51,25 +51,25 @@ def test_linear_attention_state_is_fixed_per_sequence() -> None:
 ])
 def test_attention_override(attention: str, kv_heads: int | None, expected: int) -> None:
     ov = Overrides(attention=attention, kv_heads=kv_heads)
-    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", seq_len=1, overrides=ov)
+    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1, overrides=ov)
     assert r.bytes_per_token == expected
     assert r.layout.attention == attention.upper()
 
 
 def test_mla_decompressed_view() -> None:
     # engines.md §6: HF caches DeepSeek-V3 decompressed: 128 heads × (192 + 128) × 2 B × 61 = 4,997,120 B/token
-    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", seq_len=1, overrides=Overrides(attention="mha"))
+    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", max_model_len=1, overrides=Overrides(attention="mha"))
     assert r.bytes_per_token == 4_997_120
 
 
 def test_layer_type_ranges() -> None:
     ranges = parse_layer_ranges("0-15:full,16-31:sliding", 32)
     ov = Overrides(layer_kinds=ranges, window=4096)
-    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", seq_len=8192, overrides=ov)
+    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=8192, overrides=ov)
     assert r.bytes_per_sequence == 16 * LLAMA8B_LAYER_TOKEN * 8192 + 16 * LLAMA8B_LAYER_TOKEN * 4096
     assert r.layout.attention == "hybrid"
     # and back: Mistral's every-layer window switched off
-    off = kvplan.kv_cache("mistralai/Mistral-7B-v0.1", seq_len=8192, overrides=Overrides(
+    off = kvplan.kv_cache("mistralai/Mistral-7B-v0.1", max_model_len=8192, overrides=Overrides(
         layer_kinds=parse_layer_ranges("0-31:full", 32)))
     assert off.bytes_per_sequence == 32 * LLAMA8B_LAYER_TOKEN * 8192
 
@@ -82,9 +82,9 @@ def test_bad_layer_ranges(text: str) -> None:
 
 def test_mla_override_needs_a_latent() -> None:
     with pytest.raises(InputError):
-        kvplan.kv_cache("meta-llama/Llama-3.1-8B", seq_len=1, overrides=Overrides(attention="mla"))
+        kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1, overrides=Overrides(attention="mla"))
     with pytest.raises(InputError):  # sliding needs a window Llama's config does not have
-        kvplan.kv_cache("meta-llama/Llama-3.1-8B", seq_len=1,
+        kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1,
                         overrides=Overrides(layer_kinds=parse_layer_ranges("0-1:sliding", 32)))
 
 

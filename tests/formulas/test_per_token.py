@@ -32,11 +32,11 @@ import kvplan
     ],
 )
 def test_bytes_per_token(model_id: str, tp: int, expected_per_token: int, expected_per_gpu: int) -> None:
-    result = kvplan.kv_cache(model_id, tp=tp, seq_len=4096)
+    result = kvplan.kv_cache(model_id, tp=tp, max_model_len=4096)
     assert result.bytes_per_token == expected_per_token
     assert result.bytes_per_token_per_gpu == expected_per_gpu
 
 
 def test_llama2_70b_4k_sequence() -> None:
     # background notes: 2 × 80 × 8 × 128 × 4096 × 2 B = 1,342,177,280 B
-    assert kvplan.kv_cache("llama-2-70b", seq_len=4096).bytes_per_sequence == 1_342_177_280
+    assert kvplan.kv_cache("llama-2-70b", max_model_len=4096).bytes_per_sequence == 1_342_177_280

@@ -75,8 +75,8 @@ def replication(spec: object, tp: int) -> int:
 @given(models, seq_lens, seq_lens, st.sampled_from((0, *BLOCK_SIZES)))
 def test_bytes_never_decrease_as_seq_len_grows(model: kvplan.ModelConfig, a: int, b: int, block_size: int) -> None:
     short, long = sorted((a, b))
-    r1 = kvplan.kv_cache(model, seq_len=short, block_size=block_size)
-    r2 = kvplan.kv_cache(model, seq_len=long, block_size=block_size)
+    r1 = kvplan.kv_cache(model, max_model_len=short, block_size=block_size)
+    r2 = kvplan.kv_cache(model, max_model_len=long, block_size=block_size)
     for name in ("bytes_per_sequence", "bytes_per_sequence_paged", "bytes_per_sequence_per_gpu",
                  "bytes_per_sequence_paged_per_gpu", "total_bytes", "total_bytes_all_gpus"):
         assert getattr(r1, name) <= getattr(r2, name), name
@@ -85,7 +85,7 @@ def test_bytes_never_decrease_as_seq_len_grows(model: kvplan.ModelConfig, a: int
 @given(models, batches, batches, seq_lens)
 def test_bytes_never_decrease_as_batch_grows(model: kvplan.ModelConfig, a: int, b: int, seq_len: int) -> None:
     small, big = sorted((a, b))
-    r1, r2 = (kvplan.kv_cache(model, seq_len=seq_len, batch=n) for n in (small, big))
+    r1, r2 = (kvplan.kv_cache(model, max_model_len=seq_len, batch=n) for n in (small, big))
     for name in ("total_bytes", "total_bytes_paged", "total_bytes_per_gpu", "total_bytes_paged_per_gpu",
                  "total_bytes_all_gpus"):
         assert getattr(r1, name) <= getattr(r2, name), name
@@ -96,7 +96,7 @@ def test_bytes_never_decrease_as_batch_grows(model: kvplan.ModelConfig, a: int, 
 def test_bytes_never_decrease_as_layers_grow(model: kvplan.ModelConfig, data: st.DataObject, seq_len: int) -> None:
     fewer = data.draw(st.integers(1, model.num_layers))
     more = data.draw(st.integers(fewer, model.num_layers))
-    r1, r2 = (kvplan.kv_cache(with_layers(model, n), seq_len=seq_len) for n in (fewer, more))
+    r1, r2 = (kvplan.kv_cache(with_layers(model, n), max_model_len=seq_len) for n in (fewer, more))
     for name in ("bytes_per_token", "bytes_per_sequence", "bytes_per_sequence_paged", "total_bytes_all_gpus"):
         assert getattr(r1, name) <= getattr(r2, name), name
 
@@ -106,13 +106,13 @@ def test_per_gpu_bytes_never_increase_with_tp(model: kvplan.ModelConfig, data: s
     tps = valid_tps(model)
     small = data.draw(st.sampled_from(tps))
     big = data.draw(st.sampled_from([t for t in tps if t >= small]))
-    r1, r2 = (kvplan.kv_cache(model, tp=tp, seq_len=seq_len) for tp in (small, big))
+    r1, r2 = (kvplan.kv_cache(model, tp=tp, max_model_len=seq_len) for tp in (small, big))
     for name in ("bytes_per_token_per_gpu", "bytes_per_sequence_per_gpu", "bytes_per_sequence_paged_per_gpu",
                  "total_bytes_per_gpu"):
         assert getattr(r2, name) <= getattr(r1, name), name
 
 
-mla_models = (st.sampled_from([m for m in sorted(sized_ids()) if kvplan.kv_cache(bundled(m), seq_len=1).layout.attention == "MLA"]).map(bundled)
+mla_models = (st.sampled_from([m for m in sorted(sized_ids()) if kvplan.kv_cache(bundled(m), max_model_len=1).layout.attention == "MLA"]).map(bundled)
               | mla_doc().map(generated))
 
 
@@ -120,7 +120,7 @@ mla_models = (st.sampled_from([m for m in sorted(sized_ids()) if kvplan.kv_cache
 def test_mla_per_gpu_bytes_are_tp_invariant(model: kvplan.ModelConfig, tp: int, seq_len: int) -> None:
     if not layout_ok(model, tp=tp):  # tp must still divide the attention heads
         return
-    r1, r_tp = kvplan.kv_cache(model, seq_len=seq_len), kvplan.kv_cache(model, tp=tp, seq_len=seq_len)
+    r1, r_tp = kvplan.kv_cache(model, max_model_len=seq_len), kvplan.kv_cache(model, tp=tp, max_model_len=seq_len)
     for name in ("bytes_per_token_per_gpu", "bytes_per_sequence_per_gpu", "bytes_per_sequence_paged_per_gpu"):
         assert getattr(r_tp, name) == getattr(r1, name), name
     assert r_tp.total_bytes_all_gpus == tp * r1.total_bytes  # one full copy per rank
@@ -133,7 +133,7 @@ def test_all_gpu_bytes_cover_the_model_and_exceed_it_only_by_replication(
         model: kvplan.ModelConfig, data: st.DataObject, seq_len: int, batch: int) -> None:
     tp = data.draw(st.sampled_from(valid_tps(model)))
     dcp = data.draw(st.sampled_from([d for d in (1, 2, 4, 8) if layout_ok(model, tp=tp, dcp=d)]))
-    result = kvplan.kv_cache(model, tp=tp, dcp=dcp, seq_len=seq_len, batch=batch)
+    result = kvplan.kv_cache(model, tp=tp, dcp=dcp, max_model_len=seq_len, batch=batch)
     assert result.total_bytes_all_gpus >= result.total_bytes
     # DCP turns dcp of the replicas into disjoint token stripes, so only rep / dcp copies remain.
     duplicated = any(replication(g.spec, tp) > dcp for g in result.layout.groups
@@ -154,7 +154,7 @@ def test_pp_stages_sum_to_the_unsharded_model(model: kvplan.ModelConfig, data: s
     assert sum(s.sequence_bytes(seq_len) for s in layout.stages) == whole.sequence_bytes(seq_len)
     assert sum(s.sequence_bytes(seq_len, block_size) for s in layout.stages) == whole.sequence_bytes(seq_len,
                                                                                                       block_size)
-    result = kvplan.kv_cache(model, pp=pp, seq_len=seq_len, block_size=block_size)
+    result = kvplan.kv_cache(model, pp=pp, max_model_len=seq_len, block_size=block_size)
     assert result.total_bytes_all_gpus == result.total_bytes  # tp 1: no replica anywhere
     assert result.bytes_per_sequence_per_gpu <= result.bytes_per_sequence
 
@@ -163,7 +163,7 @@ def test_pp_stages_sum_to_the_unsharded_model(model: kvplan.ModelConfig, data: s
 def test_paging_adds_less_than_one_block_per_layer_group(model: kvplan.ModelConfig, seq_len: int, block_size: int,
                                                          data: st.DataObject) -> None:
     tp = data.draw(st.sampled_from(valid_tps(model)))
-    result = kvplan.kv_cache(model, tp=tp, seq_len=seq_len, block_size=block_size)
+    result = kvplan.kv_cache(model, tp=tp, max_model_len=seq_len, block_size=block_size)
     groups = result.layout.groups
     # a cross-attention cache (Whisper) pages its encoder tokens as well: one more partial block per layer
     one_block_each = sum(block_size * g.num_layers * (g.bytes_per_token_per_layer + g.encoder_bytes_per_token_per_layer)
@@ -184,14 +184,14 @@ def test_paging_adds_less_than_one_block_per_layer_group(model: kvplan.ModelConf
 
 @given(models, seq_lens)
 def test_no_paging_is_exact(model: kvplan.ModelConfig, seq_len: int) -> None:
-    result = kvplan.kv_cache(model, seq_len=seq_len, block_size=0)
+    result = kvplan.kv_cache(model, max_model_len=seq_len, block_size=0)
     assert result.bytes_per_sequence_paged == result.bytes_per_sequence
 
 
 @given(models, seq_lens, batches, st.data())
 def test_fp8_is_half_of_bf16(model: kvplan.ModelConfig, seq_len: int, batch: int, data: st.DataObject) -> None:
     tp = data.draw(st.sampled_from(valid_tps(model)))
-    fp8, bf16 = (kvplan.kv_cache(model, tp=tp, seq_len=seq_len, batch=batch, kv_dtype=d) for d in ("fp8", "bf16"))
+    fp8, bf16 = (kvplan.kv_cache(model, tp=tp, max_model_len=seq_len, batch=batch, kv_dtype=d) for d in ("fp8", "bf16"))
     # not for sparse attention: its indexer key is fp8 either way, and vLLM stores an fp8 sparse latent
     # as fp8_ds_mla (656 B, not 576): tests/probe and tests/config/test_kinds.py size those by hand
     assume(not any(isinstance(p, IndexerCache) or getattr(p, "sparse", False)
@@ -211,7 +211,7 @@ def test_fp8_is_half_of_bf16(model: kvplan.ModelConfig, seq_len: int, batch: int
 def test_every_bundled_model_satisfies_pp_conservation(model_id: str) -> None:
     """Deterministic sweep: every bundled model at every pp that fits, tp 1, 32k tokens."""
     model = bundled(model_id)
-    whole = kvplan.kv_cache(model, seq_len=32768)
+    whole = kvplan.kv_cache(model, max_model_len=32768)
     for pp in range(1, min(model.num_layers, 8) + 1):
         stages = kvplan.build_layout(model, pp=pp).stages
         assert sum(s.sequence_bytes(32768) for s in stages) == whole.bytes_per_sequence, pp
@@ -223,7 +223,7 @@ def test_per_gpu_bytes_are_those_of_the_most_loaded_stage(model: kvplan.ModelCon
     """Exact and paged per-GPU bytes each come from their own most loaded stage: with a window shorter
     than a block, the stage heaviest in exact bytes need not be the heaviest once pages are rounded."""
     pp = data.draw(st.integers(1, min(model.num_layers, 8)))
-    result = kvplan.kv_cache(model, pp=pp, seq_len=seq_len, block_size=block_size)
+    result = kvplan.kv_cache(model, pp=pp, max_model_len=seq_len, block_size=block_size)
     stages = result.layout.stages
     assert result.bytes_per_sequence_per_gpu == max(s.sequence_bytes(seq_len) for s in stages)
     assert result.bytes_per_sequence_paged_per_gpu == max(s.sequence_bytes(seq_len, block_size) for s in stages)
@@ -237,7 +237,7 @@ def test_paged_per_gpu_bytes_follow_the_stage_heaviest_when_paged() -> None:
     doc = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 128,
            "sliding_window": 1, "torch_dtype": "bfloat16",
            "layer_types": ["full_attention", "none", "sliding_attention", "sliding_attention"]}
-    result = kvplan.kv_cache(normalize(doc, model_id="t", source="t"), pp=2, seq_len=16, block_size=16)
+    result = kvplan.kv_cache(normalize(doc, model_id="t", source="t"), pp=2, max_model_len=16, block_size=16)
     assert result.bytes_per_sequence_per_gpu == 8_192
     assert result.bytes_per_sequence_paged_per_gpu == 16_384
     assert result.total_bytes_paged_per_gpu == 16_384
@@ -292,7 +292,7 @@ def test_capacity_is_monotone_in_gpu_memory(model: kvplan.ModelConfig, data: st.
     small, big = sorted((a, b))
     # The engines' defaults follow the GPU's memory class (vLLM's max_num_batched_tokens, whose in-flight tokens
     # a sliding layer reserves; SGLang's reserve, 10 GiB from 60 GiB on): fixed here, capacity only grows.
-    fixed = Settings(max_num_batched_tokens=8192, max_num_seqs=1024, mem_fraction_static=0.85)
+    fixed = Settings.of(max_num_batched_tokens=8192, max_num_seqs=1024, mem_fraction_static=0.85)
     lo = _plan_numbers(model, engine, tp, gpu_memory_bytes=small * GIB, settings=fixed)
     hi = _plan_numbers(model, engine, tp, gpu_memory_bytes=big * GIB, settings=fixed)
     assert_not_less(lo, hi)
@@ -308,7 +308,7 @@ def test_table_rows_add_up_to_the_totals(model: kvplan.ModelConfig, data: st.Dat
     pp = data.draw(st.integers(1, min(model.num_layers, 4)))
     dcp = data.draw(st.sampled_from([d for d in (1, 2, 4) if layout_ok(model, tp=tp, dcp=d)]))
     try:
-        result = kvplan.kv_cache(model, tp=tp, pp=pp, dcp=dcp, seq_len=seq_len, kv_dtype=kv_dtype)
+        result = kvplan.kv_cache(model, tp=tp, pp=pp, dcp=dcp, max_model_len=seq_len, kv_dtype=kv_dtype)
     except kvplan.KvplanError:  # a dtype the heads do not fit (int4 groups, MLA with per-head scales)
         return
     payload = size_payload(result)
@@ -325,7 +325,7 @@ def test_per_gpu_bytes_never_increase_with_dcp(model: kvplan.ModelConfig, data: 
     dcps = [d for d in (1, 2, 4, 8, 16) if layout_ok(model, tp=tp, dcp=d)]
     small = data.draw(st.sampled_from(dcps))
     big = data.draw(st.sampled_from([d for d in dcps if d >= small]))
-    r1, r2 = (kvplan.kv_cache(model, tp=tp, dcp=d, seq_len=seq_len) for d in (small, big))
+    r1, r2 = (kvplan.kv_cache(model, tp=tp, dcp=d, max_model_len=seq_len) for d in (small, big))
     for name in ("bytes_per_sequence_per_gpu", "bytes_per_sequence_paged_per_gpu", "total_bytes_per_gpu"):
         assert getattr(r2, name) <= getattr(r1, name), name
     assert r2.total_bytes == r1.total_bytes  # the model's cache does not change, only where it lives

@@ -28,15 +28,15 @@ def test_uneven_heads_are_refused(heads: int, tp: int) -> None:
 
 def test_replicated_heads_double_the_cluster_total() -> None:
     # Llama-2-70B, tp 16: each of the 8 heads lives on 2 GPUs -> all-GPU bytes = 2 × unsharded
-    r = kvplan.kv_cache("meta-llama/Llama-2-70b", tp=16, seq_len=4096)
+    r = kvplan.kv_cache("meta-llama/Llama-2-70b", tp=16, max_model_len=4096)
     assert r.total_bytes_all_gpus == 2 * r.total_bytes == 2 * 1_342_177_280
-    exact = kvplan.kv_cache("meta-llama/Llama-2-70b", tp=8, seq_len=4096)
+    exact = kvplan.kv_cache("meta-llama/Llama-2-70b", tp=8, max_model_len=4096)
     assert exact.total_bytes_all_gpus == exact.total_bytes  # no replication at tp = kv heads
 
 
 def test_mla_is_replicated_on_every_rank() -> None:
     # DeepSeek-V3: 61 × 576 × 2 B = 70,272 B/token on each of 8 GPUs -> 8× in the cluster
-    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", tp=8, seq_len=1000)
+    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", tp=8, max_model_len=1000)
     assert r.bytes_per_sequence_per_gpu == 70_272 * 1000
     assert r.total_bytes_all_gpus == 8 * 70_272 * 1000
 
@@ -55,7 +55,7 @@ def test_pp_split_follows_vllm(layers: int, pp: int, expected: tuple[int, ...]) 
 
 def test_pp_per_gpu_is_the_heaviest_stage() -> None:
     # DeepSeek-V3 pp 4: heaviest stage holds 16 layers × 1,152 B = 18,432 B/token
-    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", pp=4, seq_len=100)
+    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", pp=4, max_model_len=100)
     assert r.bytes_per_token_per_gpu == 16 * 1152
     assert r.heaviest_stage == 2
     # stages together hold the unsharded model exactly once
@@ -64,12 +64,12 @@ def test_pp_per_gpu_is_the_heaviest_stage() -> None:
 
 def test_tp_and_pp_combine() -> None:
     # Llama-2-70B tp 4 pp 2: 40 layers × 2 heads × (128 + 128) × 2 B = 40,960
-    assert kvplan.kv_cache("meta-llama/Llama-2-70b", tp=4, pp=2, seq_len=10).bytes_per_token_per_gpu == 40_960
+    assert kvplan.kv_cache("meta-llama/Llama-2-70b", tp=4, pp=2, max_model_len=10).bytes_per_token_per_gpu == 40_960
 
 
 def test_dcp_splits_tokens_of_replicated_mla() -> None:
     # engines.md §6: DeepSeek-V3 tp 8 dcp 8 -> 70,272 / 8 = 8,784 B/token/GPU; no duplication left
-    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", tp=8, dcp=8, seq_len=8000)
+    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", tp=8, dcp=8, max_model_len=8000)
     assert r.bytes_per_token_per_gpu == 8_784
     assert r.bytes_per_sequence_per_gpu == 70_272 * 1000
     assert r.total_bytes_all_gpus == r.total_bytes
@@ -87,4 +87,4 @@ def test_dcp_splits_tokens_of_replicated_mla() -> None:
 ])
 def test_layouts_the_engines_refuse(model_id: str, tp: int, pp: int, dcp: int) -> None:
     with pytest.raises(ShardingError):
-        kvplan.kv_cache(model_id, tp=tp, pp=pp, dcp=dcp, seq_len=100)
+        kvplan.kv_cache(model_id, tp=tp, pp=pp, dcp=dcp, max_model_len=100)

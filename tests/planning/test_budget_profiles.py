@@ -70,7 +70,7 @@ def run(case: Case) -> CapacityResult:
     total = p["total_gpu_memory_gib"] or case.total_gib
     util = usable_gib(case) / total  # the printed product carries more digits than the printed u
     return capacity(model(case), engine=case.engine, gpu_memory_bytes=int(total * GIB), tp=case.tp, pp=case.pp,
-                    max_model_len=case.max_model_len, settings=Settings(gpu_memory_utilization=util, **case.settings),
+                    max_model_len=case.max_model_len, settings=Settings.of(gpu_memory_utilization=util, **case.settings),
                     non_torch_bytes=int(case.non_torch_gib * GIB) if case.non_torch_gib is not None else None)
 
 

@@ -46,7 +46,7 @@ def test_marlin_padding_of_gpt_oss_120b(model: Any) -> None:
 
 def test_marlin_padding_only_with_the_marlin_backend() -> None:
     assert "MXFP4 Marlin padding" in terms("openai/gpt-oss-120b", "vllm@0.11")
-    assert "MXFP4 Marlin padding" not in terms("openai/gpt-oss-120b", "vllm@0.11", settings=Settings(moe_backend="triton"))
+    assert "MXFP4 Marlin padding" not in terms("openai/gpt-oss-120b", "vllm@0.11", settings=Settings.of(moe_backend="triton"))
 
 
 def test_sampler_peak_of_0_11_on_an_h100() -> None:
@@ -58,13 +58,13 @@ def test_sampler_peak_of_0_11_on_an_h100() -> None:
 
 def test_flashinfer_sampler_is_smaller() -> None:
     # the same with FlashInfer (≈ 15 B/logit): 1,024 × 128,256 × 15 = 1,970,012,160 + 83,886,080
-    t = terms("meta-llama/Llama-3.1-8B", "vllm@0.11", settings=Settings(sampler="flashinfer"))
+    t = terms("meta-llama/Llama-3.1-8B", "vllm@0.11", settings=Settings.of(sampler="flashinfer"))
     assert t["activation peak (sampler)"].bytes == 1_970_012_160 + 83_886_080
 
 
 def test_v0_eager_forward_and_rows() -> None:
     # V0 with max_num_seqs 1: the forward over 8,192 tokens wins: 2 B × 8,192 × (3 × 4,096 + 3 × 14,336)
-    t = terms("meta-llama/Llama-3.1-8B", "vllm@0.7", settings=Settings(max_num_seqs=1))
+    t = terms("meta-llama/Llama-3.1-8B", "vllm@0.7", settings=Settings.of(max_num_seqs=1))
     assert t["activation peak (forward, dense MLP)"].bytes == 2 * 8192 * (3 * 4096 + 3 * 14336) == 905_969_664
 
 
@@ -89,7 +89,7 @@ def test_0_33_persistent_buffers_and_graphs() -> None:
     t = terms("meta-llama/Llama-3.1-8B", "vllm@0.33")
     assert t["persistent sampler buffers"].bytes == 541_753_344 and t["persistent sampler buffers"].exact
     assert t["CUDA graphs"].bytes == 512 * 2**20 and not t["CUDA graphs"].exact
-    assert "CUDA graphs" not in terms("meta-llama/Llama-3.1-8B", "vllm@0.33", settings=Settings(enforce_eager=True))
+    assert "CUDA graphs" not in terms("meta-llama/Llama-3.1-8B", "vllm@0.33", settings=Settings.of(enforce_eager=True))
     assert "CUDA graphs" not in terms("meta-llama/Llama-3.1-8B", "vllm@0.11")  # captured after the KV cache
 
 
@@ -124,7 +124,7 @@ def test_overrides_replace_estimates() -> None:
 
 def _fraction(engine: str, device: Device, tp: int = 1, name: str = "meta-llama/Llama-3.1-8B") -> float | None:
     m = __import__("kvplan").load_model(name)
-    return get_engine(engine).resolve(Request(model=m, tp=tp, max_model_len=4096, device=device)).settings.mem_fraction_static
+    return get_engine(engine).resolve(Request.of(m, tp=tp, max_model_len=4096, device=device)).settings.sglang.mem_fraction_static
 
 
 H100 = Device(name="H100-SXM", memory_bytes=85_018_542_080, smi_memory_mib=81559)

@@ -25,13 +25,13 @@ STATE_FP32 = 548_864 * 4  # 2,195,456 B per layer
 def test_state_dtype_reaches_every_engine_layout(model: Any) -> None:
     m = model(QWEN3_NEXT)
     for name in ("vllm", "sglang", "trtllm", "hf"):
-        layout = engine_layout(get_engine(name), Request(model=m, max_model_len=4096, state_dtype="fp32"))
+        layout = engine_layout(get_engine(name), Request.of(m, max_model_len=4096, state_dtype="fp32"))
         assert layout.stages[0].state_bytes == 36 * STATE_FP32, name
 
 
 def test_state_dtype_changes_hf_request_bytes_as_it_changes_size(model: Any) -> None:
     m = model(QWEN3_NEXT)
-    size = {d: kv_cache(m, seq_len=4096, state_dtype=d).bytes_per_sequence_per_gpu for d in ("auto", "fp32")}
+    size = {d: kv_cache(m, max_model_len=4096, state_dtype=d).bytes_per_sequence_per_gpu for d in ("auto", "fp32")}
     cap = {d: capacity(m, engine="hf", kv_budget_bytes=(40 * GIB,), max_model_len=4096, state_dtype=d)
            for d in ("auto", "fp32")}
     assert size["fp32"] - size["auto"] == 36 * (STATE_FP32 - STATE_BF16) == 39_518_208
@@ -60,7 +60,7 @@ def test_state_dtype_changes_vllm_mamba_alignment(model: Any, state_dtype: str, 
 ])
 def test_quant_group_changes_capacity_as_it_changes_size(model: Any, group: int, per_token: int) -> None:
     m = model("meta-llama/Llama-3.1-8B")
-    assert kv_cache(m, seq_len=4096, kv_dtype="int8", quant_group=group).bytes_per_token == per_token
+    assert kv_cache(m, max_model_len=4096, kv_dtype="int8", quant_group=group).bytes_per_token == per_token
     vllm = capacity(m, kv_budget_bytes=(40 * GIB,), max_model_len=4096, kv_dtype="int8", quant_group=group)
     assert vllm.plan.page_bytes == 16 * per_token  # one block of every layer
     assert vllm.plan.num_blocks == 40 * GIB // (16 * per_token)

@@ -27,7 +27,7 @@ GEMMA = "google/gemma-3-27b-it"
 
 def encoder(engine: str, **settings: Any) -> Any:
     return capacity(GEMMA, engine=engine, kv_budget_bytes=(20 * GIB,), max_model_len=32768,
-                    settings=Settings(**settings)).extras.encoder_cache
+                    settings=Settings.of(**settings)).extras.encoder_cache
 
 
 def test_vllm_033_gemma3_holds_32_images() -> None:
@@ -65,7 +65,7 @@ def test_text_only_profiles_no_encoder() -> None:
 
 def test_the_encoder_outputs_come_out_of_the_budget() -> None:
     plain = capacity(GEMMA, engine="vllm", gpu="H100", max_model_len=32768)
-    text = capacity(GEMMA, engine="vllm", gpu="H100", max_model_len=32768, settings=Settings(limit_mm_per_prompt=0))
+    text = capacity(GEMMA, engine="vllm", gpu="H100", max_model_len=32768, settings=Settings.of(limit_mm_per_prompt=0))
     term = next(t for t in plain.budget_terms if t.kind == "encoder_cache")
     assert term.bytes == 88_080_384 and term.exact
     assert min(text.kv_budget_bytes_per_gpu) - min(plain.kv_budget_bytes_per_gpu) == 88_080_384
@@ -86,5 +86,5 @@ def test_sglang_scales_the_fraction_for_the_vision_tower(model: Any) -> None:
     assert vlm_factor(model("meta-llama/Llama-3.1-8B")) == 1.0
     # 0.5.2 on an H100 (81,559 MiB), tp 1: round((81,559 − 10,240) / 81,559, 3) = 0.874, then × the factor
     r = capacity(GEMMA, engine="sglang@0.5.2", gpu="H100", max_model_len=32768)
-    assert r.settings.mem_fraction_static == pytest.approx(0.874 * 0.909736328125)
+    assert r.settings.sglang.mem_fraction_static == pytest.approx(0.874 * 0.909736328125)
     assert r.extras.encoder_cache is None  # SGLang's rule is the fraction, not a profiled cache

@@ -22,7 +22,7 @@ def test_llama70b_needs_twelve_gpus(model: Any) -> None:
     #   × 80 layers = 1.25 GiB -> ≈ 43 < 64 requests.
     # 12 GPUs, tp4 pp3 (stages 27/27/26 layers): weights ≈ 11 GiB -> ≈ 59.9 GiB; a request = 32,768 × 2 × 512
     #   × 27 = 0.84 GiB -> ≈ 70 ≥ 64. tp2 pp6 also has 12 GPUs but more PP: ranked second.
-    r = fit(model("meta-llama/Llama-3.1-70B"), gpu="H100", context=32768, concurrency=64, overhead_bytes=2 * GIB)
+    r = fit(model("meta-llama/Llama-3.1-70B"), gpu="H100", max_model_len=32768, concurrency=64, overhead_bytes=2 * GIB)
     assert r.best is not None and (r.best.tp, r.best.pp, r.best.kv_dtype) == (4, 3, "auto")
     assert 64 <= r.best.requests < 75
     assert (r.candidates[1].tp, r.candidates[1].pp) == (2, 6)
@@ -33,7 +33,7 @@ def test_llama70b_needs_twelve_gpus(model: Any) -> None:
 def test_llama70b_fp8_allowed_fits_on_eight(model: Any) -> None:
     # fp8 halves a request: tp8 -> 0.625 GiB, ≈ 87 requests on ≈ 54.4 GiB; 4 GPUs (weights ≈ 32.9 GiB,
     # budget ≈ 37.9 GiB, 1.25 GiB per request) give ≈ 30. Same GPU count: less PP first -> tp8 pp1 fp8.
-    r = fit(model("meta-llama/Llama-3.1-70B"), gpu="H100", context=32768, concurrency=64, kv_dtype="any",
+    r = fit(model("meta-llama/Llama-3.1-70B"), gpu="H100", max_model_len=32768, concurrency=64, kv_dtype="any",
             overhead_bytes=2 * GIB)
     assert r.best is not None and (r.best.tp, r.best.pp, r.best.kv_dtype) == (8, 1, "fp8")
     assert 80 < r.best.requests < 95
@@ -41,13 +41,13 @@ def test_llama70b_fp8_allowed_fits_on_eight(model: Any) -> None:
 
 def test_llama8b_fits_on_one(model: Any) -> None:
     # a request = 8,192 × 131,072 B = 1 GiB; budget ≈ 70.85 − 15 = 55.9 GiB -> ≈ 55 ≥ 16 on tp1
-    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", context=8192, concurrency=16, overhead_bytes=2 * GIB)
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", max_model_len=8192, concurrency=16, overhead_bytes=2 * GIB)
     assert r.best is not None and (r.best.tp, r.best.pp) == (1, 1)
 
 
 def test_nothing_fits_shows_closest(model: Any) -> None:
     # DeepSeek-V3: 70,272 B per token on every GPU (MLA is replicated): 1,000 × 128k tokens ≈ 8.6 TiB per GPU
-    r = fit(model("deepseek-ai/DeepSeek-V3"), gpu="H200", context=131072, concurrency=1000, max_gpus=16,
+    r = fit(model("deepseek-ai/DeepSeek-V3"), gpu="H200", max_model_len=131072, concurrency=1000, max_gpus=16,
             overhead_bytes=2 * GIB)
     assert r.best is None and r.candidates and not any(c.fits for c in r.candidates)
     assert "closest" in r.notes[-1]
@@ -55,7 +55,7 @@ def test_nothing_fits_shows_closest(model: Any) -> None:
 
 def test_context_beyond_model_is_refused(model: Any) -> None:
     with pytest.raises(InputError):
-        fit(model("meta-llama/Llama-2-7b-hf"), gpu="H100", context=8192, concurrency=1)
+        fit(model("meta-llama/Llama-2-7b-hf"), gpu="H100", max_model_len=8192, concurrency=1)
 
 
 def test_fit_cli_json(run_cli: Any) -> None:
@@ -77,7 +77,7 @@ def test_fit_cli_table(run_cli: Any) -> None:
 def test_a_refusal_does_not_fit(model: Any) -> None:
     # one L4 (22.05 GiB): 22.05 × 0.92 − 14.96 weights − 2 overhead ≈ 3.3 GiB of KV, a 131,072-token request needs
     # 16 GiB: vLLM refuses to start, so the layout does not fit, with vLLM's words as the reason
-    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="L4", context=131072, concurrency=1, gpus_per_node=1, max_gpus=1,
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="L4", max_model_len=131072, concurrency=1, gpus_per_node=1, max_gpus=1,
             overhead_bytes=2 * GIB)
     assert r.best is None and len(r.candidates) == 1
     assert r.candidates[0].reason.startswith("the engine refuses: To serve at least one request")
@@ -88,7 +88,7 @@ def test_a_refusal_does_not_fit(model: Any) -> None:
 def test_replicas_reach_the_concurrency(model: Any) -> None:
     # Llama-3.1-8B on an H100, tp 1: budget 79.18 × 0.92 − 14.96 (weights) − 2 (overhead) = 55.89 GiB; a 32k
     # request is 32,768 × 131,072 B = 4 GiB -> 13.97 per replica, 13 at once -> ceil(100 / 13) = 8 replicas.
-    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", context=32768, concurrency=100, gpus_per_node=1,
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", max_model_len=32768, concurrency=100, gpus_per_node=1,
             max_gpus=8, overhead_bytes=2 * GIB)
     best = r.best
     assert best is not None and (best.tp, best.pp, best.replicas, best.num_gpus) == (1, 1, 8, 8)
@@ -98,7 +98,7 @@ def test_replicas_reach_the_concurrency(model: Any) -> None:
 
 
 def test_one_replica_only_is_the_old_question(model: Any) -> None:
-    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", context=32768, concurrency=100, gpus_per_node=1,
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", max_model_len=32768, concurrency=100, gpus_per_node=1,
             max_gpus=8, max_replicas=1, overhead_bytes=2 * GIB)
     assert r.best is not None and (r.best.pp, r.best.replicas) == (8, 1)  # 136 requests on one 8-stage replica
     refused = next(c for c in r.candidates if (c.tp, c.pp) == (1, 1))
@@ -108,7 +108,7 @@ def test_one_replica_only_is_the_old_question(model: Any) -> None:
 def test_several_gpu_types_ranked_by_cost(model: Any) -> None:
     # L40S (44.53 GiB) at $0.80 vs H100 at $2.50: 3 replicas of tp 2 on L40S (15.7 requests each, 6 GPUs,
     # $4.80/h) are cheaper than 4 H100s ($10/h) though they take more GPUs.
-    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["H100", "L40S"], context=32768, concurrency=40,
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["H100", "L40S"], max_model_len=32768, concurrency=40,
             overhead_bytes=2 * GIB, prices={"H100": 2.5, "l40s": 0.8})
     best = r.best
     assert best is not None and (best.gpu, best.tp, best.pp, best.replicas) == ("L40S", 2, 1, 3)
@@ -119,21 +119,21 @@ def test_several_gpu_types_ranked_by_cost(model: Any) -> None:
 
 
 def test_without_prices_fewest_gpus_rank_first(model: Any) -> None:
-    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["L40S", "H200"], context=32768, concurrency=40,
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["L40S", "H200"], max_model_len=32768, concurrency=40,
             overhead_bytes=2 * GIB)
     assert r.best is not None and r.best.gpu == "H200" and r.ranking.startswith("GPUs")
     assert all(c.cost_per_hour is None for c in r.candidates)
 
 
 def test_an_unpriced_gpu_ranks_after_the_priced_ones(model: Any) -> None:
-    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["H200", "L40S"], context=32768, concurrency=40,
+    r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["H200", "L40S"], max_model_len=32768, concurrency=40,
             overhead_bytes=2 * GIB, prices={"L40S": 0.8})
     assert r.best is not None and r.best.gpu == "L40S"
     assert any("no price for H200" in n for n in r.notes)
 
 
 def test_the_default_gpus_are_the_priced_ones(model: Any) -> None:
-    r = fit(model("meta-llama/Llama-3.1-8B"), context=8192, concurrency=4, prices={"A100-80G": 1.8, "L4": 0.4})
+    r = fit(model("meta-llama/Llama-3.1-8B"), max_model_len=8192, concurrency=4, prices={"A100-80G": 1.8, "L4": 0.4})
     assert r.gpus == ("A100-80G", "L4")
 
 
@@ -151,7 +151,7 @@ def test_the_default_gpus_are_the_priced_ones(model: Any) -> None:
 ])
 def test_bad_input_raises_before_planning(model: Any, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError, match=message):
-        fit(model("meta-llama/Llama-3.1-8B"), context=8192, concurrency=4, **{"gpu": "H100", **kwargs})
+        fit(model("meta-llama/Llama-3.1-8B"), max_model_len=8192, concurrency=4, **{"gpu": "H100", **kwargs})
 
 
 def test_prices_inline_toml_and_csv() -> None:

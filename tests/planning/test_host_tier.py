@@ -23,7 +23,7 @@ GIB = 2**30
 
 def tier(engine: str, **settings: Any) -> Any:
     return capacity("Qwen/Qwen3-8B", engine=engine, kv_budget_bytes=(20 * GIB,), tp=2, max_model_len=32768,
-                    settings=Settings(**settings))
+                    settings=Settings.of(**settings))
 
 
 def test_vllm_native_offloading_splits_one_size_over_the_ranks() -> None:
@@ -75,7 +75,7 @@ def test_cpu_offload_moves_decoder_weights_off_the_gpu() -> None:
     # --cpu-offload-gb 4: 4 GiB of decoder-layer weights leave the GPU; the KV budget grows by as much
     plain = capacity("Qwen/Qwen3-8B", engine="vllm", gpu="H100", tp=2, max_model_len=32768)
     moved = capacity("Qwen/Qwen3-8B", engine="vllm", gpu="H100", tp=2, max_model_len=32768,
-                     settings=Settings(cpu_offload_bytes=4 * GIB))
+                     settings=Settings.of(cpu_offload_bytes=4 * GIB))
     term = next(t for t in moved.budget_terms if t.bytes < 0)
     assert term.bytes == -4 * GIB and term.kind == "weights"
     assert min(moved.kv_budget_bytes_per_gpu) - min(plain.kv_budget_bytes_per_gpu) == 4 * GIB

@@ -29,7 +29,7 @@ LLAMA8B_EMBED = 2 * (128_256 + 4096)
 
 def lora(name: str, engine: str = "vllm", tp: int = 1, **settings: Any) -> Any:
     r = capacity(name, engine=engine, kv_budget_bytes=(40 * GIB,), max_model_len=8192, tp=tp,
-                 settings=Settings(**settings))
+                 settings=Settings.of(**settings))
     return r.extras.lora
 
 
@@ -88,7 +88,7 @@ def test_mla_modules_are_wrapped_as_their_base_layers() -> None:
 def test_lora_slots_come_out_of_the_kv_budget() -> None:
     plain = capacity("meta-llama/Llama-3.1-8B", engine="vllm", gpu="H100", max_model_len=8192)
     r = capacity("meta-llama/Llama-3.1-8B", engine="vllm", gpu="H100", max_model_len=8192,
-                 settings=Settings(max_loras=4, max_lora_rank=64))
+                 settings=Settings.of(max_loras=4, max_lora_rank=64))
     term = next(t for t in r.budget_terms if t.kind == "lora")
     assert term.bytes == 4 * 369_426_432
     assert min(plain.kv_budget_bytes_per_gpu) - min(r.kv_budget_bytes_per_gpu) == term.bytes
@@ -110,5 +110,5 @@ def test_host_cache_of_adapters() -> None:
 def test_what_kvplan_does_not_model_is_bad_input(engine: str, settings: dict[str, Any], arg: str) -> None:
     with pytest.raises(InputError) as err:
         capacity("meta-llama/Llama-3.1-8B", engine=engine, kv_budget_bytes=(40 * GIB,), max_model_len=8192,
-                 settings=Settings(**settings))
+                 settings=Settings.of(**settings))
     assert err.value.arg_names == (arg,)

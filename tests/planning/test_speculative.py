@@ -32,7 +32,7 @@ from kvplan.planning.weights import mtp_bytes_per_gpu, weight_bytes_per_gpu
 from kvplan.specs import FullAttn
 
 GIB = 2**30
-DRAFT_1B = Settings(speculative_model="meta-llama/Llama-3.2-1B", num_speculative_tokens=4)
+DRAFT_1B = Settings.of(speculative_model="meta-llama/Llama-3.2-1B", num_speculative_tokens=4)
 
 
 def run(name: str, engine: str, budget: int = 40 * GIB, **kw: Any) -> Any:
@@ -76,12 +76,12 @@ def test_vllm_011_refuses_a_draft_model() -> None:
         run("meta-llama/Llama-3.1-70B", "vllm@0.11", tp=4, settings=DRAFT_1B)
     assert err.value.arg_names == ("speculative_method",)
     with pytest.raises(InputError, match=r"from 0\.9"):
-        run("deepseek-ai/DeepSeek-V3", "vllm@0.7", tp=8, max_model_len=8192, settings=Settings(speculative_method="mtp"))
+        run("deepseek-ai/DeepSeek-V3", "vllm@0.7", tp=8, max_model_len=8192, settings=Settings.of(speculative_method="mtp"))
 
 
 def test_deepseek_v3_mtp_is_one_more_mla_layer() -> None:
     # bf16 latent (512 + 64) × 2 B = 1,152 B per token per layer, on every rank; 61 + 1 MTP layers × 16 × 1,152
-    r = run("deepseek-ai/DeepSeek-V3", "vllm", tp=8, max_model_len=32768, settings=Settings(speculative_method="mtp"))
+    r = run("deepseek-ai/DeepSeek-V3", "vllm", tp=8, max_model_len=32768, settings=Settings.of(speculative_method="mtp"))
     assert r.plan.page_bytes == 62 * 16 * 1152 == 1_142_784
     assert r.plan.num_blocks == 42_949_672_960 // 1_142_784
     # K defaults to num_nextn_predict_layers (vLLM's n_predict): 1; MTP is EAGLE-family: 1 lookahead slot
@@ -92,7 +92,7 @@ def test_deepseek_v3_mtp_is_one_more_mla_layer() -> None:
 
 def test_mtp_without_mtp_layers_is_bad_input() -> None:
     with pytest.raises(InputError, match="no MTP layers") as err:
-        run("meta-llama/Llama-3.1-8B", "vllm", settings=Settings(num_speculative_tokens=2))
+        run("meta-llama/Llama-3.1-8B", "vllm", settings=Settings.of(num_speculative_tokens=2))
     assert err.value.arg_names == ("speculative_model",)
 
 
@@ -124,7 +124,7 @@ def eagle_head(tmp_path: Path, name: str = "EAGLE3-LLaMA3.1-Instruct-8B") -> str
 def test_eagle3_head_is_inferred_and_adds_one_layer(tmp_path: Path) -> None:
     # vLLM infers eagle3 from the name (config/speculative.py:1432-1448); Llama-3.1-8B: 32 layers × 16 ×
     # 8 heads × 128 × 2 × 2 B = 32 × 65,536; the head's one layer is another 65,536
-    settings = Settings(speculative_model=eagle_head(tmp_path), num_speculative_tokens=3)
+    settings = Settings.of(speculative_model=eagle_head(tmp_path), num_speculative_tokens=3)
     r = run("meta-llama/Llama-3.1-8B", "vllm", max_model_len=8192, settings=settings)
     assert r.extras.speculative.method == "eagle3"
     assert r.plan.page_bytes == 33 * 65_536
@@ -139,7 +139,7 @@ def test_vllm_19996_log_eagle_layer_shares_the_pool(tmp_path: Path) -> None:
     # "Maximum concurrency for 131,072 tokens per request: 3.13x". With the head's layer in the pool a block costs
     # 33 × 65,536 = 2,162,688 B: int(51.63 GiB) // 2,162,688 = 25,633 blocks × 16 = 410,128 tokens (legacy log),
     # 25,633 / 8,192 = 3.13x. Without it: 26,434 blocks, 422,944 tokens (not what vLLM logged).
-    eagle = Settings(speculative_model=eagle_head(tmp_path, "EAGLE-LLaMA3.1-Instruct-8B"), num_speculative_tokens=3)
+    eagle = Settings.of(speculative_model=eagle_head(tmp_path, "EAGLE-LLaMA3.1-Instruct-8B"), num_speculative_tokens=3)
     budget = (int(51.63 * GIB),)
     r = capacity("meta-llama/Llama-3.1-8B", engine="vllm@0.9", kv_budget_bytes=budget, max_model_len=131072,
                  settings=eagle)
@@ -151,7 +151,7 @@ def test_vllm_19996_log_eagle_layer_shares_the_pool(tmp_path: Path) -> None:
 
 def test_eagle_and_draft_model_need_k() -> None:
     with pytest.raises(InputError, match="num_speculative_tokens was not provided") as err:
-        run("meta-llama/Llama-3.1-70B", "vllm", tp=4, settings=Settings(speculative_model="meta-llama/Llama-3.2-1B"))
+        run("meta-llama/Llama-3.1-70B", "vllm", tp=4, settings=Settings.of(speculative_model="meta-llama/Llama-3.2-1B"))
     assert err.value.arg_names == ("num_speculative_tokens",)
 
 
@@ -159,7 +159,7 @@ def test_ngram_adds_no_layers_and_no_lookahead() -> None:
     # n-gram lookup has no model (vLLM num_lookahead_tokens is 0 for it)
     plain = run("meta-llama/Llama-3.1-8B", "vllm", max_model_len=8192)
     r = run("meta-llama/Llama-3.1-8B", "vllm", max_model_len=8192,
-            settings=Settings(speculative_method="ngram", num_speculative_tokens=4))
+            settings=Settings.of(speculative_method="ngram", num_speculative_tokens=4))
     assert r.plan.num_blocks == plain.plan.num_blocks and r.plan.lookahead_tokens_per_request == 0
 
 
@@ -168,7 +168,7 @@ def test_vllm_033_reserves_k_state_blocks_per_mamba_layer() -> None:
     # 2 blocks (align mode) + 1 prefill checkpoint block (FlashInfer GDN prefill on an H100,
     # qwen_gdn_linear_attn.py:690-750) + K (MambaSpec.max_memory_usage_bytes, kv_cache_interface.py:1135-1141;
     # use_replayssm off); 0.11 counts the state alone (max_memory_usage_bytes = page).
-    k3 = Settings(speculative_method="ngram", num_speculative_tokens=3)
+    k3 = Settings.of(speculative_method="ngram", num_speculative_tokens=3)
     r = run("Qwen/Qwen3-Next-80B-A3B-Thinking", "vllm", tp=4, max_model_len=32768, settings=k3)
     mamba = next(g for g in r.plan.groups if g.kind == "mamba")
     assert mamba.blocks_per_request == 2 + 1 + 3
@@ -193,7 +193,7 @@ def test_sliding_window_retained_tokens(model: Any, method: str, layers: int, k:
     spec = FullAttn(num_kv_heads=8, head_dim=128, v_head_dim=128)
     draft = Draft(method=method, num_speculative_tokens=k, model=None, tp=1, specs=(spec,) * layers,
                   specs_per_gpu=(spec,) * layers)
-    req = Request(model=model("meta-llama/Llama-3.1-8B"), max_model_len=8192, draft=draft)
+    req = Request.of(model("meta-llama/Llama-3.1-8B"), max_model_len=8192, draft=draft)
     assert vllm_spec.reserve(req, RELEASES[release]).retained_tokens == retained
 
 
@@ -210,7 +210,7 @@ def test_sglang_0523_grows_the_cell_by_the_draft_layers() -> None:
 def test_sglang_052_adds_headroom_for_draft_and_verify_tokens() -> None:
     # N = 40 GiB // 131,072 = 327,680; max_num_reqs = min(max(int(327,680 / 8,192 × 512), 2,048), 4,096) = 4,096;
     # N + 4,096 × (steps 3 × topk 1 + 4 draft tokens) + 100 = 356,452
-    eagle_k3 = Settings(speculative_model="meta-llama/Llama-3.2-1B", speculative_method="eagle", num_speculative_tokens=3)
+    eagle_k3 = Settings.of(speculative_model="meta-llama/Llama-3.2-1B", speculative_method="eagle", num_speculative_tokens=3)
     r = run("meta-llama/Llama-3.1-8B", "sglang@0.5.2", max_model_len=8192, settings=eagle_k3)
     assert r.plan.kv_tokens == 327_680 + 4096 * 7 + 100 == 356_452
 
@@ -219,9 +219,9 @@ def test_sglang_052_adds_headroom_for_draft_and_verify_tokens() -> None:
     pytest.param("eagle", 2048, id="eagle-2GiB"), pytest.param("draft_model", 6144, id="standalone-6GiB")])
 def test_sglang_052_reserves_memory_for_the_draft(method: str, reserve_mib: int) -> None:
     # H100 (nvidia-smi 81,559 MiB), tp 1: reserve (9.5 + 0.5) GiB = 10,240 MiB, + the draft's; fraction rounded to 3
-    s = Settings(speculative_model="meta-llama/Llama-3.2-1B", speculative_method=method, num_speculative_tokens=3)
+    s = Settings.of(speculative_model="meta-llama/Llama-3.2-1B", speculative_method=method, num_speculative_tokens=3)
     r = capacity("meta-llama/Llama-3.1-8B", engine="sglang@0.5.2", gpu="H100", max_model_len=8192, settings=s)
-    assert r.settings.mem_fraction_static == round((81_559 - 10_240 - reserve_mib) / 81_559, 3)
+    assert r.settings.sglang.mem_fraction_static == round((81_559 - 10_240 - reserve_mib) / 81_559, 3)
 
 
 def test_trtllm_token_costs_target_and_draft() -> None:
@@ -240,13 +240,13 @@ def test_transformers_profile_refuses_assisted_generation() -> None:
 
 def test_fit_passes_the_draft_to_every_layout() -> None:
     # Each candidate is capacity() with the same settings: the draft's weights and KV are in every layout tried.
-    found = fit("meta-llama/Llama-3.1-70B", gpu="H100", context=32768, concurrency=24, settings=DRAFT_1B)
+    found = fit("meta-llama/Llama-3.1-70B", gpu="H100", max_model_len=32768, concurrency=24, settings=DRAFT_1B)
     best = found.best
     assert best is not None
     direct = capacity("meta-llama/Llama-3.1-70B", engine="vllm", gpu="H100", tp=best.tp, pp=best.pp,
                       max_model_len=32768, settings=DRAFT_1B)
     assert (best.kv_tokens, best.requests_per_replica) == (direct.plan.kv_tokens, direct.plan.requests_at_max_len)
-    plain = fit("meta-llama/Llama-3.1-70B", gpu="H100", context=32768, concurrency=24)
+    plain = fit("meta-llama/Llama-3.1-70B", gpu="H100", max_model_len=32768, concurrency=24)
     same = next(c for c in plain.candidates if (c.tp, c.pp) == (best.tp, best.pp))
     assert best.kv_tokens < same.kv_tokens
 

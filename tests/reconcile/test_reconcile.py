@@ -276,7 +276,7 @@ def test_a_refusal_is_read_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
         return replace(result, plan=_WithRefusal(result.plan))
 
     monkeypatch.setattr(inputs_module, "capacity", answering)
-    later = plan(replace(inputs, max_model_len=40959), 10 * 2**20)
+    later = plan(replace(inputs, cache=replace(inputs.cache, max_model_len=40959)), 10 * 2**20)
     assert later == "vLLM refuses: estimated_max_model_len 96"
 
 

@@ -36,10 +36,10 @@ def test_the_room_left_by_the_weights(tmp_path: Path) -> None:
     from kvplan.planning.weights import weight_bytes_per_gpu
     from kvplan.workflows.sweep import sweep
 
-    result = sweep(["meta-llama/Llama-3.1-70B"], seq_lens=(4096,), tps=(1, 4))
+    result = sweep(["meta-llama/Llama-3.1-70B"], max_model_lens=(4096,), tps=(1, 4))
     memory = lookup_gpu("H100").memory_bytes
     room = _room(result, memory)
-    model = kv_cache("meta-llama/Llama-3.1-70B", seq_len=1).layout.model
+    model = kv_cache("meta-llama/Llama-3.1-70B", max_model_len=1).layout.model
     assert room == {"tp1 pp1": memory - weight_bytes_per_gpu(model, tp=1), "tp4 pp1": memory - weight_bytes_per_gpu(
         model, tp=4)}
     assert room["tp1 pp1"] < 0 < room["tp4 pp1"]
@@ -58,7 +58,7 @@ def test_concurrency_plot_labels_its_values(tmp_path: Path) -> None:
 def test_small_layer_group_segments_stay_visible_and_labelled() -> None:
     from matplotlib.figure import Figure
 
-    results = [kv_cache(m, seq_len=131072) for m in ("openai/gpt-oss-20b", "Qwen/Qwen3-Next-80B-A3B-Thinking")]
+    results = [kv_cache(m, max_model_len=131072) for m in ("openai/gpt-oss-20b", "Qwen/Qwen3-Next-80B-A3B-Thinking")]
     per_model = [group_bytes(r) for r in results]
     ax = Figure().add_subplot()
     totals, enlarged = _stack(ax, per_model)

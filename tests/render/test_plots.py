@@ -49,7 +49,7 @@ def test_sweep_capacity_plot(run_cli, tmp_path):
 
 def test_capacity_curve_library(tmp_path):
     # 20 GiB of KV / 131,072 B per token (Llama-3.1-8B bf16) = 163,840 tokens; vLLM concurrency at 4k = 40
-    curve = capacity_curve("meta-llama/Llama-3.1-8B", seq_lens=(4096, 8192), engines=("vllm",),
+    curve = capacity_curve("meta-llama/Llama-3.1-8B", max_model_lens=(4096, 8192), engines=("vllm",),
                            kv_budget_bytes=(20 * 2**30,))
     assert [p.max_concurrency for p in curve.points] == [40.0, 20.0]
     out = plot_capacity(curve.series(), tmp_path / "c.png", title="capacity")
@@ -71,18 +71,18 @@ def test_compare_layer_group_bars(run_cli, tmp_path):
     pytest.param("deepseek-ai/DeepSeek-V3", {"tp": 8, "dcp": 8}, id="deepseek-dcp8"),
 ])
 def test_group_bytes_sum_to_sequence_bytes(name, options):
-    r = kv_cache(name, seq_len=5000, **options)
+    r = kv_cache(name, max_model_len=5000, **options)
     assert sum(group_bytes(r).values()) == r.bytes_per_sequence_per_gpu
 
 
 def test_group_bytes_gpt_oss():
     # 12 sliding layers keep 128 tokens, 12 full layers keep 8,192: 2,048 B per token per layer
-    groups = group_bytes(kv_cache("openai/gpt-oss-20b", seq_len=8192))
+    groups = group_bytes(kv_cache("openai/gpt-oss-20b", max_model_len=8192))
     assert groups == {"sliding (128 tokens)": 12 * 2048 * 128, "full": 12 * 2048 * 8192}
 
 
 def test_layer_group_plot_library(tmp_path):
-    results = [kv_cache(n, seq_len=4096) for n in ("openai/gpt-oss-20b", "meta-llama/Llama-3.1-8B")]
+    results = [kv_cache(n, max_model_len=4096) for n in ("openai/gpt-oss-20b", "meta-llama/Llama-3.1-8B")]
     out = plot_layer_groups(results, tmp_path / "g.svg", title="groups")
     assert out.stat().st_size > 1000
 
@@ -100,7 +100,7 @@ def test_capacity_plot_for_the_capacity_command(tmp_path):
 
     assert context_lengths(40960) == (1024, 2048, 4096, 8192, 16384, 32768, 40960)
     out = tmp_path / "capacity.png"
-    curve = capacity_curve("meta-llama/Llama-3.1-8B", seq_lens=context_lengths(16384), engines=("vllm", "trtllm"),
+    curve = capacity_curve("meta-llama/Llama-3.1-8B", max_model_lens=context_lengths(16384), engines=("vllm", "trtllm"),
                            kv_budget_bytes=(20 * 2**30,))
     plot_capacity(curve.series(labelled=False), out, title="Max concurrency vs context")
     assert len(curve.points) == 2 * 5

@@ -18,7 +18,7 @@ import pytest
 from kvplan.render.html import report_html
 from kvplan.render.report import report_payload
 from kvplan.workflows.probe_file import check_probe
-from kvplan.workflows.report import ReportRequest, report
+from kvplan.workflows.report import report
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install '.[test]')")
@@ -45,12 +45,12 @@ def browser() -> Iterator[Any]:
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The issue's first two commands, and the third's kind (a given budget and a probe file)."""
     probe = check_probe(json.loads(PROBE.read_text()), PROBE.name)
-    cases = {"llama70b": ("meta-llama/Llama-3.1-70B", ReportRequest(gpu="H100", tp=4, max_model_len=32768)),
-             "dsv3": ("deepseek-ai/DeepSeek-V3", ReportRequest(gpu="H200", tp=8, kv_dtypes=("auto", "fp8"))),
-             "qwen-probe": ("Qwen/Qwen3-8B", ReportRequest(kv_budget_bytes=(40 * 2**30,), probes=(probe,)))}
+    cases = {"llama70b": ("meta-llama/Llama-3.1-70B", dict(gpu="H100", tp=4, max_model_len=32768)),
+             "dsv3": ("deepseek-ai/DeepSeek-V3", dict(gpu="H200", tp=8, kv_dtypes=("auto", "fp8"))),
+             "qwen-probe": ("Qwen/Qwen3-8B", dict(kv_budget_bytes=(40 * 2**30,), probes=(probe,)))}
     folder = tmp_path_factory.mktemp("report")
     for name, (model, request) in cases.items():
-        (folder / f"{name}.html").write_text(report_html(report_payload(report(model, request))), encoding="utf-8")
+        (folder / f"{name}.html").write_text(report_html(report_payload(report(model, **request))), encoding="utf-8")
     return {name: folder / f"{name}.html" for name in cases}
 
 

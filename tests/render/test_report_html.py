@@ -16,7 +16,7 @@ import pytest
 from kvplan.render.html import DATA_ID, report_html
 from kvplan.render.report import report_payload
 from kvplan.workflows.probe_file import check_probe
-from kvplan.workflows.report import ReportRequest, report
+from kvplan.workflows.report import report
 
 PROBES = Path(__file__).resolve().parent.parent / "data" / "probe"
 SECTIONS = ("inputs", "size", "memory", "capacity", "curves", "measured", "notes")
@@ -29,14 +29,14 @@ def probe(name: str) -> dict[str, Any]:
 # The issue's three commands, and the cases that exercise the rest of the page: a refusal (DeepSeek-V3 on
 # one H100), windows and a fixed state (gpt-oss, Qwen3-Next), PP stages, a GPU and a given budget.
 CASES = {
-    "llama70b-h100-tp4": ("meta-llama/Llama-3.1-70B", ReportRequest(gpu="H100", tp=4, max_model_len=32768)),
-    "dsv3-h200-tp8": ("deepseek-ai/DeepSeek-V3", ReportRequest(gpu="H200", tp=8, kv_dtypes=("auto", "fp8"))),
-    "qwen3-8b-budget-probe": ("Qwen/Qwen3-8B", ReportRequest(
+    "llama70b-h100-tp4": ("meta-llama/Llama-3.1-70B", dict(gpu="H100", tp=4, max_model_len=32768)),
+    "dsv3-h200-tp8": ("deepseek-ai/DeepSeek-V3", dict(gpu="H200", tp=8, kv_dtypes=("auto", "fp8"))),
+    "qwen3-8b-budget-probe": ("Qwen/Qwen3-8B", dict(
         kv_budget_bytes=(40 * 2**30,), kv_dtypes=("auto", "fp8"),
         probes=(probe("h100-llama70b-dsv3-qwen3-8b-bf16.json"), probe("h100-llama70b-dsv3-qwen3-8b-fp8.json")))),
-    "dsv3-one-h100": ("deepseek-ai/DeepSeek-V3", ReportRequest(gpu="H100", max_model_len=8192)),
-    "gpt-oss-pp2": ("openai/gpt-oss-20b", ReportRequest(gpu="L40S", pp=2, engines=("vllm", "sglang"))),
-    "qwen3-next-default-probe": ("Qwen/Qwen3-Next-80B-A3B-Thinking", ReportRequest(
+    "dsv3-one-h100": ("deepseek-ai/DeepSeek-V3", dict(gpu="H100", max_model_len=8192)),
+    "gpt-oss-pp2": ("openai/gpt-oss-20b", dict(gpu="L40S", pp=2, engines=("vllm", "sglang"))),
+    "qwen3-next-default-probe": ("Qwen/Qwen3-Next-80B-A3B-Thinking", dict(
         gpu="H200", tp=4, kv_budget_bytes=(30 * 2**30,), gpu_memory_bytes=140 * 2**30,
         probes=(probe("h100-default.json"),))),
 }
@@ -45,7 +45,7 @@ CASES = {
 @pytest.fixture(scope="module", params=sorted(CASES))
 def page(request: pytest.FixtureRequest) -> tuple[dict[str, Any], str]:
     model, req = CASES[request.param]
-    payload = report_payload(report(model, req))
+    payload = report_payload(report(model, **req))
     return payload, report_html(payload, command=f"kvplan report {model}")
 
 
@@ -161,7 +161,7 @@ def test_markup_in_a_model_path_stays_text(tmp_path: Path) -> None:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text((Path(__file__).resolve().parents[2] / "configs" / "Qwen" / "Qwen3-8B" /
                                          "config.json").read_text())
-    payload = report_payload(report(str(folder), ReportRequest(kv_budget_bytes=(2**30,), engines=("vllm",))))
+    payload = report_payload(report(str(folder), kv_budget_bytes=(2**30,), engines=("vllm",)))
     doc = report_html(payload)
     assert "x</script>" in str(folder) and "</script>" not in doc.split(f'id="{DATA_ID}">')[1][:-len("</script></body></html>\n")]
     assert "<b>bold" not in doc and "x&lt;/script&gt;&lt;b&gt;bold&amp;amp;" in doc
@@ -169,14 +169,14 @@ def test_markup_in_a_model_path_stays_text(tmp_path: Path) -> None:
 
 
 def test_refusals_are_warnings() -> None:
-    payload = report_payload(report("deepseek-ai/DeepSeek-V3", ReportRequest(gpu="H100", max_model_len=8192)))
+    payload = report_payload(report("deepseek-ai/DeepSeek-V3", gpu="H100", max_model_len=8192))
     assert payload["warnings"] and all("warning" in w or "error" in w for w in payload["warnings"])
     assert "KV budget" in report_html(payload)
 
 
 def test_a_refusal_the_payload_carries_reads_as_one() -> None:
     """Engine profiles that report a refusal in the payload (`refusal`, `estimated_max_model_len`) show it."""
-    payload = report_payload(report("Qwen/Qwen3-8B", ReportRequest(kv_budget_bytes=(8 * 2**30,), engines=("vllm",))))
+    payload = report_payload(report("Qwen/Qwen3-8B", kv_budget_bytes=(8 * 2**30,), engines=("vllm",)))
     payload["capacity"][0] |= {"refusal": "one 40,960-token request needs 5.6 GiB", "estimated_max_model_len": 7264}
     text = html.unescape(report_html(payload))
     assert "refuses: one 40,960-token request needs 5.6 GiB (longest that fits: 7,264)" in text

@@ -13,7 +13,7 @@ MODELS = ("meta-llama/Llama-3.1-70B", "Qwen/Qwen2.5-72B", "deepseek-ai/DeepSeek-
 
 
 def test_library_matches_size(size_json):
-    result = compare(MODELS, seq_len=32768)
+    result = compare(MODELS, max_model_len=32768)
     for r, name in zip(result.results, MODELS, strict=True):
         single = size_json(name, "--seq-len", "32k")
         assert (r.model.model_id, r.bytes_per_token, r.total_bytes_per_gpu) == (
@@ -47,7 +47,7 @@ def test_default_seq_len_is_each_models_max(run_cli):
 
 def test_failure_names_the_model(run_cli):
     with pytest.raises(ShardingError, match="falcon-7b"):
-        compare(["meta-llama/Llama-3.1-8B", "tiiuae/falcon-7b"], seq_len=1024, tp=2)
+        compare(["meta-llama/Llama-3.1-8B", "tiiuae/falcon-7b"], max_model_len=1024, tp=2)
     code, _, err = run_cli("compare", "meta-llama/Llama-3.1-8B", "tiiuae/falcon-7b", "--tp", "2")
     assert code == 2 and "tiiuae/falcon-7b" in err
 
@@ -61,16 +61,16 @@ def test_readme_library_example():
     # the Library example of the README's workflows section, line for line (expected values in its comments)
     from kvplan.workflows import beam_search, prefix_sharing, sweep, waste
 
-    c = compare(["meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-V3"], seq_len=32768, tp=8)
+    c = compare(["meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-V3"], max_model_len=32768, tp=8)
     assert [r.bytes_per_token_per_gpu for r in c.results] == [40960, 70272]
-    s = sweep(["Qwen/Qwen3-32B"], seq_lens=(4096, 32768), batches=(1, 64), kv_dtypes=("bf16", "fp8"))
+    s = sweep(["Qwen/Qwen3-32B"], max_model_lens=(4096, 32768), batches=(1, 64), kv_dtypes=("bf16", "fp8"))
     # Qwen3-32B bf16: 2 × 64 layers × 8 KV heads × 128 × 2 B = 262,144 B/token × 4,096 = 1 GiB
     assert (len(s.rows), next(s.dicts())["total_bytes_per_gpu"]) == (8, 1073741824)
-    p = prefix_sharing("meta-llama/Llama-3.1-8B", seq_len=1200, batch=32, shared_prefix_tokens=1000)
+    p = prefix_sharing("meta-llama/Llama-3.1-8B", max_model_len=1200, batch=32, shared_prefix_tokens=1000)
     assert (p.by_name("paged").kv_tokens, p.by_name("paged", shared=False).kv_tokens) == (7648, 38400)
     b = beam_search("meta-llama/Llama-3.1-8B", prompt_tokens=1500, output_tokens=548, beam_width=4)
     assert [m.kv_tokens for m in b.allocators] == [8192, 3728, 3692]
-    w = waste("meta-llama/Llama-3.1-8B", lengths=[100, 4096, 2000], max_seq_len=4096)
+    w = waste("meta-llama/Llama-3.1-8B", lengths=[100, 4096, 2000], max_model_len=4096)
     assert [round(r.waste_pct, 1) for r in w.rows] == [49.6, 0.2, 0.0]
 
 
@@ -91,7 +91,7 @@ def test_compare_engines_cli(run_cli):
 
 
 def test_compare_engines_library():
-    result = compare(["meta-llama/Llama-3.1-8B"], seq_len=8192, engines=("vllm",), kv_budget_bytes=(20 * 2**30,))
+    result = compare(["meta-llama/Llama-3.1-8B"], max_model_len=8192, engines=("vllm",), kv_budget_bytes=(20 * 2**30,))
     (point,) = result.capacity[0]
     assert (point.max_concurrency, point.requests_at_max_len) == (20.0, 20.0)  # 163,840 / 8,192
 
@@ -99,5 +99,5 @@ def test_compare_engines_library():
 def test_engine_releases_keep_their_names():
     # the same model, budget and length under two vLLM releases: 40 GiB // 2 MiB = 20,480 blocks either way;
     # 0.11 logs 20,480 × 16 = 327,680 tokens, 0.33 int(20,480 / 512 × 8,192) = 327,680 too; the names tell them apart
-    result = compare(["meta-llama/Llama-3.1-8B"], seq_len=8192, engines=("vllm@0.11", "vllm"), kv_budget_bytes=(40 * 2**30,))
+    result = compare(["meta-llama/Llama-3.1-8B"], max_model_len=8192, engines=("vllm@0.11", "vllm"), kv_budget_bytes=(40 * 2**30,))
     assert [(p.engine, p.kv_tokens) for p in result.capacity[0]] == [("vllm@0.11", 327_680), ("vllm", 327_680)]

@@ -38,7 +38,7 @@ def test_stored_tokens_rejects_short_request():
 def test_prefix_sharing_library_batch32():
     # 32 requests of 1,200 tokens, 1,000 shared: exact 1,000 + 32 × 200 = 7,400;
     # paged 992 + 32 × 208 (13 blocks) = 7,648; contiguous 32 × 1,200 = 38,400.
-    r = prefix_sharing(LLAMA8, seq_len=1200, batch=32, shared_prefix_tokens=1000)
+    r = prefix_sharing(LLAMA8, max_model_len=1200, batch=32, shared_prefix_tokens=1000)
     assert [m.kv_tokens for m in r.allocators] == [38_400, 7_648, 7_400]
     assert r.by_name("paged").kv_bytes == 7_648 * BPT
     # the block table: 32 × 1 × 2 × pow2(cdiv(1200,16) = 75) = 128 × 8 B = 65,536 B
@@ -47,7 +47,7 @@ def test_prefix_sharing_library_batch32():
 
 
 def test_prefix_sharing_block_size_one_is_token_exact():
-    r = prefix_sharing(LLAMA8, seq_len=1200, batch=32, shared_prefix_tokens=1000, block_size=1)
+    r = prefix_sharing(LLAMA8, max_model_len=1200, batch=32, shared_prefix_tokens=1000, block_size=1)
     assert r.by_name("paged").kv_tokens == r.by_name("exact").kv_tokens == 7_400
 
 
@@ -107,7 +107,7 @@ def test_sliding_layers_held_per_sequence(model):
     paged = allocate(layout, w, "paged")
     assert (paged.kv_bytes, paged.table_bytes_per_gpu) == (27_918_336, 1024)
     # contiguous preallocates max_seqlen but a cyclic window of 128 on sliding layers
-    big = Workload(prompt_tokens=1000, max_seq_len=4096)
+    big = Workload(prompt_tokens=1000, max_model_len=4096)
     assert allocate(layout, big, "contiguous").kv_bytes == 24_576 * 4096 + 24_576 * 128
 
 

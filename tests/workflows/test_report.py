@@ -12,7 +12,7 @@ import pytest
 
 from kvplan.errors import InputError
 from kvplan.workflows.probe_file import check_probe, measured_bytes_per_token
-from kvplan.workflows.report import ReportRequest, engine_names, report, tp_axis
+from kvplan.workflows.report import engine_names, report, tp_axis
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ROOT / "tests" / "data" / "probe"
@@ -45,8 +45,8 @@ def test_tp_axis(model: Any) -> None:
 
 
 def test_one_answer_per_kv_dtype_and_engine() -> None:
-    r = report("meta-llama/Llama-3.1-8B", ReportRequest(kv_budget_bytes=(20 * 2**30,), engines=("vllm", "sglang"),
-                                                       kv_dtypes=("auto", "bf16", "fp8")))
+    r = report("meta-llama/Llama-3.1-8B", kv_budget_bytes=(20 * 2**30,), engines=("vllm", "sglang"),
+                                                       kv_dtypes=("auto", "bf16", "fp8"))
     assert [s.layout.kv_dtype.name for s in r.sizes] == ["bf16", "fp8"]  # auto is bf16 here: once
     assert [(c.plan.kv_dtype, c.engine) for c in r.capacities] == [
         ("bf16", "vllm"), ("bf16", "sglang"), ("fp8", "vllm"), ("fp8", "sglang")]
@@ -60,7 +60,7 @@ def test_one_answer_per_kv_dtype_and_engine() -> None:
 
 
 def test_the_tp_curve_plans_each_tp() -> None:
-    r = report("meta-llama/Llama-3.1-70B", ReportRequest(gpu="H100", tp=4, max_model_len=32768, engines=("vllm",)))
+    r = report("meta-llama/Llama-3.1-70B", gpu="H100", tp=4, max_model_len=32768, engines=("vllm",))
     points = {t.tp: t.point for t in dict(r.tp_curves)["bf16"]}
     assert points[4].kv_tokens == next(c.plan.kv_tokens for c in r.capacities)  # the plan itself, at tp 4
     assert points[1].requests_at_max_len == 0  # 70B of bf16 weights leave one H100 no KV budget
@@ -69,8 +69,8 @@ def test_the_tp_curve_plans_each_tp() -> None:
 
 def test_probe_rows_of_this_model_hold_its_bytes_per_token() -> None:
     probes = (probe("h100-llama70b-dsv3-qwen3-8b-bf16.json"), probe("h100-llama70b-dsv3-qwen3-8b-fp8.json"))
-    r = report("meta-llama/Llama-3.1-70B", ReportRequest(gpu="H100", tp=4, max_model_len=32768, engines=("vllm",),
-                                                         kv_dtypes=("bf16", "fp8"), probes=probes))
+    r = report("meta-llama/Llama-3.1-70B", gpu="H100", tp=4, max_model_len=32768, engines=("vllm",),
+                                                         kv_dtypes=("bf16", "fp8"), probes=probes)
     by_row = {(c.probe, probes[c.probe]["results"][c.result]["model"]): c for c in r.probe_checks}
     bf16, fp8 = by_row[(0, "meta-llama/Llama-3.1-70B")], by_row[(1, "meta-llama/Llama-3.1-70B")]
     # 10,737,418,240 B allocated for 2,048 blocks × 16 tokens = 327,680 B per token: 80 layers × 8 × 256 × 2 B
@@ -82,8 +82,7 @@ def test_probe_rows_of_this_model_hold_its_bytes_per_token() -> None:
 
 def test_a_folder_with_a_bundled_config_is_that_model(tmp_path: Path) -> None:
     shutil.copy(ROOT / "configs" / "Qwen" / "Qwen3-8B" / "config.json", tmp_path / "config.json")
-    r = report(str(tmp_path), ReportRequest(kv_budget_bytes=(2**30,), engines=("vllm",),
-                                            probes=(probe("h100-default.json"),)))
+    r = report(str(tmp_path), kv_budget_bytes=(2**30,), engines=("vllm",), probes=(probe("h100-default.json"),))
     same = {probe("h100-default.json")["results"][c.result]["model"]: c.same_model for c in r.probe_checks}
     assert same["Qwen/Qwen3-8B"] is True and same["meta-llama/Llama-3.1-8B"] is False
     assert r.config_origin == f"file: {tmp_path / 'config.json'}"
@@ -91,8 +90,8 @@ def test_a_folder_with_a_bundled_config_is_that_model(tmp_path: Path) -> None:
 
 def test_linear_state_is_left_out_of_the_measured_bytes_per_token() -> None:
     row = next(r for r in probe("h100-default.json")["results"] if r["model"].startswith("Qwen/Qwen3-Next"))
-    r = report(row["model"], ReportRequest(kv_budget_bytes=(2**30,), engines=("vllm",),
-                                           probes=(probe("h100-default.json"),)))
+    r = report(row["model"], kv_budget_bytes=(2**30,), engines=("vllm",),
+                                           probes=(probe("h100-default.json"),))
     check = next(c for c in r.probe_checks if c.same_model)
     # 12 full layers × 2 heads × 512 × 2 B = 24,576 B per token; the 36 linear layers' state is per sequence
     assert measured_bytes_per_token(row) == check.kvplan_bytes_per_token == 24_576
@@ -100,7 +99,7 @@ def test_linear_state_is_left_out_of_the_measured_bytes_per_token() -> None:
 
 
 def test_a_probe_at_another_tp_is_not_compared() -> None:
-    r = report("meta-llama/Llama-3.1-8B", ReportRequest(kv_budget_bytes=(2**30,), engines=("vllm",), tp=2,
-                                                        probes=(probe("h100-default.json"),)))
+    r = report("meta-llama/Llama-3.1-8B", kv_budget_bytes=(2**30,), engines=("vllm",), tp=2,
+                                                        probes=(probe("h100-default.json"),))
     check = next(c for c in r.probe_checks if c.same_model)  # the probe ran at tp 1: the whole model
     assert check.kvplan_bytes_per_token == 131_072 and "tp 1" in check.compared_with

@@ -41,14 +41,14 @@ def test_parse_str_axis():
 
 
 def test_product_size_order_and_values():
-    result = sweep([LLAMA70, QWEN32], seq_lens=(1024, 32768), batches=(1, 8, 64), tps=(1, 8),
+    result = sweep([LLAMA70, QWEN32], max_model_lens=(1024, 32768), batches=(1, 8, 64), tps=(1, 8),
                    kv_dtypes=("bf16", "fp8"))
     assert len(result.rows) == 2 * 2 * 2 * 2 * 3
     assert result.columns == SWEEP_COLUMNS
     rows = list(result.dicts())
     assert [r["batch"] for r in rows[:3]] == [1, 8, 64]  # batch varies fastest
     for r in rows[::5]:  # every point agrees with the library's single-point answer
-        ref = kv_cache(r["model"], tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_dtype"], seq_len=r["seq_len"],
+        ref = kv_cache(r["model"], tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_dtype"], max_model_len=r["seq_len"],
                        batch=r["batch"])
         assert r["total_bytes_per_gpu"] == ref.total_bytes_per_gpu
         assert r["total_bytes_all_gpus"] == ref.total_bytes_all_gpus
@@ -59,7 +59,7 @@ def test_product_size_order_and_values():
 def test_golden_point():
     # Llama-3.1-70B bf16: 2 × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B/token; tp 8 -> 1 head/GPU = 40,960.
     # 32k tokens × 64 sequences × 40,960 B = 85,899,345,920 B per GPU (80 GiB).
-    (row,) = sweep([LLAMA70], seq_lens=(32768,), batches=(64,), tps=(8,)).dicts()
+    (row,) = sweep([LLAMA70], max_model_lens=(32768,), batches=(64,), tps=(8,)).dicts()
     assert (row["bytes_per_token"], row["bytes_per_token_per_gpu"]) == (327_680, 40_960)
     assert row["total_bytes_per_gpu"] == 85_899_345_920
     assert row["num_gpus"] == 8
@@ -67,14 +67,14 @@ def test_golden_point():
 
 def test_invalid_combinations_are_skipped_with_a_note():
     # falcon-7b has 71 attention heads: tp 2 cannot split them
-    result = sweep(["tiiuae/falcon-7b"], seq_lens=(1024,), tps=(1, 2))
+    result = sweep(["tiiuae/falcon-7b"], max_model_lens=(1024,), tps=(1, 2))
     assert {r["tp"] for r in result.dicts()} == {1}
     assert any("tp=2" in note and "71" in note for note in result.notes)
 
 
 def test_all_invalid_is_an_error():
     with pytest.raises(InputError, match="no sweep point"):
-        sweep(["tiiuae/falcon-7b"], seq_lens=(1024,), tps=(2,))
+        sweep(["tiiuae/falcon-7b"], max_model_lens=(1024,), tps=(2,))
 
 
 def test_cli_csv_file(run_cli, tmp_path):

@@ -29,7 +29,7 @@ def test_read_lengths_skips_comments_and_blank_lines(lengths_file):
 def test_waste_library(lengths_file):
     # contiguous: 3 × 4,096 = 12,288 tokens; paged: 112 (7 blocks) + 4,096 + 2,000 (125 blocks) = 6,208;
     # exact: 6,196. Table: 3 sequences × 2 × pow2(cdiv(4096, 16) = 256) × 8 B = 12,288 B.
-    r = waste(LLAMA8, lengths=read_lengths(lengths_file), max_seq_len=4096)
+    r = waste(LLAMA8, lengths=read_lengths(lengths_file), max_model_len=4096)
     contiguous, paged, exact = r.rows
     assert [row.memory.kv_tokens for row in r.rows] == [12_288, 6_208, 6_196]
     assert paged.memory.total_bytes_per_gpu == 6_208 * BPT + 12_288

@@ -37,7 +37,7 @@ class VllmEngine:
         return resolve(self.release, request)
 
     def policy(self, request: Request) -> LayoutPolicy:
-        hybrid = request.settings.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
+        hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
         return LayoutPolicy(windows="window" if hybrid else "full")
 
     def budget_rules(self, request: Request) -> BudgetRules:
@@ -45,7 +45,7 @@ class VllmEngine:
 
     def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
-        total, util = request.device.memory_bytes, request.settings.gpu_memory_utilization
+        total, util = request.device.memory_bytes, request.settings.vllm.gpu_memory_utilization
         util = util or self.release.gpu_memory_utilization
         ceil = self.release.usable_rounding == "ceil"
         usable = math.ceil(total * util) if ceil else int(total * util)

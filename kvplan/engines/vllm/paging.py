@@ -52,8 +52,8 @@ def max_num_batched_tokens(req: Request) -> int:
 
 def prefix_caching(req: Request, layout: Layout) -> bool:
     """vLLM's default: on, except for attention-free models (pure Mamba) and encoder-decoders."""
-    if req.settings.prefix_caching is not None:
-        return req.settings.prefix_caching
+    if req.settings.vllm.prefix_caching is not None:
+        return req.settings.vllm.prefix_caching
     kinds = {type(p) for s in layout.specs for p in parts(s)}
     return bool(kinds - {LinearState}) and CrossAttn not in kinds
 
@@ -70,7 +70,7 @@ def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True) -> P
     mods = modules(per_gpu, worker_stages(req, layout))
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
     head_size = max((p.head_dim for p in mods.parts if isinstance(p, AttnSpec)), default=0)
-    backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, req.settings.block_size, req.gpu_name,
+    backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, req.cache.block_size, req.gpu_name,
                                             sparse=any(p.sparse for p in mla), head_size=head_size)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
     specs = tuple(paged_spec(p, layout.kv_dtype, dtypes, bs) for p in mods.parts)

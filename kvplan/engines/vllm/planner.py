@@ -99,8 +99,8 @@ def in_flight_tokens(req: Request) -> int:
     """Tokens a running request may add before it is scheduled again: its batches in flight (0.33: one per PP
     stage, +1 with async scheduling; before 0.33 one) × max_num_batched_tokens (both set by the release)."""
     s = req.settings
-    assert s.max_num_batched_tokens is not None and s.in_flight_batches is not None, "settings not resolved"
-    return s.max_num_batched_tokens * s.in_flight_batches
+    assert s.max_num_batched_tokens is not None and s.vllm.in_flight_batches is not None, "settings not resolved"
+    return s.max_num_batched_tokens * s.vllm.in_flight_batches
 
 
 def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelease) -> Blocks:
@@ -164,7 +164,7 @@ def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
 
 def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
     """GPU KV cache size: int(concurrency × max_model_len); before 0.33: num_blocks // groups × block × dcp."""
-    if not req.settings.legacy_token_log:
+    if not req.settings.vllm.legacy_token_log:
         return int(concurrency * req.max_model_len)
     block = min(g.spec.block_size for g in paged.groups if g.spec.kind != "mamba")
     return paged.num_blocks // len(paged.groups) * block * req.dcp
@@ -258,7 +258,7 @@ def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
               if rel.concurrency_from_tokens else
               f"max concurrency = {paged.num_blocks:,} / {sum(paged.need):,} = {concurrency:.2f}x"]
     lines.append(f"GPU KV cache size = int({concurrency:.6f} × {req.max_model_len:,}) = {tokens:,} tokens"
-                 if not req.settings.legacy_token_log else
+                 if not req.settings.vllm.legacy_token_log else
                  f"GPU KV cache size (legacy) = num_blocks // groups × block × dcp = {tokens:,} tokens")
     return tuple(lines)
 

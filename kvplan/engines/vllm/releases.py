@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from kvplan.engines.base import BudgetRules, Device, EncoderRule, LoraRule, ProfileRun, Request, Settings
+from kvplan.engines.base import BudgetRules, Device, EncoderRule, LoraRule, ProfileRun, Request
+from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
 
 GIB = 1024**3
@@ -179,7 +180,7 @@ def chunks_prefill(rel: VllmRelease, req: Request) -> bool:
 def scheduler_defaults(rel: VllmRelease, req: Request) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) the release picks for this GPU and entry point."""
     tier = _tier(rel, req.device or ASSUMED_DEVICE)
-    tokens, seqs = tier.serve if req.settings.entry_point == "serve" else tier.llm
+    tokens, seqs = tier.serve if req.settings.vllm.entry_point == "serve" else tier.llm
     if not chunks_prefill(rel, req):
         tokens = max(req.max_model_len, tokens)
     return tokens, seqs
@@ -187,29 +188,31 @@ def scheduler_defaults(rel: VllmRelease, req: Request) -> tuple[int, int]:
 
 def resolve(rel: VllmRelease, req: Request) -> Request:
     """The request with every `None` knob set to the release's default."""
-    s = req.settings
+    s, v = req.settings, req.settings.vllm
     tokens, seqs = scheduler_defaults(rel, req)
-    sampler = s.sampler or rel.sampler
+    sampler = v.sampler or rel.sampler
     if sampler not in rel.sampler_paths:
         raise InputError(f"{rel.label} samples with {', '.join(rel.sampler_paths)}, not {sampler!r}", arg="sampler")
-    async_ = rel.async_scheduling if s.async_scheduling is None else s.async_scheduling
+    async_ = rel.async_scheduling if v.async_scheduling is None else v.async_scheduling
     batches = req.pp + int(async_) if rel.in_flight_per_stage else 1
-    settings = replace(
-        s, max_num_batched_tokens=s.max_num_batched_tokens or tokens, max_num_seqs=s.max_num_seqs or seqs,
-        sampler=sampler, async_scheduling=async_, in_flight_batches=s.in_flight_batches or batches,
-        legacy_token_log=rel.legacy_token_log if s.legacy_token_log is None else s.legacy_token_log,
-        hybrid_kv_cache_manager=s.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
-        moe_backend=s.moe_backend or rel.mxfp4_backend)
+    vllm = replace(
+        v, sampler=sampler, async_scheduling=async_, in_flight_batches=v.in_flight_batches or batches,
+        legacy_token_log=rel.legacy_token_log if v.legacy_token_log is None else v.legacy_token_log,
+        hybrid_kv_cache_manager=v.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
+        moe_backend=v.moe_backend or rel.mxfp4_backend)
+    settings = replace(s, max_num_batched_tokens=s.max_num_batched_tokens or tokens,
+                       max_num_seqs=s.max_num_seqs or seqs, vllm=vllm)
     return replace(req, settings=settings)
 
 
 def profile_run(rel: VllmRelease, s: Settings) -> ProfileRun:
     """The start-up profile run of a resolved request."""
-    assert s.max_num_batched_tokens is not None and s.max_num_seqs is not None and s.sampler is not None
+    sampler = s.vllm.sampler
+    assert s.max_num_batched_tokens is not None and s.max_num_seqs is not None and sampler is not None
     tokens, seqs = s.max_num_batched_tokens, s.max_num_seqs
-    per_logit = rel.sort_bytes_per_logit if s.sampler == "sort" else FLASHINFER_BYTES_PER_LOGIT
+    per_logit = rel.sort_bytes_per_logit if sampler == "sort" else FLASHINFER_BYTES_PER_LOGIT
     return ProfileRun(tokens=tokens, eager=s.enforce_eager or not rel.compiled,
-                      sampler_rows=min(seqs, tokens) if rel.rows_capped else seqs, sampler_path=s.sampler,
+                      sampler_rows=min(seqs, tokens) if rel.rows_capped else seqs, sampler_path=sampler,
                       sampler_bytes_per_logit=per_logit, full_hidden_at_sampler=rel.full_hidden_at_sampler,
                       sampled_row_copies=rel.sampled_row_copies,
                       persistent_rows=seqs if rel.persistent_sampler_buffers else 0)
@@ -223,7 +226,7 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
         profile=profile_run(rel, s),
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
         nccl_groups=groups if rel.nccl_subtracted else 0,
-        cuda_graphs=rel.graphs_subtracted and not s.enforce_eager, mxfp4_backend=s.moe_backend,
+        cuda_graphs=rel.graphs_subtracted and not s.enforce_eager, mxfp4_backend=s.vllm.moe_backend,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None, lora=lora_rule(rel, req),
         encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes)
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.base import EnginePlan, Settings
+from kvplan.engines.base import EnginePlan
+from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
 from kvplan.units import cdiv
 
@@ -69,10 +70,10 @@ def vllm_native(plan: EnginePlan, size: int, ranks: int) -> HostTier:
 def sglang_hicache(plan: EnginePlan, s: Settings, ranks: int) -> HostTier:
     per_token, page = _bytes_per_token(plan), plan.block_size
     size = s.kv_offloading_bytes
-    tokens = size // per_token if size else int(plan.kv_tokens * (s.hicache_ratio or HICACHE_RATIO))
+    tokens = size // per_token if size else int(plan.kv_tokens * (s.sglang.hicache_ratio or HICACHE_RATIO))
     tokens = (tokens // page + 1) * page
     how = f"hicache_size {size:,} B // {per_token:,} B per token" if size else \
-        f"device pool {plan.kv_tokens:,} × hicache_ratio {s.hicache_ratio or HICACHE_RATIO}"
+        f"device pool {plan.kv_tokens:,} × hicache_ratio {s.sglang.hicache_ratio or HICACHE_RATIO}"
     return HostTier(backend="SGLang HiCache (host pool)", ranks=ranks, host_bytes_per_rank=tokens * per_token,
                     host_bytes_total=tokens * per_token * ranks, tokens=tokens, gpu_tokens_added=0,
                     rule=f"per rank: {how}, + one pad page of {page}")
@@ -89,9 +90,9 @@ def trtllm_host(plan: EnginePlan, size: int, ranks: int) -> HostTier:
 
 def host_tier(engine: str, plan: EnginePlan, s: Settings, ranks: int) -> HostTier | None:
     """The host tier an engine builds from these settings (None: none asked)."""
-    if s.hicache_ratio is not None and engine != "sglang":
+    if s.sglang.hicache_ratio is not None and engine != "sglang":
         raise InputError(f"hicache_ratio is SGLang's HiCache; {engine} takes kv_offloading_bytes", arg="hicache_ratio")
-    native = s.kv_offloading_bytes is not None or s.hicache_ratio is not None
+    native = s.kv_offloading_bytes is not None or s.sglang.hicache_ratio is not None
     if s.lmcache_cpu_bytes is not None and native:
         raise InputError("give one host tier: lmcache_cpu_bytes or kv_offloading_bytes", arg="lmcache_cpu_bytes")
     if s.lmcache_cpu_bytes is not None:

@@ -17,7 +17,7 @@ defaults to the number of MTP layers (vLLM's ``n_predict``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
@@ -85,8 +85,9 @@ def _specs(method: str, request: Request, layout: Layout, draft_model: ModelConf
     if draft_model is None:
         raise InputError(f"speculative_method {method} needs a draft checkpoint (speculative_model)",
                          arg="speculative_model")
-    d = build_layout(draft_model, tp=request.tp, kv_dtype=layout.kv_dtype.name, block_size=0,
-                     quant_group=request.quant_group, policy=policy)
+    # The draft runs in the target's engine: its cache config (KV dtype, quant group, state dtypes), one stage.
+    cache = replace(request.cache, pp=1, dcp=1, overrides=None, kv_dtype=layout.kv_dtype.name, block_size=0)
+    d = build_layout(draft_model, cache, policy)
     return d.specs, d.specs_per_gpu
 
 

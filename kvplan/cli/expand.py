@@ -1,0 +1,107 @@
+"""`@command`: a typer command that asks for library objects instead of their options, and reports errors.
+
+A parameter annotated ``Annotated[T, Expand(builder)]`` is replaced, in the signature typer reads, by the
+builder's own parameters (each an option defined once in ``kvplan.cli.options``); when the command runs, the
+builder makes the object from them and the command receives it. So a command takes one ``CacheRequest``, not
+fifteen options, and no option is declared twice. ``Expand(builder, without=(...))`` leaves out options a
+command takes in another form (a comma list of KV dtypes) or not at all.
+
+A ``KvplanError`` becomes one line on stderr with the library's argument names said as the flags this command
+declares (``max_model_len`` -> ``--max-model-len``), and its exit code.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
+
+import typer
+
+from kvplan.errors import KvplanError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Expand:
+    """Marks a parameter to be built by `builder` from the builder's own options."""
+
+    builder: Callable[..., Any]
+    without: tuple[str, ...] = ()
+
+
+def _expand_of(annotation: Any) -> Expand | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    return next((a for a in get_args(annotation)[1:] if isinstance(a, Expand)), None)
+
+
+def _parameters(func: Callable[..., Any], skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
+    hints = get_type_hints(func, include_extras=True)
+    return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(func).parameters.values()
+            if p.name not in skip]
+
+
+def flags_of(parameters: list[inspect.Parameter]) -> dict[str, str]:
+    """Parameter name -> the flag typer declares for it (arguments and context parameters have none)."""
+    out = {}
+    for p in parameters:
+        info = next((a for a in get_args(p.annotation)[1:] if isinstance(a, typer.models.OptionInfo)), None)
+        decls = [d for d in (info.param_decls or ()) if d.startswith("--")] if info else []
+        if info and isinstance(info.default, str) and info.default.startswith("--"):
+            decls.insert(0, info.default)
+        if decls:
+            out[p.name] = decls[0]
+    return out
+
+
+def error_message(exc: KvplanError, flags: dict[str, str]) -> str:
+    """A library error as this command prints it: the arguments it names said as the command's flags."""
+    message = str(exc)
+    for name in exc.arg_names:
+        if name in flags:  # not inside a path or an id ('/models/x', 'org/model'): those are values
+            message = re.sub(rf"(?<![\w/-]){re.escape(name)}(?![\w/-])", flags[name], message)
+    return message
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one line on stderr and return the Exit to raise (a newline in, say, a file name is printed as a
+    space: the error stays one line)."""
+    print(f"kvplan: error: {' '.join(message.splitlines())}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+def command(func: F) -> F:
+    """Expand the command's Expand parameters into their builders' options; report KvplanErrors in one line."""
+    shown: list[inspect.Parameter] = []
+    built: list[tuple[str, Expand, list[str]]] = []
+    for p in _parameters(func):
+        expand = _expand_of(p.annotation)
+        if expand is None:
+            shown.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+            continue
+        options = _parameters(expand.builder, skip=expand.without)
+        shown += [o.replace(kind=inspect.Parameter.KEYWORD_ONLY) for o in options]
+        built.append((p.name, expand, [o.name for o in options]))
+    names = [p.name for p in shown]
+    assert len(names) == len(set(names)), f"{func.__name__}: an option is declared twice: {names}"
+    flags = flags_of(shown)
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        try:
+            for name, expand, options in built:
+                kwargs[name] = expand.builder(**{o: kwargs.pop(o) for o in options})
+            return func(**kwargs)
+        except KvplanError as exc:
+            raise fail(error_message(exc, flags), exc.exit_code) from None
+
+    wrapper.__signature__ = inspect.Signature(shown)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in shown}
+    wrapper.flags = flags  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]

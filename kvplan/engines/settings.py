@@ -1,0 +1,155 @@
+"""Engine knobs, under vLLM's Python names (as ``vllm.LLM(...)`` and ``EngineArgs`` take them) where vLLM has
+the knob, each engine's own knobs in its own frozen object. Every object checks itself at construction, so
+``Settings(vllm=VllmSettings(gpu_memory_utilization=5.0))`` is refused by the library with the message the CLI
+prints. ``None`` means "the release's default": ``Engine.resolve`` fills it in.
+
+``settings_from(values)`` builds the whole tree from flat names (``gpu_memory_utilization=0.9``,
+``mem_fraction_static=0.8``, ``max_num_seqs=64``), which is how scripts and the command line give them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kvplan.errors import InputError
+
+EntryPoint = Literal["serve", "llm"]
+# How tokens are drafted (vLLM's method names): a separate draft checkpoint, an EAGLE head, an EAGLE-3 head,
+# the target's own next-token-prediction layers (DeepSeek-V3 num_nextn_predict_layers), or prompt n-grams.
+SPEC_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
+
+
+def _choose(obj: object, name: str, allowed: tuple[object, ...]) -> None:
+    value = getattr(obj, name)
+    if value not in allowed:
+        raise InputError(f"{name} must be one of {', '.join(str(a) for a in allowed if a)}, got {value!r}", arg=name)
+
+
+def _fraction(obj: object, name: str) -> None:
+    value = getattr(obj, name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
+        raise InputError(f"{name} must be in (0, 1], got {value}", arg=name)
+
+
+def _positive(obj: object, *names: str, zero: bool = False) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not zero):
+            raise InputError(f"{name} must be {'0 or more' if zero else 'positive'}, got {value}", arg=name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmSettings:
+    """vLLM's own knobs."""
+
+    gpu_memory_utilization: float | None = None  # fraction of total memory (0.92 in 0.33, 0.9 before)
+    entry_point: EntryPoint = "serve"  # `vllm serve` or the `LLM` class (their scheduler defaults differ)
+    async_scheduling: bool | None = None  # 0.33 default: one more batch in flight
+    in_flight_batches: int | None = None  # batches a request may have scheduled (0.33: pp + async; before: 1)
+    prefix_caching: bool | None = None  # None = its default (on; off for attention-free models)
+    hybrid_kv_cache_manager: bool = True  # --disable-hybrid-kv-cache-manager turns it off
+    legacy_token_log: bool | None = None  # before 0.33: tokens = num_blocks // groups × block
+    sampler: str | None = None  # top-k/top-p path of the profile run: sort | flashinfer
+    moe_backend: str | None = None  # MXFP4 experts: marlin | triton (weights are laid out per backend)
+
+    def __post_init__(self) -> None:
+        _fraction(self, "gpu_memory_utilization")
+        _choose(self, "entry_point", ("serve", "llm"))
+        _choose(self, "sampler", (None, "sort", "flashinfer"))
+        _choose(self, "moe_backend", (None, "marlin", "triton"))
+        _positive(self, "in_flight_batches")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SglangSettings:
+    """SGLang's own knobs."""
+
+    mem_fraction_static: float | None = None  # fraction of free memory, weights included (default: by GPU)
+    chunked_prefill_size: int | None = None  # by GPU memory class (its memory reserve follows it)
+    swa_full_tokens_ratio: float = 0.8  # hybrid SWA pool: full-attention tokens / sliding tokens
+    hicache_ratio: float | None = None  # --enable-hierarchical-cache: host pool = ratio × device pool (2.0)
+
+    def __post_init__(self) -> None:
+        _fraction(self, "mem_fraction_static")
+        _fraction(self, "swa_full_tokens_ratio")
+        _positive(self, "chunked_prefill_size", "hicache_ratio")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrtllmSettings:
+    """TensorRT-LLM's own knobs."""
+
+    free_gpu_memory_fraction: float | None = None  # KvCacheConfig: fraction of memory free after load (0.9)
+
+    def __post_init__(self) -> None:
+        _fraction(self, "free_gpu_memory_fraction")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Knobs every engine reads under one name, and each engine's own (``vllm``, ``sglang``, ``trtllm``)."""
+
+    max_num_batched_tokens: int | None = None  # vLLM (TRT-LLM max_num_tokens): by GPU class and entry point
+    max_num_seqs: int | None = None  # vLLM: by GPU class and entry point (profile-run sampler rows)
+    enforce_eager: bool = False  # vLLM/TRT-LLM: no CUDA graphs; the profile forward runs eagerly
+    max_lora_rank: int | None = None  # --max-lora-rank: LoRA slots of this rank are allocated with the weights
+    max_loras: int | None = None  # vLLM --max-loras (1) / SGLang --max-loras-per-batch (8): adapter slots
+    lora_target_modules: tuple[str, ...] | None = None  # None: every linear module (vLLM's default)
+    max_cpu_loras: int | None = None  # vLLM: adapters cached in host memory (default: max_loras)
+    speculative_model: str | None = None  # a draft checkpoint (draft_model, eagle, eagle3)
+    speculative_method: str | None = None  # one of SPEC_METHODS (None: draft_model with a model, mtp without)
+    num_speculative_tokens: int | None = None  # K: tokens drafted per step (default: the draft's layers, else 1)
+    limit_mm_per_prompt: int | None = None  # vLLM items of a modality per prompt (999); 0: text only
+    cpu_offload_bytes: int = 0  # vLLM --cpu-offload-gb: weights kept in host memory, per GPU
+    kv_offloading_bytes: int | None = None  # host KV tier: vLLM --kv-offloading-size (all ranks), SGLang
+    # --hicache-size and TRT-LLM host_cache_size (per rank)
+    lmcache_cpu_bytes: int | None = None  # LMCache max_local_cpu_size, allocated by every rank
+    vllm: VllmSettings = field(default_factory=VllmSettings)
+    sglang: SglangSettings = field(default_factory=SglangSettings)
+    trtllm: TrtllmSettings = field(default_factory=TrtllmSettings)
+
+    def __post_init__(self) -> None:
+        _choose(self, "speculative_method", (None, *SPEC_METHODS))
+        _positive(self, "max_num_batched_tokens", "max_num_seqs", "max_lora_rank", "max_loras", "max_cpu_loras",
+                  "num_speculative_tokens", "kv_offloading_bytes", "lmcache_cpu_bytes")
+        _positive(self, "limit_mm_per_prompt", "cpu_offload_bytes", zero=True)
+
+    @classmethod
+    def of(cls, **values: Any) -> Settings:
+        """Settings from flat knob names: ``Settings.of(gpu_memory_utilization=0.9, max_num_seqs=64)``."""
+        return settings_from(values)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """Every knob by its flat name (the engines' own included), as settings_from takes them."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if dataclasses.is_dataclass(value):
+                yield from ((g.name, getattr(value, g.name)) for g in dataclasses.fields(value))
+            else:
+                yield f.name, value
+
+
+ENGINE_PARTS = {"vllm": VllmSettings, "sglang": SglangSettings, "trtllm": TrtllmSettings}
+SETTING_NAMES = frozenset(name for cls in (Settings, *ENGINE_PARTS.values()) for name in
+                          (f.name for f in dataclasses.fields(cls)) if name not in ENGINE_PARTS)
+
+
+def settings_from(values: Mapping[str, Any], base: Settings | None = None) -> Settings:
+    """Settings from flat knob names (each routed to the object that has it), on top of `base`."""
+    unknown = sorted(set(values) - SETTING_NAMES)
+    if unknown:
+        raise InputError(f"unknown engine setting {unknown[0]!r}", arg=unknown[0])
+    base = base or Settings()
+    parts = {part: dataclasses.replace(getattr(base, part), **{k: v for k, v in values.items() if k in _names(cls)})
+             for part, cls in ENGINE_PARTS.items()}
+    shared = {k: v for k, v in values.items() if k in _names(Settings)}
+    return dataclasses.replace(base, **shared, **parts)
+
+
+def _names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls)) - set(ENGINE_PARTS)

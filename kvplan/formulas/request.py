@@ -1,0 +1,126 @@
+"""The cache question: one frozen, validated object from the command line (or a script) to the formulas.
+
+``CacheRequest`` holds every knob that shapes a KV cache (parallel sizes, dtypes, block size, quant group,
+state dtypes, the user's overrides) and what the cache holds (``max_model_len`` tokens per sequence,
+``batch`` sequences). It checks itself at construction, so the library refuses what the CLI refuses, with
+the same message; it is hashable, and its layout part (``layout_key``) is the key of ``build_layout``'s cache.
+
+Names are the library's, one per concept (``max_model_len``, never seq_len or context); the CLI alone knows
+the engines' spellings of each flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from kvplan.dtypes import DEFAULT_QUANT_GROUP, KNOWN_NAMES, check_dtype_name
+from kvplan.errors import InputError, ShardingError
+from kvplan.formulas.layers import Overrides
+from kvplan.units import MAX_COUNT, MAX_TOKENS
+
+if TYPE_CHECKING:
+    from kvplan.config.model import ModelConfig
+
+FALLBACK_MAX_MODEL_LEN = 2048  # vLLM's default when a config names no length (config/model.py get_max_model_len)
+DEFAULT_BLOCK_SIZE = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE: what `kvplan size` pages in when not told
+MAX_BLOCK_SIZE = 2**20  # far past any engine's block (vLLM's largest is a Mamba-aligned few thousand tokens)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheRequest:
+    """One cache question. ``None`` means "the model's" (max_model_len) or "the engine's" (block_size)."""
+
+    tp: int = 1  # tensor-parallel size: KV heads split (floor, replicated past the head count), MLA replicated
+    pp: int = 1  # pipeline-parallel size: layers split as vLLM's get_pp_indices
+    dcp: int = 1  # decode-context-parallel size: a sequence's tokens split over dcp of the tp ranks
+    dp: int = 1  # data-parallel attention ranks inside the tp group (SGLang --dp-size): attention TP = tp // dp
+    kv_dtype: str = "auto"  # auto: the checkpoint's KV quantization, else the model dtype
+    block_size: int | None = None  # tokens per block (0: not paged); None: the engine's (kv_cache: 16)
+    quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
+    state_dtype: str = "auto"  # linear/Mamba conv states, and recurrent ones unless ssm_state_dtype (vLLM mamba_cache_dtype)
+    ssm_state_dtype: str = "auto"  # recurrent states (vLLM mamba_ssm_cache_dtype; auto: the config's own)
+    overrides: Overrides | None = None  # what the user says instead of the config (attention, KV heads, kinds, window)
+    max_model_len: int | None = None  # tokens per sequence; None: the model's own (vLLM's 2048 without one)
+    batch: int = 1  # sequences held at once
+
+    def __post_init__(self) -> None:
+        if not all(type(v) is int and 0 < v <= MAX_COUNT for v in _COUNTS(self)):
+            for name in ("tp", "pp", "dcp", "dp"):
+                _check_size(name, getattr(self, name))
+            for name in ("quant_group", "batch"):
+                _check_positive(name, getattr(self, name), MAX_COUNT)
+        if self.max_model_len is not None:
+            _check_positive("max_model_len", self.max_model_len, MAX_TOKENS)
+        if self.block_size is not None:
+            _check_block_size(self.block_size)
+        if self.tp % self.dp:
+            raise InputError(f"dp {self.dp} must divide tp {self.tp} (DP attention splits the TP group)",
+                             arg=("dp", "tp"))
+        if not KNOWN_NAMES.issuperset(_DTYPES(self)):  # the spellings users type: one set lookup each
+            for name in ("kv_dtype", "state_dtype", "ssm_state_dtype"):
+                check_dtype_name(getattr(self, name), name)
+
+    @property
+    def layout_fields(self) -> tuple[Any, ...]:
+        """The fields a layout depends on (the length and the batch do not): build_layout's cache key."""
+        return _LAYOUT_FIELDS(self)
+
+    def length(self, model: ModelConfig) -> int:
+        """Tokens per sequence: the request's, else the model's, else vLLM's fallback."""
+        return self.max_model_len or model.max_model_len or FALLBACK_MAX_MODEL_LEN
+
+    def paged_in(self, default: int) -> int:
+        """The block size, or `default` where the request leaves it to the engine."""
+        return default if self.block_size is None else self.block_size
+
+
+def _check_size(name: str, value: int) -> None:
+    """A parallel size: a whole number, at least 1 (the wording sharding.check_parallel used)."""
+    if type(value) is int and 0 < value <= MAX_COUNT:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ShardingError(f"{name} must be at least 1, got {value!r}", arg=name)
+    if value > MAX_COUNT:
+        raise ShardingError(f"{name} must be at most {MAX_COUNT:,}, got {value}", arg=name)
+
+
+def _check_positive(name: str, value: int, most: int) -> None:
+    if type(value) is int and 0 < value <= most:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be a whole number, got {value!r}", arg=name)
+    if not 0 < value <= most:
+        raise InputError(f"{name} must be positive and at most {most:,}, got {value}", arg=name)
+
+
+def _check_block_size(value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BLOCK_SIZE:
+        raise InputError(f"block_size must be 0 (no paging) or a positive number of tokens up to "
+                         f"{MAX_BLOCK_SIZE:,}, got {value!r}", arg="block_size")
+
+
+_LAYOUT_FIELDS = attrgetter(*(f.name for f in fields(CacheRequest) if f.name not in ("max_model_len", "batch")))
+_COUNTS = attrgetter("tp", "pp", "dcp", "dp", "quant_group", "batch")
+_DTYPES = attrgetter("kv_dtype", "state_dtype", "ssm_state_dtype")
+NO_REQUEST = CacheRequest()
+
+
+def cache_request(request: CacheRequest | None = None, **fields: Any) -> CacheRequest:
+    """`request` (default: every field's default) with `fields` changed: how scripts give a question as keywords.
+    Requests are values: the same keywords give the same (remembered) request."""
+    if not fields:
+        return request or NO_REQUEST
+    if request is not None:
+        return replace(request, **fields)
+    try:
+        return _from_fields(tuple(fields.items()))
+    except TypeError:  # an unhashable value: CacheRequest refuses it with its own message
+        return CacheRequest(**fields)
+
+
+@lru_cache(maxsize=4096)
+def _from_fields(items: tuple[tuple[str, Any], ...]) -> CacheRequest:
+    return CacheRequest(**dict(items))
