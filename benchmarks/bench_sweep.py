@@ -4,6 +4,8 @@
    start-up alone (`kvplan --help` would not load configs, so the floor is `kvplan sweep` of 1 point).
 2. In-process sweep() points per second, and CSV writing, for the record.
 3. That a sweep without --plot imports neither matplotlib nor numpy.
+4. Flat memory: the peak resident memory of a 10,000-row and a 1,000,000-row `--csv` sweep (rows are
+   written as they are made; target: the 1M-row peak within 1.5x of the 10k-row one).
 
 Run: python benchmarks/bench_sweep.py [--runs 7]
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 MODELS = ["meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-72B",
           "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b"]
 # 6 models × 18 lengths (1..128k) × 4 tp × 2 dtypes × 12 batches (1..2048) = 10,368 points
-AXES = ["--seq-len", "1..128k", "--tp", "1,2,4,8", "--kv-dtype", "bf16,fp8", "--batch", "1..2048"]
+AXES = ["--max-model-len", "1..128k", "--tp", "1,2,4,8", "--kv-dtype", "bf16,fp8", "--batch", "1..2048"]
 POINTS = 6 * 18 * 4 * 2 * 12
 CLI = [sys.executable, "-c", "import sys; from kvplan.cli import main; sys.exit(main())"]
 
@@ -36,7 +38,7 @@ def wall_s(args: list[str]) -> float:
 
 def cli_timing(runs: int, out: Path) -> dict[str, float]:
     big = ["sweep", *MODELS, *AXES, "--csv", str(out)]
-    one = ["sweep", MODELS[0], "--seq-len", "1k", "--csv", str(out.with_suffix(".one.csv"))]
+    one = ["sweep", MODELS[0], "--max-model-len", "1k", "--csv", str(out.with_suffix(".one.csv"))]
     wall_s(big), wall_s(one)  # warm the page cache and .pyc files
     big_s, one_s = [], []
     for _ in range(runs):  # interleaved, so load on the machine hits both alike
@@ -53,19 +55,32 @@ def in_process() -> dict[str, float]:
     from kvplan.workflows import sweep
     from kvplan.workflows.ranges import parse_int_axis
 
-    kwargs = dict(seq_lens=parse_int_axis("1..128k", "s"), batches=parse_int_axis("1..2048", "b"),
+    kwargs = dict(max_model_lens=parse_int_axis("1..128k", "s"), batches=parse_int_axis("1..2048", "b"),
                   tps=(1, 2, 4, 8), kv_dtypes=("bf16", "fp8"))
     sweep(MODELS, **kwargs)  # load configs, build layouts
     start = time.perf_counter()
     result = sweep(MODELS, **kwargs)
+    rows = sum(1 for _ in result.iter_rows())  # rows are made as they are read
     compute = time.perf_counter() - start
     start = time.perf_counter()
     write_csv(result, io.StringIO())
-    return {"points_per_s": len(result.rows) / compute, "csv_s": time.perf_counter() - start}
+    return {"points_per_s": rows / compute, "csv_s": time.perf_counter() - start}
+
+
+def peak_rss_mib(rows: int, out: Path) -> float:
+    """Peak resident memory of a CLI sweep of `rows` rows (1,000 lengths × rows/1,000 batches) written as CSV."""
+    lengths = ",".join(str(1000 + i) for i in range(1000))
+    batches = ",".join(str(1 + i) for i in range(rows // 1000))
+    code = ("import resource, sys; from kvplan.cli import main; code = main(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, "sweep", MODELS[2], "--max-model-len", lengths, "--batch",
+                           batches, "--csv", str(out)], check=True, capture_output=True, text=True)
+    assert sum(1 for _ in out.open()) == rows + 1
+    return int(done.stderr.strip().splitlines()[-1]) / 1024  # ru_maxrss is KiB on Linux
 
 
 def heavy_imports() -> list[str]:
-    code = ("import sys; from kvplan.cli import main; main(['sweep', 'Qwen/Qwen3-32B', '--seq-len', '1k..8k', "
+    code = ("import sys; from kvplan.cli import main; main(['sweep', 'Qwen/Qwen3-32B', '--max-model-len', '1k..8k', "
             "'--csv', '-']); print([m for m in ('matplotlib', 'numpy', 'torch') if m in sys.modules], file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return json.loads(done.stderr.strip().splitlines()[-1].replace("'", '"'))
@@ -77,10 +92,14 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         report = {"cli": cli_timing(args.runs, Path(tmp) / "sweep.csv"), "in_process": in_process(),
-                  "heavy_imports": heavy_imports()}
+                  "heavy_imports": heavy_imports(),
+                  "peak_rss_mib": {"10k_rows": peak_rss_mib(10_000, Path(tmp) / "m10k.csv"),
+                                   "1M_rows": peak_rss_mib(1_000_000, Path(tmp) / "m1m.csv")}}
     print(json.dumps(report, indent=2))
-    ok = report["cli"]["median_s"] < 1.0 and not report["heavy_imports"]
-    print("PASS" if ok else "FAIL: target is < 1 s for 10,000+ points and no heavy imports", file=sys.stderr)
+    rss = report["peak_rss_mib"]
+    ok = report["cli"]["median_s"] < 1.0 and not report["heavy_imports"] and rss["1M_rows"] <= 1.5 * rss["10k_rows"]
+    print("PASS" if ok else "FAIL: targets are < 1 s for 10,000+ points, no heavy imports and flat memory",
+          file=sys.stderr)
     return 0 if ok else 1
 
 

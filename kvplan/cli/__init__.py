@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -135,8 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         from kvplan.cli.help import install
 
         install()
+    gc.disable()  # building the command imports modules and classes that live as long as the process: no
+    try:          # collection pays for them, and later ones skip them (freeze)
+        app = _app_for(args)
+    finally:
+        gc.freeze()
+        gc.enable()
     try:
-        code = _app_for(args)(args=args, standalone_mode=False, prog_name="kvplan")
+        code = app(args=args, standalone_mode=False, prog_name="kvplan")
     except KvplanError as exc:  # raised outside a command (the commands report their own, with their flags)
         print(f"kvplan: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -21,11 +21,11 @@ class HelpTable(Table):
         for column in self.columns:
             cells = [str(getattr(cell, "plain", cell)) for cell in column._cells]
             column.no_wrap = column.no_wrap or all(" " not in text.strip() for text in cells)
-        return super()._calculate_column_widths(console, options)  # type: ignore[no-any-return]
+        return super()._calculate_column_widths(console, options)
 
 
 def install() -> None:
     """Draw typer's help panels with HelpTable (this process)."""
     from typer import rich_utils
 
-    rich_utils.Table = HelpTable  # type: ignore[attr-defined,misc]
+    rich_utils.Table = HelpTable  # type: ignore[attr-defined]

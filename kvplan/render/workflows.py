@@ -74,7 +74,7 @@ def compare_tables(rows: list[dict[str, Any]]) -> list[Table]:
 def write_csv(result: Sweep, out: IO[str]) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(result.columns)
-    writer.writerows(result.rows)
+    writer.writerows(result.iter_rows())  # row by row: memory stays flat however many rows
 
 
 def write_json_lines(result: Sweep, out: IO[str]) -> None:

@@ -158,3 +158,24 @@ def test_long_commands_report_progress() -> None:
     result = fit("Qwen/Qwen3-8B", gpu=["H100", "L40S"], max_model_len=8192, concurrency=4,
                  progress=lambda done, total: calls.append((done, total)))
     assert calls[-1] == (result.num_evaluated, result.num_evaluated) and len(calls) == result.num_evaluated
+
+
+@pytest.mark.parametrize("command", ["size", "models", "capacity", "fit", "compare", "sweep", "waste", "probe",
+                                     "reconcile", "report"])
+def test_help_reads_at_80_columns(command: str) -> None:
+    """No flag name cut ("--decode-context-parallel-si…"), no <bool> beside a switch, options in panels."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "TERMINAL_WIDTH": "80"}
+    done = subprocess.run([sys.executable, "-m", "kvplan", command, "--help"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text and "<bool>" not in text, text
+    if command == "capacity":
+        panels = [line.split("─")[1].strip() for line in text.splitlines() if line.startswith("╭─ ")]
+        assert panels[:2] == ["Arguments", "Options"] and {"Parallelism", "Cache", "Engine", "GPU memory",
+                                                            "Beside the cache", "Output"} <= set(panels)
