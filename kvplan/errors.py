@@ -22,6 +22,10 @@ class ConfigError(KvplanError):
     """A model could not be found, read or understood."""
 
 
+class UnreadableConfig(ConfigError):
+    """A config file that is not a JSON object at all (not UTF-8, not JSON): a damaged file, not a model's."""
+
+
 class InputError(KvplanError):
     """A value or argument is invalid (size, dtype, range...)."""
 

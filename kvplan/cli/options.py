@@ -29,6 +29,29 @@ MODEL, PARALLEL, CACHE, ENGINE, MEMORY, EXTRAS, OUTPUT = (
     "Model", "Parallelism", "Cache", "Engine", "GPU memory", "Beside the cache", "Output")
 
 
+def models_completed(incomplete: str) -> list[str]:
+    """Shell completion: the bundled model ids that start with what was typed (case-insensitive)."""
+    from kvplan.config import bundled_index
+
+    return [name for name in bundled_index() if name.lower().startswith(incomplete.lower())]
+
+
+def gpus_completed(incomplete: str) -> list[str]:
+    from kvplan.planning.gpus import gpu_names
+
+    return [name for name in gpu_names() if name.lower().startswith(incomplete.lower())]
+
+
+def engines_completed(incomplete: str) -> list[str]:
+    from kvplan.engines import ENGINE_NAMES, REGISTRY
+
+    return [name for name in dict.fromkeys((*ENGINE_NAMES, "all", *REGISTRY)) if name.startswith(incomplete.lower())]
+
+
+def dtypes_completed(incomplete: str) -> list[str]:
+    return [name for name in KV_DTYPE_NAMES if name.startswith(incomplete.lower())]
+
+
 def option(flag: str, help: str, panel: str, metavar: str = "", **extra: Any) -> Any:
     """One option's flag, help and panel (metavar "" for a switch: no type shown)."""
     return typer.Option(flag, help=help, rich_help_panel=panel, metavar=metavar or None, show_default=False,
@@ -41,11 +64,12 @@ def switch(flag: str, help: str, panel: str) -> Any:
 
 # Model.
 MODEL_OPTION = option("--model", "The model (also -m): probe: repeatable (default: a GQA, MQA, MLA, sliding, linear, "
-                      "fp8, int4 set); reconcile: where the log names none or one kvplan cannot load.", MODEL, "MODEL")
+                      "fp8, int4 set); reconcile: where the log names none or one kvplan cannot load.", MODEL, "MODEL",
+                      autocompletion=models_completed)
 ModelOrNone = Annotated[str | None, MODEL_OPTION]
 ModelList = Annotated[list[str] | None, MODEL_OPTION]
 Model = Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub), config.json, or folder.",
-                                      show_default=False)]
+                                      show_default=False, autocompletion=models_completed)]
 Revision = Annotated[str | None, option("--revision", "Hub revision (branch, tag or commit) of the config, from the "
                                         "HF cache or the hub; never the bundled copy.", MODEL, "REV")]
 ModelDtype = Annotated[str, option("--dtype", "As vLLM's --dtype: auto (the config's; fp32 served as bf16), "
@@ -75,7 +99,8 @@ MaxModelLen = Annotated[str | None, MAX_MODEL_LEN]
 LengthAxis = Annotated[str, MAX_MODEL_LEN]
 Batch = Annotated[str, BATCH]
 KV_DTYPE = option("--kv-cache-dtype", f"KV dtype (also --kv-dtype): {', '.join(KV_DTYPE_NAMES)}; where a command "
-                  "compares them, a comma list or repeated (fit: or any).", CACHE, "DTYPE")
+                  "compares them, a comma list or repeated (fit: or any).", CACHE, "DTYPE",
+                  autocompletion=dtypes_completed)
 KvDtype = Annotated[str, KV_DTYPE]
 KvDtypes = Annotated[list[str] | None, KV_DTYPE]
 KvDtypeOrNone = Annotated[str | None, KV_DTYPE]
@@ -97,7 +122,8 @@ Window = Annotated[str | None, option("--window", "Override the window (sliding)
 
 # Engine.
 ENGINES = option("--engine", "vllm, sglang, trtllm, hf, all (the newest releases), or a release: vllm@0.11, "
-                 "sglang@0.5.2; a comma list or repeated compares them (fit, reconcile: one).", ENGINE, "ENGINE")
+                 "sglang@0.5.2; a comma list or repeated compares them (fit, reconcile: one).", ENGINE, "ENGINE",
+                 autocompletion=engines_completed)
 Engines = Annotated[list[str] | None, ENGINES]
 GpuUtil = Annotated[float | None, option("--gpu-memory-utilization", "vLLM: fraction of total memory (0.92 in 0.33, "
                                          "0.9 before).", ENGINE, "FRACTION")]
@@ -123,7 +149,7 @@ NoAsync = Annotated[bool, switch("--no-async-scheduling", "vLLM: one batch fewer
 
 # GPU memory.
 GPU = option("--gpu", "GPU type: H100, H200, A100-80G, L40S, ... (default H100); a comma list where a command "
-             "ranks them (fit); probe: the local CUDA device's index.", MEMORY, "GPU")
+             "ranks them (fit); probe: the local CUDA device's index.", MEMORY, "GPU", autocompletion=gpus_completed)
 Gpu = Annotated[str | None, GPU]
 GpuIndex = Annotated[int | None, GPU]
 GpuMem = Annotated[str | None, option("--gpu-mem", "The GPU's memory instead of the catalog's, e.g. 79GiB.",

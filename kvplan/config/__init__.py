@@ -14,6 +14,7 @@ from typing import Any
 
 from kvplan.config.model import ModelConfig, with_dtype
 from kvplan.config.resolve import bundled_index, resolve
+from kvplan.errors import UnreadableConfig
 
 __all__ = ["ModelConfig", "as_model", "bundled_index", "load_file", "load_model", "normalize", "resolve", "with_dtype"]
 
@@ -27,7 +28,12 @@ def load_model(name: str, revision: str | None = None) -> ModelConfig:
     -Instruct/-Base, a date suffix) is sized with that architecture twin, and the result says so in a
     warning."""
     path, model_id = resolve(name, revision)
-    model = _read(path, model_id)
+    try:
+        model = _read(path, model_id)
+    except UnreadableConfig as exc:  # a damaged file in the HF cache: fetched again when the hub is reachable
+        from kvplan.config.refetch import refetched
+
+        model = refetched(path, model_id, revision, exc)
     if model_id in bundled_index() and _short(name) != _short(model_id):
         note = (f"warning: {name.strip()} has no bundled config; sized with {model_id}, an architecture twin "
                 "(the same KV-cache geometry)")

@@ -31,7 +31,7 @@ from kvplan.config.layers import derive_layer_kinds
 from kvplan.config.model import ModelConfig
 from kvplan.config.schema import HFConfig
 from kvplan.dtypes import canonical_dtype
-from kvplan.errors import ConfigError
+from kvplan.errors import ConfigError, UnreadableConfig
 
 MAX_CONFIG_BYTES = 64 * 1024**2
 MAX_CACHED_BYTES = 256 * 1024  # a parsed config is kept per (bytes, path, id) below this size
@@ -52,11 +52,12 @@ def parse_json(data: bytes, source: str) -> dict[str, Any]:
     try:
         doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"cannot read {source}: {exc}") from None
+        raise UnreadableConfig(f"{source} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                               f"{exc.start}): not a config.json") from None
     except (ValueError, RecursionError) as exc:
-        raise ConfigError(f"{source} is not valid JSON: {str(exc)[:120]}") from None
+        raise UnreadableConfig(f"{source} is not valid JSON: {str(exc)[:120]}") from None
     if not isinstance(doc, dict):
-        raise ConfigError(f"{source}: expected a JSON object, got {type(doc).__name__}")
+        raise UnreadableConfig(f"{source}: expected a JSON object, got {type(doc).__name__}")
     return doc
 
 
@@ -137,6 +138,18 @@ def total_kv_heads(cfg: HFConfig, origin: dict[str, str]) -> int:
     return cfg.num_kv_heads or nas_kv_heads(cfg) or cfg.num_attention_heads
 
 
+def default_notes(origin: dict[str, str], values: dict[str, Any]) -> tuple[str, ...]:
+    """A note for each KV field the file leaves out and its config class's default fills in (a default that
+    turns something off, False or 0, changes nothing and is not named)."""
+    notes = []
+    for name, how in origin.items():
+        key, found, model_type = how.partition(" (default of ")
+        if found and values.get(name):
+            notes.append(f"{key} = {values[name]!r} is not in the config: the default of model_type "
+                         f"{model_type.rstrip(')')}'s config class in transformers")
+    return tuple(notes)
+
+
 def _head_dim(cfg: HFConfig, source: str) -> int:
     heads = cfg.num_attention_heads
     head_dim = cfg.head_dim or (cfg.hidden_size or 0) // heads  # head_dim null or 0 -> hidden // heads
@@ -175,6 +188,10 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
                    v_head_dim=v_head_dim, mla=mla_spec(cfg) if is_mla else None, state=None)
     specs, state = layer_specs_of(cfg, fields, kinds, geo, source)
     dtype, notes = model_dtype(cfg)
+    notes += default_notes(origin, values)
+    if cfg.head_dim == 0:  # vLLM's get_head_size would take the 0 and fail; transformers' `or` reads it as unset
+        notes += (f"head_dim is 0 in the config: read as hidden_size // num_attention_heads = {head_dim} (vLLM "
+                  "would take the 0 and fail to build the model)",)
     return ModelConfig(
         model_id=model_id, source=source, model_type=cfg.model_type, num_layers=cfg.num_layers,
         num_attention_heads=cfg.num_attention_heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim,

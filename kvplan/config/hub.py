@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kvplan.config.hf import MAX_CONFIG_BYTES
-from kvplan.errors import ConfigError
+from kvplan.errors import ConfigError, UnreadableConfig
 
 if TYPE_CHECKING:
     from huggingface_hub import HfFileMetadata
@@ -76,20 +76,40 @@ class _NotOnHub(Exception):
     """The hub has no such repository, or hides a private one from this token."""
 
 
-def fetch_config(repo_id: str, revision: str | None, cache_dir: Path) -> Path | None:
+def fetch_config(repo_id: str, revision: str | None, cache_dir: Path, force: bool = False) -> Path | None:
     """config.json of repo_id at revision (main by default), else its params.json, downloaded into
-    cache_dir; None when the hub has no such repository. Other failures raise one ConfigError line."""
+    cache_dir (again, over the cached copy, with `force`); None when the hub has no such repository. Other
+    failures raise one ConfigError line; so does an answer that is not JSON (a proxy's page), which is not
+    left in the cache."""
     _require_hub()
     try:
         for filename in HUB_FILES:
             metadata = _hub_call(functools.partial(_metadata, repo_id, filename, revision), repo_id, revision)
             if metadata is not None:
                 _check_size(metadata.size, repo_id, filename)
-                return _hub_call(functools.partial(_download, repo_id, filename, revision, cache_dir), repo_id,
-                                 revision)
+                path = _hub_call(functools.partial(_download, repo_id, filename, revision, cache_dir, force),
+                                 repo_id, revision)
+                return _checked(path, repo_id, filename)
     except _NotOnHub:
         return None
     raise ConfigError(f"{repo_id}{_at(revision)} on the hub has no config.json or params.json")
+
+
+def _checked(path: Path, repo_id: str, filename: str) -> Path:
+    """A downloaded config that is not a JSON object is removed from the cache (its snapshot link and blob)
+    before the error: the next run asks the hub again instead of reading it forever."""
+    from kvplan.config.hf import parse_json
+
+    try:
+        parse_json(path.read_bytes(), str(path))
+    except UnreadableConfig as exc:
+        blob = path.resolve()
+        path.unlink(missing_ok=True)
+        blob.unlink(missing_ok=True)
+        raise ConfigError(f"the hub at {hub_endpoint()} sent {repo_id}/{filename}, but not a config: "
+                          f"{str(exc).removeprefix(str(path)).strip(': ')}; not kept in the cache (a proxy's page? "
+                          "check HF_ENDPOINT)") from None
+    return path
 
 
 def _require_hub() -> None:
@@ -120,11 +140,11 @@ def _check_size(size: int | None, repo_id: str, filename: str) -> None:
                           f"{MAX_CONFIG_BYTES // 1024**2} MiB; not a model config")
 
 
-def _download(repo_id: str, filename: str, revision: str | None, cache_dir: Path) -> Path:
+def _download(repo_id: str, filename: str, revision: str | None, cache_dir: Path, force: bool = False) -> Path:
     from huggingface_hub import hf_hub_download
 
     path = hf_hub_download(repo_id, filename, revision=revision, cache_dir=cache_dir, endpoint=hub_endpoint(),
-                           etag_timeout=timeout_s(), library_name="kvplan")
+                           etag_timeout=timeout_s(), library_name="kvplan", force_download=force)
     return Path(path)
 
 
@@ -185,8 +205,10 @@ def hub_error(exc: Exception, repo_id: str, revision: str | None) -> ConfigError
         return ConfigError(f"revision {revision!r} of {repo_id} is not on the hub", arg="revision")
     names = {cls.__name__ for cls in type(exc).__mro__}
     if names & _NETWORK_ERRORS:
-        return ConfigError(f"cannot reach the hub at {hub_endpoint()} ({type(exc).__name__}) to fetch {repo_id}, "
-                           "which is neither bundled nor in the HF cache; check the network or HF_ENDPOINT")
+        what = f"revision {revision!r} of {repo_id}" if revision else f"{repo_id}, which is neither bundled nor"
+        where = ", which is not in the HF cache" if revision else " in the HF cache"
+        return ConfigError(f"cannot reach the hub at {hub_endpoint()} ({type(exc).__name__}) to fetch {what}"
+                           f"{where}; check the network or HF_ENDPOINT")
     status = getattr(getattr(exc, "response", None), "status_code", None)  # an HTTP error, whichever client raised it
     if isinstance(status, int):
         return ConfigError(_http_message(status, repo_id, login))

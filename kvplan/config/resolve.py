@@ -124,6 +124,8 @@ def config_in_path(path: Path) -> Path:
     """A file is used as is; a folder must hold config.json or params.json."""
     if path.is_file():
         return path
+    if not path.is_dir():  # a FIFO, a socket, a device: nothing kvplan reads as a config
+        raise ConfigError(f"{path} is not a regular file or a folder; give a config.json or the model's folder")
     for name in CONFIG_NAMES:
         if (path / name).is_file():
             return path / name
@@ -169,7 +171,13 @@ def resolve(name: str, revision: str | None = None) -> tuple[Path, str]:
     repo_id = name.strip() if is_repo_id(name.strip()) else bundled if revision is not None else None
     if repo_id is None:  # an org-less name or no valid repo id: never a cache key, never a request
         raise ConfigError(f"unknown model {name!r}; {suggest(name)}")
-    return from_cache_or_hub(name, repo_id, revision), repo_id
+    try:
+        return from_cache_or_hub(name, repo_id, revision), repo_id
+    except ConfigError as exc:
+        if bundled:  # the revision asked for the hub's copy of a bundled model
+            raise ConfigError(f"{exc}; {bundled} is bundled: without revision kvplan reads the bundled config",
+                              arg=exc.arg_names) from None
+        raise
 
 
 def from_cache_or_hub(name: str, repo_id: str, revision: str | None) -> Path:

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 
 FALLBACK_MAX_MODEL_LEN = 2048  # vLLM's default when a config names no length (config/model.py get_max_model_len)
 DEFAULT_BLOCK_SIZE = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE: what `kvplan size` pages in when not told
-MAX_BLOCK_SIZE = 2**20  # far past any engine's block (vLLM's largest is a Mamba-aligned few thousand tokens)
+# Past every block an engine makes: vLLM's largest are Mamba-aligned hybrid blocks (16,608 tokens for
+# Nemotron-3-Ultra in vLLM 0.33's own planning records, tests/data/vllm-oracle); attention alone pages in 16-256.
+MAX_BLOCK_SIZE = 65_536
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,8 +100,9 @@ def _check_positive(name: str, value: int, most: int) -> None:
 
 def _check_block_size(value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BLOCK_SIZE:
-        raise InputError(f"block_size must be 0 (no paging) or a positive number of tokens up to "
-                         f"{MAX_BLOCK_SIZE:,}, got {value!r}", arg="block_size")
+        raise InputError(f"block_size must be 0 (no paging) or 1 to {MAX_BLOCK_SIZE:,} tokens (engines page in 16 to "
+                         f"256; vLLM's largest, a Mamba hybrid's aligned block, is 16,608), got {value!r}",
+                         arg="block_size")
 
 
 _LAYOUT_FIELDS = attrgetter(*(f.name for f in fields(CacheRequest) if f.name not in ("max_model_len", "batch")))

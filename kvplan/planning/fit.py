@@ -204,7 +204,7 @@ def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: st
     gpus = _gpu_list(gpu, price)
     dtypes = _kv_dtypes(question.cache.kv_dtype if kv_dtype is None else kv_dtype)
     load = Load(context=question.cache.max_model_len or 0, concurrency=concurrency,
-                max_gpus=max_gpus or 8 * gpus_per_node, max_replicas=max_replicas)
+                max_gpus=8 * gpus_per_node if max_gpus is None else max_gpus, max_replicas=max_replicas)
     _check(question, load, gpus_per_node, dtypes)
     if question.memory.gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",

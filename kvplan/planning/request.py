@@ -23,7 +23,10 @@ from kvplan.engines.settings import SETTING_NAMES, Settings, settings_from
 from kvplan.errors import InputError
 from kvplan.formulas.request import NO_REQUEST, CacheRequest
 from kvplan.planning.gpus import lookup_gpu
-from kvplan.units import check_memory_size
+from kvplan.units import GIB, check_memory_size
+
+TIB = 1024 * GIB
+MAX_GPU_MEMORY_BYTES = TIB  # one GPU; unified-memory machines (GB10: 128 GB) stay far below
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,12 +48,18 @@ class Memory:
             _check_size(name, getattr(self, name))
         if self.gpu_memory_bytes == 0:
             raise InputError("gpu_memory_bytes must be positive, got 0 bytes", arg="gpu_memory_bytes")
+        if self.gpu_memory_bytes is not None and self.gpu_memory_bytes > MAX_GPU_MEMORY_BYTES:
+            raise InputError(f"gpu_memory_bytes {self.gpu_memory_bytes / TIB:,.2f} TiB: no GPU has more than "
+                             f"{MAX_GPU_MEMORY_BYTES // TIB} TiB (the largest have 288 GB); it is one GPU's memory", arg="gpu_memory_bytes")
         if self.kv_budget_bytes is not None:
             if not isinstance(self.kv_budget_bytes, tuple) or not self.kv_budget_bytes:
                 raise InputError(f"kv_budget_bytes must be a tuple of sizes (one per PP stage), got "
                                  f"{self.kv_budget_bytes!r}", arg="kv_budget_bytes")
             for value in self.kv_budget_bytes:
                 _check_size("kv_budget_bytes", value)
+                if value == 0:
+                    raise InputError("kv_budget_bytes 0: give the KV memory the engine logs, at least 1 MiB",
+                                     arg="kv_budget_bytes")
         if self.weights_dtype is not None and self.quantization is not None:
             raise InputError("give quantization (what vLLM runs) or weights_dtype (a what-if), not both",
                              arg=("quantization", "weights_dtype"))

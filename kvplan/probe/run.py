@@ -23,6 +23,7 @@ from kvplan.probe.allocate import CacheShape, Tensors, paged_part
 from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
 from kvplan.probe.measure import allocate_measured, release
 from kvplan.probe.pages import Pages, pages_of
+from kvplan.probe.room import check_room
 
 # (model, kv dtype): GQA, MQA, MLA, sliding/full hybrid, linear hybrid, fp8, int4 with fp16 group scales.
 DEFAULT_TARGETS: tuple[tuple[str, str], ...] = (
@@ -73,6 +74,7 @@ def probe_model(model_id: str, kv_dtype: str, opts: ProbeOptions, device: torch.
     allocated: list[tuple[CacheShape, list[Tensors]]] = []
     # Triton launches on the current CUDA device: make it the one asked for (--gpu 1 must not touch 0)
     on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    _check_room(layout, opts, device)
     try:
         with on_device:
             groups = _allocate_all(layout, opts, device, allocated)
@@ -85,6 +87,17 @@ def probe_model(model_id: str, kv_dtype: str, opts: ProbeOptions, device: torch.
                        num_seqs=opts.num_seqs, groups=tuple(groups), kernel_check=verdict,
                        kernel_notes=notes, write_gbps=timings.write_gbps, decode_gbps=timings.decode_gbps,
                        decode_step_s=timings.decode_step_s, decode_step_bytes=timings.decode_step_bytes)
+
+
+def _check_room(layout: Layout, opts: ProbeOptions, device: torch.device) -> None:
+    """The predicted bytes of every group, and the largest layer's (the kernel check copies one), against the
+    device's free memory, before anything is allocated."""
+    states = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
+    sizes = [predicted_group_bytes(s.spec, s.num_layers, layout.kv_dtype, states, opts.block_size, opts.num_blocks,
+                                   opts.num_seqs) for s in cache_shapes(layout, opts)]
+    largest = max((size // shape.num_layers for size, shape in zip(sizes, cache_shapes(layout, opts), strict=True)
+                   if shape.num_layers), default=0)
+    check_room(sum(sizes), largest if opts.check_kernels else 0, opts.num_blocks, device)
 
 
 def _allocate_all(layout: Layout, opts: ProbeOptions, device: torch.device,

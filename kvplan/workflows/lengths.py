@@ -65,12 +65,15 @@ def spec_lengths(spec: str, max_seq_len: int) -> tuple[int, ...]:
 
 
 def lengths_from(text: str, max_seq_len: int) -> tuple[int, ...]:
-    """`lengths`: an existing file, else a distribution spec."""
+    """`lengths`: an existing file, a comma list of lengths (100,2000,30000; 4k), else a distribution spec."""
     path = Path(text)
     if path.is_file():
         return read_lengths(path)
+    if (":" not in text and "," in text) or text.strip().isdigit():  # each length is one request: repeats count
+        return tuple(parse_positive_tokens(item.strip(), "lengths") for item in text.split(","))
     if ":" not in text:
-        raise InputError(f"lengths {text!r}: no such file, and not a spec ({SPEC_HELP})", arg="lengths")
+        raise InputError(f"lengths {text!r}: no such file, not a comma list of lengths, and not a spec "
+                         f"({SPEC_HELP})", arg="lengths")
     return spec_lengths(text, max_seq_len)
 
 

@@ -140,3 +140,19 @@ def test_shell_completion() -> None:
     assert words.returncode == 0 and words.stdout.split() == ["size"], words.stdout + words.stderr
     flags = kvplan(env={"_KVPLAN_COMPLETE": "complete_bash", "COMP_WORDS": "kvplan fit --max-r", "COMP_CWORD": "2"})
     assert flags.stdout.split() == ["--max-replicas"], flags.stdout + flags.stderr
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    pytest.param("kvplan size meta-llama/Llama-3.1-8", {"meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct"},
+                 id="model-ids"),
+    pytest.param("kvplan capacity m --gpu H2", {"H200"}, id="gpu-types"),
+    pytest.param("kvplan capacity m --engine sgl", {"sglang", "sglang@0.5", "sglang@0.5.23", "sglang@0.5.2",
+                                                    "sglang@0.4"}, id="engines"),
+    pytest.param("kvplan size m --kv-cache-dtype fp8_", {"fp8_e4m3", "fp8_e5m2", "fp8_per_token_head", "fp8_ds_mla"},
+                 id="kv-dtypes"),
+])
+def test_completion_of_values(words: str, expected: set[str]) -> None:
+    """<TAB> completes model ids, GPU types, engines and KV dtypes, not only commands and flags."""
+    done = kvplan(env={"_KVPLAN_COMPLETE": "complete_bash", "COMP_WORDS": words,
+                       "COMP_CWORD": str(len(words.split()) - 1)})
+    assert done.returncode == 0 and expected <= set(done.stdout.split()), done.stdout + done.stderr

@@ -534,3 +534,44 @@ def test_a_revision_applies_to_every_model_named(hub: Hub, run_cli) -> None:
     assert code == 2 and err.startswith("kvplan: error: unknown model 'meta-llama/Llama-3.2-1B': not bundled, not in "
                                         "the HF cache, not on the hub")
     assert [s.path for s in hub.seen][-1] == "/meta-llama/Llama-3.2-1B/resolve/v2/config.json"
+
+
+# ----------------------------------------------------------------------------- a damaged answer, a damaged cache
+
+GARBAGE = b"<html><body>Proxy login required</body></html>"
+
+
+def test_an_answer_that_is_not_a_config_is_not_kept(hub: Hub) -> None:
+    """A proxy's HTML page once stayed in the cache and failed the model forever; now it is refused and removed."""
+    hub.server.repos = {**REPOS, "acme/proxied": Repo({"main": {"config.json": GARBAGE}})}
+    message = error_of("acme/proxied")
+    assert "sent acme/proxied/config.json, but not a config" in message and "not kept in the cache" in message
+    assert not list((hub.cache / "models--acme--proxied" / "snapshots").rglob("config.json"))
+    hub.server.repos = {**REPOS, "acme/proxied": Repo({"main": {"config.json": QWEN3_8B}})}  # the hub is healthy
+    assert bytes_per_token(kvplan.load_model("acme/proxied")) == QWEN3_8B_BYTES_PER_TOKEN
+
+
+def poisoned_cache(hub: Hub) -> Path:
+    """acme/llama-copy fetched, then its cached config.json overwritten with garbage (an older kvplan kept it)."""
+    model = kvplan.load_model("acme/llama-copy")
+    cached = Path(model.source)
+    blob = cached.resolve()
+    blob.chmod(0o644)
+    blob.write_bytes(b"\xb5\x00garbage")
+    return cached
+
+
+def test_a_damaged_cached_config_is_fetched_again_with_a_note(hub: Hub) -> None:
+    cached = poisoned_cache(hub)
+    model = kvplan.load_model("acme/llama-copy")
+    assert bytes_per_token(model) == LLAMA2_70B_BYTES_PER_TOKEN
+    assert any(f"the cached config {cached} was not a config" in n and "fetched it again" in n for n in model.notes)
+    assert json.loads(cached.read_bytes())["num_hidden_layers"] == 80  # the cache is whole again
+
+
+def test_a_damaged_cached_config_offline_names_the_file_to_delete(hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+    cached = poisoned_cache(hub)
+    hub.stop()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    message = error_of("acme/llama-copy")
+    assert f"delete {cached}" in message and "not UTF-8" in message

@@ -7,6 +7,8 @@ MLA [blocks, block_size, 576], ppl.nn cache_layout 0-3).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -240,3 +242,19 @@ def test_a_composite_layer_checks_its_attention_part(monkeypatch):
     monkeypatch.setattr(check, "_decode_outcome", lambda *a: seen.append(a[-1]) or real(*a))
     result = probe_model("deepseek-ai/DeepSeek-V3.2", "fp8", ProbeOptions(num_blocks=8, num_seqs=2), CPU)
     assert seen == ["fp8_ds_mla"] and result.kernel_check == "pass", result.kernel_notes
+
+
+def test_a_cache_larger_than_the_free_memory_is_refused_before_allocating(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--blocks 200000 of a 70B cache got the process killed at 23.6 GB; --blocks 100000000 was a torch traceback.
+    Now the predicted bytes are checked against the device's free memory first, and the refusal says what fits."""
+    from kvplan.probe import ProbeError, room
+
+    monkeypatch.setattr(room, "free_bytes", lambda device: 4 * 2**30)
+    allocated: list[Any] = []
+    monkeypatch.setattr("kvplan.probe.run._allocate_all", lambda *a: allocated.append(a) or [])
+    # 80,000 blocks × 32 layers × (16 tokens × 8 heads × (128 + 128) × 2 B = 65,536 B) = 156.25 GiB, plus one
+    # layer's copy for the kernel check (80,000 × 65,536 B = 4.88 GiB): 161.13 GiB. Per block 2,162,688 B, so
+    # int(0.9 × 4 GiB) // 2,162,688 = 1,787 blocks fit.
+    with pytest.raises(ProbeError, match=r"needs 161\.13 GiB .* has 4\.00 GiB free .*: try --blocks 1,787$"):
+        probe_model("meta-llama/Llama-3.1-8B", "auto", ProbeOptions(num_blocks=80_000, check_kernels=True), CPU)
+    assert not allocated

@@ -1,0 +1,82 @@
+"""The rough edges a new user hit (issue 25), each through the command line: bad input that was accepted with
+exit 0 and a nonsense answer, messages that misled, and values taken silently from class defaults."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LLAMA = "meta-llama/Llama-3.1-8B"
+
+
+def one_error_line(code: int, out: str, err: str) -> str:
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and lines[0].startswith("kvplan: error: "), (code, out, err)
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    # a 1,000,000,000-token block: a 122,070 GiB sequence, exit 0
+    pytest.param(["size", LLAMA, "--block-size", "1000000000"], ["--block-size must be 0 (no paging) or 1 to 65,536"],
+                 id="block-size-1e9"),
+    pytest.param(["fit", LLAMA, "--max-model-len", "8k", "--batch", "4", "--max-gpus", "0"],
+                 ["--max-gpus must be positive, got 0"], id="fit-max-gpus-0"),  # was ignored
+    pytest.param(["capacity", LLAMA, "--gpu-mem", "10TiB"], ["--gpu-mem 10.00 TiB: no GPU has more than 1 TiB"],
+                 id="gpu-mem-10tib"),  # 587x concurrency on an "H100"
+    pytest.param(["capacity", LLAMA, "--kv-budget", "0GiB"], ["--kv-budget 0: give the KV memory"],
+                 id="kv-budget-0"),  # was exit 1; the README says a size under 1 MiB is exit 2
+    pytest.param(["capacity", LLAMA, "--engine", "vllm,"], ["--engine 'vllm,' has an empty item"],
+                 id="engine-trailing-comma"),  # suggested "a range like 1k..128k"
+])
+def test_bad_input_is_refused_in_one_line(run_cli: Any, args: list[str], needles: list[str]) -> None:
+    line = one_error_line(*run_cli(*args))
+    assert all(n in line for n in needles), line
+
+
+def test_head_dim_0_is_named_not_silently_read_as_128(run_cli: Any, tmp_path: Path) -> None:
+    config = json.loads((Path(__file__).parents[2] / "configs/meta-llama/Llama-3.1-8B/config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "head_dim": 0}))
+    code, out, err = run_cli("size", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["layer_groups"][0]["head_dim"] == 128, err
+    notes = json.loads(out)["notes"]
+    assert any(n.startswith("head_dim is 0 in the config: read as hidden_size // num_attention_heads = 128")
+               for n in notes), notes
+
+
+def test_class_defaults_are_named_in_a_note(run_cli: Any, tmp_path: Path) -> None:
+    """A config without num_hidden_layers took LlamaConfig's 32 without a word."""
+    config = json.loads((Path(__file__).parents[2] / "configs/meta-llama/Llama-3.1-8B/config.json").read_text())
+    del config["num_hidden_layers"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, out, err = run_cli("size", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["layer_groups"][0]["num_layers"] == 32, err
+    notes = json.loads(out)["notes"]
+    assert any(n.startswith("num_hidden_layers = 32 is not in the config: the default of model_type llama") for n in
+               notes), notes
+
+
+def test_a_fifo_is_not_a_config(run_cli: Any, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert "is not a regular file or a folder" in one_error_line(*run_cli("size", str(fifo)))  # "holds no config"
+
+
+def test_bytes_that_are_not_utf8(run_cli: Any, tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_bytes(b'{"a": "\xb5"}')
+    line = one_error_line(*run_cli("size", str(tmp_path / "config.json")))
+    assert "is not UTF-8 text (byte 0xb5 at offset 7)" in line and "codec" not in line
+
+
+def test_a_revision_of_a_bundled_id_says_it_is_bundled(run_cli: Any) -> None:
+    line = one_error_line(*run_cli("size", LLAMA, "--revision", "main"))
+    assert "neither bundled" not in line and f"{LLAMA} is bundled: without revision kvplan reads the bundled" in line
+
+
+def test_waste_takes_a_comma_list_of_lengths(run_cli: Any) -> None:
+    code, out, err = run_cli("waste", LLAMA, "--max-model-len", "32k", "--lengths", "100,100,2000,30000", "--json")
+    assert code == 0, err
+    assert json.loads(out)["num_sequences"] == 4  # each length one request, repeats included
