@@ -396,9 +396,9 @@ def test_unknown_weights_dtype(model) -> None:
 
 def test_unsupported_quant_method(model) -> None:
     m = model("meta-llama/Llama-3.1-8B")
-    odd = normalize({**m.raw, "quantization_config": {"quant_method": "bitsandbytes"}},
+    odd = normalize({**m.raw, "quantization_config": {"quant_method": "hqq"}},  # bitsandbytes is read since
                                      model_id="x", source="x.json")
-    with pytest.raises(InputError, match=re.escape("'bitsandbytes' is not supported; pass weights_dtype")):
+    with pytest.raises(InputError, match=re.escape("'hqq' is not supported; pass weights_dtype")):
         weight_bytes(odd)
     assert weight_bytes(odd, "bf16") == weight_bytes(m)
 
