@@ -23,10 +23,8 @@ import argparse
 import copy
 import json
 import logging
-import re
 import sys
 import warnings
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,8 +35,8 @@ sys.path.insert(0, str(ROOT))  # this checkout's kvplan, whatever the working di
 from kvplan.config import bundled_index  # noqa: E402
 from kvplan.config.hf import normalize  # noqa: E402
 from kvplan.errors import KvplanError  # noqa: E402
-from kvplan.planning.weights.roles import Context, classify  # noqa: E402
-from kvplan.planning.weights.tables import TABLES_DIR, format_layers, signature  # noqa: E402
+from kvplan.planning.weights.roles import Context, classify, pattern_of  # noqa: E402
+from kvplan.planning.weights.tables import TABLES_DIR, format_layers, group_rows, signature  # noqa: E402
 
 # Remote-code model_types -> (the in-library model_type of the same architecture, keys it sets). Their
 # keys are renamed to the in-library class's names (RENAMED). Kimi-K2 is DeepSeek-V3; Falcon's original
@@ -66,7 +64,6 @@ DROPPED_KEYS = ("model_type", "auto_map")
 # Class defaults not listed as skipped: types kvplan does not size, and encoders, towers and sub-configs that
 # have no generative class of their own (bert, siglip_vision_model, qwen3_vl_text).
 NOT_RECORDED = ("kvplan does not size it", "transformers has no generative model class")
-_INDEX = re.compile(r"\.(\d+)(?=\.|$)")
 
 
 def _quiet() -> None:
@@ -198,31 +195,16 @@ def fp32_kept(model: Any, name: str) -> bool:
 
 def rows(model: Any, context: Context) -> list[list[Any]]:
     """The table rows: one per (pattern, role, rule, shape, count, linear, dtype), with its decoder layers."""
-    per_layer: Counter[tuple[Any, ...]] = Counter()
-    order: dict[tuple[Any, ...], None] = {}
+    items = []
     for name, tensor, module in stored(model):
         shape = tuple(int(d) for d in tensor.shape)
         role, tp, layer = classify(name, shape, context)
         shape = oriented(name, shape, module, role, tp, context.hidden)
         count, shape = (shape[0], shape[1:]) if role == "experts" and len(shape) >= 2 else (1, shape)
-        pattern = _pattern(name, layer)
-        key = (pattern, role, tp, shape, int(is_linear(name, module, role, (count, *shape))),
-               "float32" if fp32_kept(model, name) else None, layer)
-        per_layer[key] += count
-        order.setdefault(key)
-    grouped: dict[tuple[Any, ...], list[int]] = {}
-    for key in order:
-        *head, layer = key
-        grouped.setdefault((*head, per_layer[key]), []).extend([] if layer is None else [layer])
-    return [[p, role, tp, list(shape), n, format_layers(layers), linear, dtype]
-            for (p, role, tp, shape, linear, dtype, n), layers in grouped.items()]
-
-
-def _pattern(name: str, layer: int | None) -> str:
-    """The decoder-layer index as {i}, any other index as {n}."""
-    if layer is not None:
-        name = re.sub(rf"\.(layers|h|blocks|layer)\.{layer}\.", r".\1.{i}.", name, count=1)
-    return _INDEX.sub(".{n}", name)
+        items.append((pattern_of(name, layer), role, tp, shape, count, layer,
+                      is_linear(name, module, role, (count, *shape)), "float32" if fp32_kept(model, name) else None))
+    return [[r.pattern, r.role, r.tp, list(r.shape), r.count, format_layers(r.layers), int(r.linear), r.dtype]
+            for r in group_rows(items)]
 
 
 def tied(model: Any) -> bool:

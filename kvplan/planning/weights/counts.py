@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
 from kvplan.config.model import ModelConfig
-from kvplan.errors import InputError
+from kvplan.errors import ConfigError, InputError
 from kvplan.planning.weights.checkpoint import checkpoint_parts
 from kvplan.planning.weights.formats import weight_format
 from kvplan.planning.weights.part import ModelParts, Part
@@ -94,14 +94,19 @@ def _weight_parts(model: ModelConfig, _key: str) -> ModelParts:
     table = table_for(model.raw)
     if table is not None:
         return table_parts(table, model, f"tensor table of {table.name} ({table.model_class} on the meta device)")
-    found = checkpoint_parts(model)
+    unread: tuple[str, ...] = ()
+    try:
+        found = checkpoint_parts(model)
+    except ConfigError as exc:  # the hub or a file failed: the formula, saying why
+        found, unread = None, (f"the checkpoint's safetensors headers could not be read: {exc}",)
     if found is not None:
         return found
     try:
-        return model_parts(model)
+        parts = model_parts(model)
     except InputError as exc:
         raise InputError(f"{exc}; {NO_WEIGHTS_HINT} (no tensor table matches this config)",
                          arg=exc.arg_names) from None
+    return replace(parts, notes=(*parts.notes, *unread)) if unread else parts
 
 
 def _layer_params(parts: tuple[Part, ...]) -> LayerParams:

@@ -52,6 +52,16 @@ MOE_BLOCKS = frozenset({"mlp", "block_sparse_moe", "feed_forward", "mixer", "moe
 SHARED = ("shared_expert", "shared_mlp")
 
 
+_INDEX = re.compile(r"\.(\d+)(?=\.|$)")
+
+
+def pattern_of(name: str, layer: int | None) -> str:
+    """A tensor's name with its decoder-layer index as {i} and any other index as {n}."""
+    if layer is not None:
+        name = re.sub(rf"\.(layers|h|blocks|layer)\.{layer}\.", r".\1.{i}.", name, count=1)
+    return _INDEX.sub(".{n}", name)
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """What the classifier needs to know of the model besides the name."""
@@ -59,6 +69,22 @@ class Context:
     hidden: int  # the language model's width
     layer_kinds: tuple[str, ...] = ()  # kvplan's kind per decoder layer: "linear" layers hold mixers
     encoder_decoder: bool = False  # Whisper: model.encoder is the audio tower, model.decoder the language model
+
+
+# The tensors a quantized checkpoint stores beside (or instead of) a module's weight: fp8 block and tensor
+# scales, GPTQ/AWQ packing, compressed-tensors, ModelOpt NVFP4, bitsandbytes. They split as their weight does.
+QUANT_TENSORS = frozenset({"weight_scale_inv", "weight_scale", "weight_scale_2", "input_scale", "weight_packed",
+                           "weight_shape", "weight_zero_point", "weight_global_scale", "input_global_scale", "qweight",
+                           "qzeros", "scales", "g_idx", "SCB", "absmax", "quant_map", "nested_absmax",
+                           "nested_quant_map", "k_scale", "v_scale"})
+_STACK_SUFFIXES = ("_blocks", "_scales", "_scale")  # gpt-oss MXFP4 experts: gate_up_proj_blocks / _scales
+
+
+def _unsuffixed(leaf: str) -> str:
+    for suffix in _STACK_SUFFIXES:
+        if leaf.endswith(suffix) and leaf != suffix[1:]:
+            return leaf[: -len(suffix)]
+    return leaf
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +100,11 @@ def locate(name: str, ctx: Context) -> Where:
     """Where a tensor sits: tower, decoder layer, module path."""
     parts = tuple(name.split("."))
     is_bias = parts[-1] == "bias" or (parts[-1].endswith("_bias") and parts[-1] != "e_score_correction_bias")
-    module = parts[:-1] if parts[-1] in ("weight", "bias") else parts
+    module = parts[:-1] if parts[-1] in ("weight", "bias") or parts[-1] in QUANT_TENSORS else parts
+    if len(module) > 2 and module[-1] == "quant_state":  # bitsandbytes: <module>.weight.quant_state.<kind>
+        module = module[:-2]
     module = module[:-1] if module and module[-1] == "linear" and len(module) > 1 else module
+    module = (*module[:-1], _unsuffixed(module[-1])) if module else module
     tower = _tower(module, ctx)
     found = _LAYER.match(".".join(module)) if tower is None else None
     inner = tuple(found.group("tail").split(".")) if found else module

@@ -144,6 +144,21 @@ def decode(doc: Mapping[str, Any]) -> Table:
                  rows=rows, notes=tuple(doc.get("notes", ())), exact=bool(doc.get("exact", True)))
 
 
+def group_rows(items: list[tuple[str, str, str, tuple[int, ...], int, int | None, bool, str | None]]) -> list[Row]:
+    """Tensors (pattern, role, tp, shape, count, layer, linear, dtype) -> rows: alike tensors of a layer summed
+    into one count, alike layers into one row with their indices, in the order first seen."""
+    per_layer: dict[tuple[Any, ...], int] = {}
+    for pattern, role, tp, shape, count, layer, linear, dtype in items:
+        key = (pattern, role, tp, shape, linear, dtype, layer)
+        per_layer[key] = per_layer.get(key, 0) + count
+    grouped: dict[tuple[Any, ...], list[int]] = {}
+    for (pattern, role, tp, shape, linear, dtype, layer), count in per_layer.items():
+        grouped.setdefault((pattern, role, tp, shape, count, linear, dtype), []).extend(
+            [] if layer is None else [layer])
+    return [Row(p, role, tp, shape, count, tuple(layers), linear, dtype)
+            for (p, role, tp, shape, count, linear, dtype), layers in grouped.items()]
+
+
 @lru_cache(maxsize=32)
 def load_table(file: str) -> Table:
     return decode(json.loads((TABLES_DIR / file).read_text(encoding="utf-8")))

@@ -43,10 +43,19 @@ FIRST_STAGE_ROLES = ("embedding", "vision", "audio", "projector")
 TOWER_CATEGORIES = ("vision", "audio")
 
 
+def dtype_bits(dtype: str | None) -> int | None:
+    """Bits of a stored dtype ("float32", safetensors' "BF16", "F8_E4M3", "U8", "I32"); None: the model's."""
+    if dtype is None:
+        return None
+    if dtype in ("float32", "F32"):
+        return 32
+    digits = "".join(c for c in dtype.split("_")[0] if c.isdigit())
+    return int(digits) if digits else 8  # BOOL: one byte
+
+
 def _part(row: Row, name: str, category: Category) -> Part:
     module = name.removesuffix(".weight")
-    return Part(module, category, row.shape, _rule(row.tp), row.linear, row.count,
-                32 if row.dtype == "float32" else None)
+    return Part(module, category, row.shape, _rule(row.tp), row.linear, row.count, dtype_bits(row.dtype))
 
 
 def _rule(tp: str) -> TpRule:
@@ -116,7 +125,7 @@ def shard_shape(part: Part, tp: int, num_kv_heads: int, *, heads: int = 0) -> tu
     if rule == "column":
         return (cdiv(first, tp), *rest)
     if rule == "row":
-        return (first, cdiv(rest[0], tp)) if rest else part.shape
+        return (first, cdiv(rest[0], tp), *rest[1:]) if rest else part.shape
     if rule == "kv":
         return (first // num_kv_heads * kv_heads_per_rank(num_kv_heads, tp), *rest)
     if rule == "qkv" and heads and first % (heads + 2 * num_kv_heads) == 0:
