@@ -16,7 +16,13 @@ import pytest
 from kvplan.config.hf import normalize
 from kvplan.engines.base import BudgetRules
 from kvplan.errors import InputError
-from kvplan.planning.weights import weight_bytes, weight_bytes_by_kind, weight_bytes_per_gpu, weight_format
+from kvplan.planning.weights import (
+    weight_bytes,
+    weight_bytes_by_kind,
+    weight_bytes_per_gpu,
+    weight_bytes_per_stage,
+    weight_format,
+)
 from kvplan.planning.weights.counts import _stages
 from kvplan.planning.weights.formats import NVFP4, WeightFormat, tensor_bytes
 from kvplan.planning.weights.loaded import loaded_extras, marlin_padding_bytes, triton_layout_bytes
@@ -155,3 +161,23 @@ def test_per_stage_bytes_are_computed_once_per_model_and_split(model: Any) -> No
         weight_bytes_by_kind(m, tp=8, pp=2)
     info = _stages.cache_info()
     assert (info.misses, info.hits) == (1, 5)
+
+
+# --------------------------------------------------------------------------------------------- towers, no weights
+
+
+def test_towers_on_the_first_stage_every_stage_or_none(model: Any) -> None:
+    # Gemma-3-27B's SigLIP tower and projector: 423,060,336 params (test_weights.py), bf16
+    m = model("google/gemma-3-27b-it")
+    first = weight_bytes_per_stage(m, pp=2)
+    every = weight_bytes_per_stage(m, pp=2, towers="every")  # vLLM's V1 runner builds them on every stage
+    none = weight_bytes_per_stage(m, pp=2, towers="none")  # text only (limit_mm_per_prompt 0)
+    assert (first[0] - none[0], first[1] - none[1]) == (2 * 423_060_336, 0)
+    assert (every[0], every[1] - first[1]) == (first[0], 2 * 423_060_336)
+
+
+def test_no_table_and_no_formula_says_what_to_pass(model: Any) -> None:
+    raw = {k: v for k, v in model("meta-llama/Llama-3.1-8B").raw.items() if k != "vocab_size"} | {"model_type": "x"}
+    with pytest.raises(InputError, match=re.escape("pass --kv-budget, or a folder with the checkpoint's "
+                                                   "safetensors index (no tensor table matches this config)")):
+        weight_bytes_per_gpu(normalize(raw, model_id="x", source="x.json"))
