@@ -33,7 +33,7 @@ from kvplan.planning.extras import extra_terms
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.profile_run import activation_term, persistent_term
 from kvplan.planning.request import Memory
-from kvplan.planning.weights import weight_bytes_per_stage
+from kvplan.planning.weights import weight_bytes_per_stage, weights_source
 from kvplan.planning.weights.loaded import loaded_extras
 from kvplan.units import GIB, MIB, format_gib, parse_bytes
 
@@ -131,8 +131,8 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
                 weights_dtype: str | None = None) -> tuple[BudgetTerm, ...]:
     """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
     layers = pp_layer_counts(request.model.num_layers, request.pp)[stage]
-    terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=True, kind="weights",
-                        source="parameter counts from the config × the weight format, this GPU's share"),
+    exact, source = weights_source(request.model)
+    terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=exact, kind="weights", source=source),
              *loaded_extras(request.model, rules, request.tp, layers), *extra_terms(request, rules, stage, weights_dtype)]
     if rules.profile is not None:
         terms.append(activation_term(request.model, request.tp, rules.profile, last_stage=stage == request.pp - 1))

@@ -51,6 +51,15 @@ class Dims:
 
 
 def dims(model: ModelConfig) -> Dims:
+    """The model's widths, read once per config instance (fit asks for them in every layout it tries)."""
+    found = model.__dict__.get("_profile_dims")
+    if not isinstance(found, Dims):
+        found = _dims(model)
+        object.__setattr__(model, "_profile_dims", found)
+    return found
+
+
+def _dims(model: ModelConfig) -> Dims:
     h = model.hidden_size
     inter = int(model.field("intermediate_size") or 4 * h)
     moe = int(model.field("moe_intermediate_size") or inter)

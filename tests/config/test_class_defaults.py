@@ -58,8 +58,13 @@ def test_llava_text_config_takes_llamaconfig_defaults() -> None:
     # 32 layers × 32 KV heads × (128 + 128) × 2 B (float16) = 524,288 B per token
     assert kvplan.kv_cache(m, max_model_len=4096).bytes_per_token == 524_288
     # Llama-2-7B's 6,738,415,616 parameters (vocab 32000) + 64 more vocab rows × 4096 in the embedding
-    # and in the untied lm_head = 6,738,939,904; LlamaConfig's intermediate_size 11008 is in there.
-    assert param_count(m).total == 6_738_415_616 + 2 * 64 * 4096
+    # and in the untied lm_head = 6,738,939,904; LlamaConfig's intermediate_size 11008 is in there. Beside it,
+    # the checkpoint's CLIP ViT-L/14-336 tower (CLIPVisionConfig defaults but for the file's 24 layers of 1024,
+    # 336 px, 14 px patches: 303,507,456) and the two-layer projector (1024 -> 4096 -> 4096 with biases:
+    # 20,979,712), which LlavaForConditionalGeneration builds and vLLM loads: 324,487,168 in `vision`.
+    counted = param_count(m)
+    assert counted.total - counted.vision == 6_738_415_616 + 2 * 64 * 4096
+    assert counted.vision == 303_507_456 + 20_979_712
 
 
 def test_llava_says_where_the_defaults_came_from() -> None:

@@ -8,10 +8,12 @@ read from the config alone.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,73 +37,53 @@ GIB = 2**30
 # ---------------------------------------------------------------------------------------------
 # 1. Parameter counts vs transformers on the meta device
 
-# Bundled configs that transformers cannot build from their own model_type, mapped to the
-# in-library class of the same architecture (remote-code config classes are never run), with the
-# config keys renamed to that class's names.
-_IN_LIBRARY_AS: dict[str, tuple[str, dict[str, Any]]] = {
-    # Kimi-K2: architectures = DeepseekV3ForCausalLM; its remote config has DeepseekV3Config's fields.
-    "moonshotai/Kimi-K2-Instruct": ("deepseek_v3", {}),
-    # Falcon's original RefinedWeb(Model) configs: the in-library FalconConfig.
-    "tiiuae/falcon-7b": ("falcon", {"new_decoder_architecture": False}),
-    "tiiuae/falcon-40b": ("falcon", {"new_decoder_architecture": True}),
-    # ChatGLM3 (remote code only): transformers' Glm (the GLM-4 port of the same block: fused
-    # query_key_value with bias -> q/k/v with attention_bias, dense without bias, SwiGLU
-    # dense_h_to_4h -> gate_up_proj, RMSNorm, untied output layer). Also hand-derived below.
-    "THUDM/chatglm3-6b": ("glm", {}),
-}
-_RENAMED = {
-    "n_layer": "num_hidden_layers", "n_head": "num_attention_heads", "n_head_kv": "num_kv_heads",  # Falcon RW
-    "num_layers": "num_hidden_layers", "padded_vocab_size": "vocab_size", "ffn_hidden_size": "intermediate_size",
-    "multi_query_group_num": "num_key_value_heads", "kv_channels": "head_dim", "add_qkv_bias": "attention_bias",
-}
+ROOT = Path(__file__).resolve().parents[2]
 _LAYER_INDEX = re.compile(r"\.(?:layers|h)\.(\d+)\.")
-_VISION = ("vision_tower", "multi_modal_projector")  # Gemma-3: counted in total, not in the decoder layers
-# Their CausalLM class is the text model alone; the image-text class has the vision tower kvplan counts (and vLLM loads).
-_BUILT_WITH_VISION = ("qwen3_5", "qwen3_5_moe")
+_TOWERS = ("vision_tower", "multi_modal_projector", "visual", "vision_model", "audio_tower", "model.encoder.",
+           "embed_vision")  # counted in total, not in the decoder layers
 
 
-def _hf_config(model_id: str) -> Any:
-    from transformers import CONFIG_MAPPING
+def weight_tool() -> Any:
+    """tools/weight_tensors.py: the class a config builds (architectures[0], what vLLM loads; a remote-code
+    model_type as the in-library class of the same architecture, ``IN_LIBRARY_AS``)."""
+    spec = importlib.util.spec_from_file_location("weight_tensors_tool", ROOT / "tools" / "weight_tensors.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    raw = json.loads(bundled_index()[model_id].read_text())
-    model_type, extra = _IN_LIBRARY_AS.get(model_id, (raw["model_type"], {}))
-    fields = {_RENAMED.get(k, k): v for k, v in raw.items() if k not in ("model_type", "auto_map")}
-    return CONFIG_MAPPING[model_type](**{**fields, **extra})
 
-
-def _hf_counts(model_id: str) -> tuple[int, Counter[int], int]:
-    """(all parameters, parameters per decoder layer, e_score_correction_bias elements)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    transformers.logging.set_verbosity_error()
-    config = _hf_config(model_id)
-    auto = transformers.AutoModelForImageTextToText if config.model_type in _BUILT_WITH_VISION else (
-        transformers.AutoModelForCausalLM)
-    with torch.device("meta"):
-        hf = auto.from_config(config)
+def _hf_counts(model_id: str) -> tuple[int, Counter[int]]:
+    """(every tensor a checkpoint stores, per decoder layer) of transformers' meta-device build."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    tool = weight_tool()
+    tool._quiet()
+    built = tool.build(json.loads(bundled_index()[model_id].read_text()))
+    assert not isinstance(built, str), built
+    hf = built[0]
     total, per_layer = 0, Counter[int]()
-    for name, tensor in hf.named_parameters():
-        total += tensor.numel()
-        if (match := _LAYER_INDEX.search(name)) and not any(v in name for v in _VISION):
-            per_layer[int(match.group(1))] += tensor.numel()
-    # DeepSeek-V3 / Kimi-K2 / GLM-4.5 routers: transformers registers e_score_correction_bias as a
-    # buffer; it is a tensor of the checkpoint (loaded by every engine), so kvplan counts it.
-    score_bias = 0
-    for name, buffer in hf.named_buffers():
-        if name.endswith("e_score_correction_bias"):
-            score_bias += buffer.numel()
-            per_layer[int(_LAYER_INDEX.search(name).group(1))] += buffer.numel()  # type: ignore[union-attr]
-    return total, per_layer, score_bias
+    tensors = [(n, p.numel()) for n, p in hf.named_parameters()]
+    # Persistent buffers are checkpoint tensors too (DeepSeek-V3 / Kimi-K2 / GLM-4.5's router
+    # e_score_correction_bias; every engine loads them), but for the ones a model computes at load (MiniMax).
+    for mod_name, module in hf.named_modules():
+        tensors += [(f"{mod_name}.{k}", b.numel()) for k, b in module._buffers.items()
+                    if b is not None and k not in module._non_persistent_buffers_set and k not in tool.COMPUTED_BUFFERS]
+    for name, numel in tensors:
+        total += numel
+        if (match := _LAYER_INDEX.search(name)) and not any(v in name for v in _TOWERS):
+            per_layer[int(match.group(1))] += numel
+    return total, per_layer
 
 
 @pytest.mark.parametrize("model_id", weights_ids())
 def test_param_count_matches_transformers_on_meta(model, model_id: str) -> None:
-    hf_total, hf_layers, score_bias = _hf_counts(model_id)
+    hf_total, hf_layers = _hf_counts(model_id)
     counted = param_count(model(model_id))
-    # Exact, once the router score biases that transformers keeps as buffers are added back. MTP
-    # modules (DeepSeek-V3/R1, GLM-4.5) are not built by transformers and are not in `total` either.
-    # Gemma-3: both count the SigLIP tower and projector (423,060,336 params) in the total.
-    assert counted.total == hf_total + score_bias
+    # Exact: every tensor of the class its architectures name, towers included (Gemma-3's SigLIP tower and
+    # projector, 423,060,336 params; Whisper's encoder). MTP modules (DeepSeek-V3/R1, GLM-4.5) are not built by
+    # transformers and are not in `total` either.
+    assert counted.total == hf_total
     assert tuple(layer.total for layer in counted.layers) == tuple(hf_layers[i] for i in range(len(counted.layers)))
 
 
@@ -124,11 +106,12 @@ def test_chatglm3_hand_derived(model) -> None:
 def test_breakdown_adds_up(model, model_id: str) -> None:
     counted = param_count(model(model_id))
     kinds = (counted.embedding + counted.lm_head + counted.attention + counted.mlp_dense + counted.moe_experts
-             + counted.moe_shared_experts + counted.router + counted.norms + counted.vision)
+             + counted.moe_shared_experts + counted.router + counted.norms + counted.vision + counted.mixer
+             + counted.audio)
     final_norm = counted.norms - sum(layer.norms for layer in counted.layers)
     assert kinds == counted.total
     assert sum(layer.total for layer in counted.layers) + counted.embedding + counted.lm_head + final_norm \
-        + counted.vision == counted.total
+        + counted.vision + counted.audio == counted.total
     assert 0 < final_norm <= 2 * model(model_id).hidden_size
 
 
@@ -271,13 +254,16 @@ DSV3_DENSE = 3 * 2304 * 7168
 DSV3_MOE = 256 * (512 * 7168 + 7168 * 256) + 3 * 256 * 7168 + 256 * 7168 + 256
 # Vocab 129280 = 64 × 2020 -> 16160 rows per rank, embedding and lm_head; final norm 7168.
 DSV3_VOCAB = 16160 * 7168
+DSV3_SCORE_BIAS_FP32_EXTRA = 256 * 2  # bytes: 256 params at 4 B instead of 2 per MoE layer
 
 
 def test_deepseek_v3_tp8_bf16(model) -> None:
     m = model("deepseek-ai/DeepSeek-V3")
     per_rank = (3 * (DSV3_ATTN + DSV3_DENSE + DSV3_NORMS) + 58 * (DSV3_ATTN + DSV3_MOE + DSV3_NORMS)
                 + 2 * DSV3_VOCAB + 7168)
-    assert weight_bytes_per_gpu(m, tp=8, weights_dtype="bf16") == 2 * per_rank
+    # + the 256-element e_score_correction_bias of each MoE layer: kept in fp32 (4 B, not 2) by vLLM
+    # (0.33 model_executor/models/deepseek_v2.py:328-329, torch.float32) and transformers (_keep_in_fp32_modules_strict)
+    assert weight_bytes_per_gpu(m, tp=8, weights_dtype="bf16") == 2 * per_rank + 58 * DSV3_SCORE_BIAS_FP32_EXTRA
 
 
 def test_deepseek_v3_tp8_pp2_heaviest_stage(model) -> None:
@@ -287,9 +273,10 @@ def test_deepseek_v3_tp8_pp2_heaviest_stage(model) -> None:
     m = model("deepseek-ai/DeepSeek-V3")
     stage0 = 3 * (DSV3_ATTN + DSV3_DENSE + DSV3_NORMS) + 28 * (DSV3_ATTN + DSV3_MOE + DSV3_NORMS) + DSV3_VOCAB
     stage1 = 30 * (DSV3_ATTN + DSV3_MOE + DSV3_NORMS) + 7168 + DSV3_VOCAB
-    assert weight_bytes_per_stage(m, tp=8, pp=2, weights_dtype="bf16") == (2 * stage0, 2 * stage1)
+    extra0, extra1 = 28 * DSV3_SCORE_BIAS_FP32_EXTRA, 30 * DSV3_SCORE_BIAS_FP32_EXTRA  # fp32 router biases
+    assert weight_bytes_per_stage(m, tp=8, pp=2, weights_dtype="bf16") == (2 * stage0 + extra0, 2 * stage1 + extra1)
     assert stage1 > stage0
-    assert weight_bytes_per_gpu(m, tp=8, pp=2, weights_dtype="bf16") == 2 * stage1
+    assert weight_bytes_per_gpu(m, tp=8, pp=2, weights_dtype="bf16") == 2 * stage1 + extra1
 
 
 def test_deepseek_v3_fp8_checkpoint(model) -> None:
@@ -394,7 +381,8 @@ def test_weights_dtype_override(model, dtype: str, expected: int) -> None:
 
 def test_override_replaces_the_checkpoint_format(model) -> None:
     m = model("deepseek-ai/DeepSeek-V3")
-    assert weight_bytes(m, "bf16") == 2 * param_count(m).total
+    # every tensor in bf16 but the 58 MoE layers' 256-element router score biases, fp32 in vLLM (see above)
+    assert weight_bytes(m, "bf16") == 2 * param_count(m).total + 58 * DSV3_SCORE_BIAS_FP32_EXTRA
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,9 +396,9 @@ def test_unknown_weights_dtype(model) -> None:
 
 def test_unsupported_quant_method(model) -> None:
     m = model("meta-llama/Llama-3.1-8B")
-    odd = normalize({**m.raw, "quantization_config": {"quant_method": "bitsandbytes"}},
+    odd = normalize({**m.raw, "quantization_config": {"quant_method": "hqq"}},  # bitsandbytes is read since
                                      model_id="x", source="x.json")
-    with pytest.raises(InputError, match=re.escape("'bitsandbytes' is not supported; pass weights_dtype")):
+    with pytest.raises(InputError, match=re.escape("'hqq' is not supported; pass weights_dtype")):
         weight_bytes(odd)
     assert weight_bytes(odd, "bf16") == weight_bytes(m)
 
@@ -462,4 +450,6 @@ def test_unknown_vision_tower_is_noted_not_counted(model) -> None:
     odd = normalize({**m.raw, "vision_config": {"model_type": "mystery_vit"}}, model_id="o", source="o.json")
     counted = param_count(odd)
     assert counted.vision == 0
-    assert counted.notes == ("vision tower 'mystery_vit' not counted: kvplan does not know its layout",)
+    # no table has this config: kvplan's formula, which says so
+    assert counted.notes == ("vision tower 'mystery_vit' not counted: kvplan does not know its layout",
+                             "weights from kvplan's formula for this family (no tensor table matches the config)")

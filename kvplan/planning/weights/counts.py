@@ -1,45 +1,49 @@
-"""Parameter counts from the config, bytes by weight format, and the share of one GPU.
+"""Parameter counts and weight bytes of a model, whole and on one GPU.
 
-- ``param_count(model)``: counts by kind (embedding, lm_head, attention, dense MLP, experts, shared
-  experts, router, norms), per decoder layer, and the MTP/nextn modules apart from ``total``.
+- ``param_count(model)``: counts by kind (embedding, lm_head, attention, mixer, dense MLP, experts, shared
+  experts, router, norms, vision and audio towers), per decoder layer, and the MTP/nextn modules apart.
 - ``weight_bytes(model, weights_dtype)``: the checkpoint's bytes (MTP modules excluded unless asked:
   engines load them only for speculative decoding).
-- ``weight_bytes_per_gpu(model, tp=, pp=)``: what the most loaded GPU holds. TP splits attention
-  heads, MLP and expert widths (ceil); K/V projections follow the KV heads (replicated once tp >
-  KV heads, as the KV cache is); norms, routers, output-projection biases and MLA's q_a/kv_a
-  down-projections are replicated on every rank (vLLM ReplicatedLinear). Embedding and lm_head are
-  vocab-parallel with the vocabulary padded to a multiple of 64 (vLLM DEFAULT_VOCAB_PADDING_SIZE).
-  PP stages take their layers as ``pp_layer_counts``; the first holds the embedding, the last the
-  final norm and lm_head (with tied embeddings and pp > 1 the last stage holds its own copy, as
-  vLLM does), and the MTP modules when included. A vision tower (Gemma-3) sits on the first stage.
+- ``weight_bytes_per_stage`` / ``weight_bytes_per_gpu`` / ``weight_bytes_by_kind`` (``tp=``, ``pp=``, ``ep=``):
+  what one GPU of each PP stage holds (``tensors`` has the TP/PP/EP rules), cached: they depend on the model,
+  the parallel sizes and the format, never on the GPU.
 
-The inventory of tensors is ``parts``; byte formats are ``formats``; vision towers ``vision``.
+The tensors come from, in this order: the table recorded for a config with this shape signature
+(``tables``: transformers' meta-device build of every bundled config and class default), the checkpoint's
+own safetensors headers when the config was read from a folder or the HF cache that has them
+(``checkpoint``), else kvplan's formula from the config (``parts``, an estimate, said in the notes).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 
 from kvplan.config.model import ModelConfig
-from kvplan.errors import InputError
-from kvplan.formulas.sharding import kv_heads_per_rank, pp_layer_counts
-from kvplan.planning.weights.formats import WeightFormat, tensor_bytes, weight_format
-from kvplan.planning.weights.parts import ModelParts, Part, model_parts
-from kvplan.planning.weights.vision import vision_note, vision_parts
-from kvplan.units import cdiv
+from kvplan.errors import ConfigError, InputError
+from kvplan.planning.weights.checkpoint import checkpoint_parts
+from kvplan.planning.weights.formats import weight_format
+from kvplan.planning.weights.part import ModelParts, Part
+from kvplan.planning.weights.parts import model_parts
+from kvplan.planning.weights.tables import table_for
+from kvplan.planning.weights.tensors import Split, Towers, add_bytes, stage_bytes, table_parts
+from kvplan.planning.weights.tensors import shard_shape as shard_shape
+from kvplan.planning.weights.vision import vision_note
 
-VOCAB_PADDING = 64  # vLLM vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
+NO_WEIGHTS_HINT = "pass --kv-budget, or a folder with the checkpoint's safetensors index"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LayerParams:
-    attention: int = 0  # projections, biases, sinks, linear-attention tensors
+    attention: int = 0  # projections, biases, sinks
     mlp_dense: int = 0
     moe_experts: int = 0
     moe_shared_experts: int = 0
     router: int = 0  # gate weight, its biases, Qwen's shared-expert gate
     norms: int = 0  # layer norms, q/k norms, MLA latent norms
+    mixer: int = 0  # Mamba, short-convolution and linear-attention layers
 
     @property
     def total(self) -> int:
@@ -56,88 +60,122 @@ class ParamCount:
     moe_shared_experts: int
     router: int
     norms: int  # final norm included
-    vision: int  # vision tower + projector of a multimodal checkpoint (Gemma-3), in total
+    vision: int  # vision tower + projector of a multimodal checkpoint, in total
     mtp: int  # next-token-prediction modules (DeepSeek/GLM), not in total
     total: int
     layers: tuple[LayerParams, ...]  # decoder layers of the language model
     notes: tuple[str, ...] = ()
+    mixer: int = 0  # Mamba / short-conv / linear-attention mixers
+    audio: int = 0  # audio tower (+ its projector): Whisper's encoder, Voxtral
+    source: str = ""  # where the tensors come from
+    estimate: bool = False  # kvplan's formula, not the model's tensors
 
     @property
     def total_with_mtp(self) -> int:
         return self.total + self.mtp
 
 
+def content_key(model: ModelConfig) -> str:
+    """The config's content (ModelConfig's equality ignores raw), computed once per instance."""
+    key = model.__dict__.get("_weights_key")
+    if not isinstance(key, str):
+        key = json.dumps(model.raw, sort_keys=True, default=str)
+        object.__setattr__(model, "_weights_key", key)
+    return key
+
+
+def weight_parts(model: ModelConfig) -> ModelParts:
+    """The model's tensors: its table, else its checkpoint's headers, else kvplan's formula."""
+    return _weight_parts(model, content_key(model))
+
+
+@lru_cache(maxsize=128)
+def _weight_parts(model: ModelConfig, _key: str) -> ModelParts:
+    table = table_for(model.raw)
+    if table is not None:
+        return table_parts(table, model, f"tensor table of {table.name} ({table.model_class} on the meta device)")
+    unread: tuple[str, ...] = ()
+    try:
+        found = checkpoint_parts(model)
+    except ConfigError as exc:  # the hub or a file failed: the formula, saying why
+        found, unread = None, (f"the checkpoint's safetensors headers could not be read: {exc}",)
+    if found is not None:
+        return found
+    try:
+        parts = model_parts(model)
+    except InputError as exc:
+        raise InputError(f"{exc}; {NO_WEIGHTS_HINT} (no tensor table matches this config)",
+                         arg=exc.arg_names) from None
+    return replace(parts, notes=(*parts.notes, *unread)) if unread else parts
+
+
 def _layer_params(parts: tuple[Part, ...]) -> LayerParams:
-    sums = dict.fromkeys(("attention", "mlp_dense", "moe_experts", "moe_shared_experts", "router", "norms"), 0)
+    sums = Counter[str]()
     for part in parts:
         sums[part.category] += part.params
-    return LayerParams(**sums)
+    return LayerParams(**{f.name: sums[f.name] for f in fields(LayerParams)})
 
 
 def param_count(model: ModelConfig) -> ParamCount:
-    """Parameters by kind and by layer, read from the config (see ``parts``)."""
-    parts = model_parts(model)
+    """Parameters by kind and by layer."""
+    parts = weight_parts(model)
     layers = tuple(_layer_params(p) for p in parts.layers)
-    totals = {name: sum(getattr(layer, name) for layer in layers)
-              for name in ("attention", "mlp_dense", "moe_experts", "moe_shared_experts", "router")}
-    norms = sum(layer.norms for layer in layers) + parts.final_norm.params
-    embedding = parts.embedding.params
-    lm_head = parts.lm_head.params if parts.lm_head else 0
-    vision = sum(p.params for p in vision_parts(model))
-    total = embedding + lm_head + norms + vision + sum(totals.values())
-    mtp = sum(p.params for layer in parts.mtp_layers for p in layer)
-    notes = tuple(n for n in (vision_note(model),) if n)
-    return ParamCount(embedding=embedding, lm_head=lm_head, norms=norms, vision=vision, mtp=mtp, total=total,
-                      layers=layers, notes=notes, **totals)
+    kinds = Counter[str]()
+    for part in (*(p for layer in parts.layers for p in layer), *parts.first, *parts.last):
+        kinds[part.category] += part.params
+    note = vision_note(model) if parts.estimate else None
+    notes = (*parts.notes, *((note,) if note else ()),
+             *(("weights from kvplan's formula for this family (no tensor table matches the config)",)
+               if parts.estimate else ()))
+    return ParamCount(embedding=kinds["embedding"], lm_head=kinds["lm_head"], attention=kinds["attention"],
+                      mlp_dense=kinds["mlp_dense"], moe_experts=kinds["moe_experts"],
+                      moe_shared_experts=kinds["moe_shared_experts"], router=kinds["router"], norms=kinds["norms"],
+                      vision=kinds["vision"], audio=kinds["audio"], mixer=kinds["mixer"],
+                      mtp=sum(p.params for layer in parts.mtp_layers for p in layer), total=sum(kinds.values()),
+                      layers=layers, notes=notes, source=parts.source, estimate=parts.estimate)
 
 
-def _check(tp: int, pp: int) -> None:
-    for name, value in (("tp", tp), ("pp", pp)):
+def weights_source(model: ModelConfig) -> tuple[bool, str]:
+    """(exact, where the weights come from) for the budget's weights term."""
+    parts = weight_parts(model)
+    how = "the model's tensors" if not parts.estimate else "kvplan's formula (an estimate)"
+    return not parts.estimate, f"{how}: {parts.source} × the weight format, this GPU's share"
+
+
+def _check(**sizes: int) -> None:
+    for name, value in sizes.items():
         if not isinstance(value, int) or value < 1:
             raise InputError(f"{name} must be a positive integer, got {value!r}")
 
 
-def shard_shape(part: Part, tp: int, num_kv_heads: int) -> tuple[int, ...]:
-    """The shape one TP rank holds."""
-    first, rest = part.shape[0], part.shape[1:]
-    if part.tp == "column":
-        return (cdiv(first, tp), *rest)
-    if part.tp == "row":
-        return (first, cdiv(rest[0], tp))
-    if part.tp == "kv":
-        return (first // num_kv_heads * kv_heads_per_rank(num_kv_heads, tp), *rest)
-    if part.tp == "vocab":
-        return (cdiv(cdiv(first, VOCAB_PADDING) * VOCAB_PADDING, tp), *rest)
-    return part.shape
-
-
-@dataclass(frozen=True, slots=True)
-class _Rank:
-    fmt: WeightFormat
-    tp: int | None  # None: the unsplit checkpoint, without vocab padding
-    num_kv_heads: int
-
-
-def _add_bytes(into: Counter[str], parts: tuple[Part, ...], module: str, rank: _Rank, kind: str | None = None) -> None:
-    """Add the bytes one TP rank holds of `parts`, by kind (module: their path, for modules_to_not_convert)."""
-    for part in parts:
-        shape = part.shape if rank.tp is None else shard_shape(part, rank.tp, rank.num_kv_heads)
-        quantized = part.is_linear and rank.fmt.is_quantized(f"{module}{part.name}")
-        into[kind or part.category] += tensor_bytes(shape, part.count, rank.fmt, quantized=quantized)
+def _split(model: ModelConfig, weights_dtype: str | None, tp: int | None, ep: int) -> Split:
+    return Split(weight_format(model, weights_dtype), tp, ep, model.num_attention_heads, model.num_kv_heads)
 
 
 def weight_bytes(model: ModelConfig, weights_dtype: str | None = None, *, include_mtp: bool = False) -> int:
     """Bytes of all weights as stored (no TP split, no vocab padding), scales included."""
-    rank = _Rank(weight_format(model, weights_dtype), None, model.num_kv_heads)
-    return sum(_stage_bytes(model, rank, 1, 0, include_mtp).values())
+    return sum(stage_bytes(weight_parts(model), _split(model, weights_dtype, None, 1), 1, 0,
+                           include_mtp=include_mtp).values())
+
+
+@lru_cache(maxsize=1024)
+def _stages(model: ModelConfig, _key: str, tp: int, pp: int, ep: int, weights_dtype: str | None,
+            include_mtp: bool, towers: Towers) -> tuple[dict[str, int], ...]:
+    parts, split = weight_parts(model), _split(model, weights_dtype, tp, ep)
+    return tuple(dict(stage_bytes(parts, split, pp, s, include_mtp=include_mtp, towers=towers)) for s in range(pp))
+
+
+def _stage_kinds(model: ModelConfig, tp: int, pp: int, ep: int, weights_dtype: str | None, include_mtp: bool,
+                 towers: Towers) -> tuple[dict[str, int], ...]:
+    _check(tp=tp, pp=pp, ep=ep)
+    return _stages(model, content_key(model), tp, pp, ep, weights_dtype, include_mtp, towers)
 
 
 def weight_bytes_by_kind(model: ModelConfig, *, tp: int = 1, pp: int = 1, stage: int | None = None,
-                         weights_dtype: str | None = None, include_mtp: bool = False) -> dict[str, int]:
+                         weights_dtype: str | None = None, include_mtp: bool = False, ep: int = 1,
+                         towers: Towers = "first") -> dict[str, int]:
     """Bytes on one GPU of `stage` (default: the heaviest) by kind: embedding, attention, moe_experts, ..., mtp."""
-    _check(tp, pp)
-    rank = _Rank(weight_format(model, weights_dtype), tp, model.num_kv_heads)
-    stages = [_stage_bytes(model, rank, pp, s, include_mtp) for s in range(pp)]
+    stages = _stage_kinds(model, tp, pp, ep, weights_dtype, include_mtp, towers)
     if stage is None:
         stage = max(range(pp), key=lambda s: sum(stages[s].values()))
     if not 0 <= stage < pp:
@@ -146,46 +184,24 @@ def weight_bytes_by_kind(model: ModelConfig, *, tp: int = 1, pp: int = 1, stage:
 
 
 def weight_bytes_per_stage(model: ModelConfig, *, tp: int = 1, pp: int = 1, weights_dtype: str | None = None,
-                           include_mtp: bool = False) -> tuple[int, ...]:
+                           include_mtp: bool = False, ep: int = 1, towers: Towers = "first") -> tuple[int, ...]:
     """Bytes on one TP rank of each PP stage."""
-    _check(tp, pp)
-    rank = _Rank(weight_format(model, weights_dtype), tp, model.num_kv_heads)
-    return tuple(sum(_stage_bytes(model, rank, pp, stage, include_mtp).values()) for stage in range(pp))
+    return tuple(sum(s.values()) for s in _stage_kinds(model, tp, pp, ep, weights_dtype, include_mtp, towers))
 
 
 def weight_bytes_per_gpu(model: ModelConfig, *, tp: int = 1, pp: int = 1, weights_dtype: str | None = None,
-                         include_mtp: bool = False) -> int:
+                         include_mtp: bool = False, ep: int = 1, towers: Towers = "first") -> int:
     """Bytes on the most loaded GPU (the heaviest PP stage; TP ranks are alike)."""
-    return max(weight_bytes_per_stage(model, tp=tp, pp=pp, weights_dtype=weights_dtype, include_mtp=include_mtp))
+    return max(weight_bytes_per_stage(model, tp=tp, pp=pp, weights_dtype=weights_dtype, include_mtp=include_mtp,
+                                      ep=ep, towers=towers))
 
 
 def mtp_bytes_per_gpu(model: ModelConfig, *, tp: int = 1, weights_dtype: str | None = None,
                       shared: tuple[str, ...] = ("embedding", "lm_head")) -> int:
     """Bytes of the MTP modules on one TP rank, without the parts the engine shares with the target
     (vLLM's MTP drafter reuses the target's embedding and lm_head)."""
-    _check(tp, 1)
-    parts = model_parts(model)
-    rank, by_kind = _Rank(weight_format(model, weights_dtype), tp, model.num_kv_heads), Counter[str]()
-    for j, layer in enumerate(parts.mtp_layers):
-        kept = tuple(p for p in layer if p.category not in shared)
-        _add_bytes(by_kind, kept, f"model.layers.{len(parts.layers) + j}.", rank, "mtp")
+    _check(tp=tp)
+    by_kind, split = Counter[str](), _split(model, weights_dtype, tp, 1)
+    for layer in weight_parts(model).mtp_layers:
+        add_bytes(by_kind, (p for p in layer if p.category not in shared), split, "mtp")
     return by_kind["mtp"]
-
-
-def _stage_bytes(model: ModelConfig, rank: _Rank, pp: int, stage: int, include_mtp: bool) -> Counter[str]:
-    """Bytes by kind on one TP rank of one PP stage."""
-    parts: ModelParts = model_parts(model)
-    counts = pp_layer_counts(len(parts.layers), pp)
-    first = sum(counts[:stage])
-    by_kind: Counter[str] = Counter()
-    for i in range(first, first + counts[stage]):
-        _add_bytes(by_kind, parts.layers[i], f"model.layers.{i}.", rank)
-    if stage == 0:
-        _add_bytes(by_kind, (parts.embedding, *vision_parts(model)), "model.", rank)
-    if stage == pp - 1:
-        head = parts.lm_head or (parts.embedding if pp > 1 else None)  # tied + PP: the last stage's own copy
-        _add_bytes(by_kind, (parts.final_norm,), "model.", rank)
-        _add_bytes(by_kind, (head,) if head else (), "", rank, "lm_head")
-        for j, layer in enumerate(parts.mtp_layers if include_mtp else ()):
-            _add_bytes(by_kind, layer, f"model.layers.{len(parts.layers) + j}.", rank, "mtp")
-    return by_kind

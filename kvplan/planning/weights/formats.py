@@ -11,11 +11,18 @@ the quantized checkpoints and engines keep them. Scales are counted exactly, per
   MXFP4 ``out×in/2 + out×⌈in/32⌉×1`` (E8M0 scale), int4 ``out×in/2 + out×⌈in/128⌉×2`` (fp16).
 - ``channel``: one fp16 scale per output row (``--weights-dtype int8``).
 - ``tensor``: one fp32 scale per tensor (``--weights-dtype fp8``, vLLM's dynamic fp8).
+- ``tensor_bytes``: bytes every quantized tensor carries besides (NVFP4's fp32 global weight scale and input
+  scale, ModelOpt FP8's input scale, a packed tensor's int64 weight_shape).
+
+NVFP4 (ModelOpt ``quant_algo: NVFP4``, compressed-tensors ``nvfp4-pack-quantized``): e2m1 values, one e4m3
+byte scale per 16 inputs, two fp32 per tensor. bitsandbytes 4-bit: one fp32 absmax per 64 values (one byte
+with double quantization), 8-bit: one fp32 scale per output row (LLM.int8 SCB).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,14 +44,25 @@ class WeightFormat:
     block: tuple[int, int] = (0, 0)  # (rows, cols) per scale; group: (1, group)
     scale_bits: int = 0
     zero_bits: int = 0  # GPTQ/AWQ zero point per group
+    tensor_bytes: int = 0  # per quantized tensor besides its scales (NVFP4's two fp32 scalars)
     skip: tuple[str, ...] = ()  # module patterns left unquantized (modules_to_not_convert ...)
     source: str = ""
 
     def is_quantized(self, module: str) -> bool:
-        """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized."""
+        """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized.
+        A skip pattern is a glob over the path (or its prefix), or a "re:" regex (compressed-tensors' ignore)."""
         if self.scheme == "none" and self.linear_bits == self.base_bits:
             return False
-        return not any(fnmatch.fnmatchcase(module, p) or fnmatch.fnmatchcase(module, p + ".*") for p in self.skip)
+        return not any(_skipped(module, p) for p in self.skip)
+
+
+def _skipped(module: str, pattern: str) -> bool:
+    if pattern.startswith("re:"):
+        try:
+            return re.match(pattern[3:], module) is not None
+        except re.error:
+            return False
+    return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
 
 
 def tensor_bytes(shape: tuple[int, ...], count: int, fmt: WeightFormat, *, quantized: bool) -> int:
@@ -59,7 +77,7 @@ def tensor_bytes(shape: tuple[int, ...], count: int, fmt: WeightFormat, *, quant
               "block": cdiv(rows, fmt.block[0] or 1) * cdiv(cols, fmt.block[1] or 1),
               "group": rows * cdiv(cols, fmt.block[1] or 1)}[fmt.scheme]
     bits = rows * cols * fmt.linear_bits + scales * (fmt.scale_bits + fmt.zero_bits)
-    return count * cdiv(bits, 8)
+    return count * (cdiv(bits, 8) + fmt.tensor_bytes)
 
 
 # --weights-dtype: name -> (linear bits, scheme, block, scale bits). Linear weights only; the rest
@@ -70,7 +88,7 @@ OVERRIDES: dict[str, tuple[int, ScaleScheme, tuple[int, int], int]] = {
     "int4": (4, "group", (1, 128), 16),  # symmetric int4, one fp16 scale per 128 inputs
 }
 WEIGHT_DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32", *OVERRIDES)
-_SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore")
+_SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules")
 
 
 def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> WeightFormat:
@@ -124,7 +142,7 @@ def _skip_patterns(quant: dict[str, Any]) -> tuple[str, ...]:
     for key in _SKIP_KEYS:
         value = quant.get(key)
         if isinstance(value, list):
-            found += [str(v).removeprefix("re:") for v in value]
+            found += [str(v) for v in value]
     return tuple(found)
 
 
@@ -144,6 +162,10 @@ def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str
                             scale_bits=8, skip=skip, source=where)
     if method == "compressed-tensors":
         return _compressed_tensors(quant, base_bits, skip, where, source)
+    if method == "modelopt":
+        return _modelopt(quant, base_bits, skip, where, source)
+    if method == "bitsandbytes":
+        return _bitsandbytes(quant, base_bits, skip, where)
     if method in ("gptq", "awq"):
         bits = quant.get("bits", quant.get("w_bit"))
         group = quant.get("group_size", quant.get("q_group_size"))
@@ -159,9 +181,39 @@ def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str
 
 
 # compressed-tensors weight strategies -> (scheme, scale bits): fp32 scales per tensor, output channel or block
-# (vLLM's CompressedTensorsW8A8Fp8 weight_scale), a 16-bit scale per group (W4A16 pack-quantized).
+# (vLLM's CompressedTensorsW8A8Fp8 weight_scale), a 16-bit scale per group (W4A16 pack-quantized) unless the
+# scheme names its scale dtype (MXFP4: uint8), an fp8 scale per group + an fp32 global scale (NVFP4).
 _CT_STRATEGIES: dict[str, tuple[ScaleScheme, int]] = {"tensor": ("tensor", 32), "channel": ("channel", 32),
-                                                      "block": ("block", 32), "group": ("group", 16)}
+                                                      "block": ("block", 32), "group": ("group", 16),
+                                                      "tensor_group": ("group", 8)}
+_SCALE_DTYPE_BITS = {"torch.uint8": 8, "torch.float8_e4m3fn": 8, "torch.float8_e8m0fnu": 8, "torch.float16": 16,
+                     "torch.bfloat16": 16, "torch.float32": 32}
+NVFP4 = {"linear_bits": 4, "scheme": "group", "block": (1, 16), "scale_bits": 8, "tensor_bytes": 8}
+
+
+def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
+              source: str) -> WeightFormat:
+    """NVIDIA ModelOpt checkpoints: NVFP4 (e2m1 + an e4m3 scale per 16 + fp32 weight_scale_2 and input_scale),
+    FP8 (per-tensor e4m3 + fp32 weight_scale and input_scale)."""
+    algo = str(quant.get("quant_algo", "")).upper()
+    if algo == "NVFP4":
+        return WeightFormat(name="nvfp4 (modelopt)", base_bits=base_bits, skip=skip, source=where,
+                            **NVFP4)  # type: ignore[arg-type]
+    if algo == "FP8":
+        return WeightFormat(name="fp8 (modelopt)", base_bits=base_bits, linear_bits=8, scheme="tensor", scale_bits=32,
+                            tensor_bytes=4, skip=skip, source=where)
+    raise InputError(f"{source}: {where} quant_algo {algo or '?'!r} is not supported; pass weights_dtype",
+                     arg="weights_dtype")
+
+
+def _bitsandbytes(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str) -> WeightFormat:
+    if quant.get("load_in_8bit"):
+        return WeightFormat(name="int8 (bitsandbytes)", base_bits=base_bits, linear_bits=8, scheme="channel",
+                            scale_bits=32, skip=skip, source=where)
+    nested = bool(quant.get("bnb_4bit_use_double_quant"))
+    kind = str(quant.get("bnb_4bit_quant_type", "fp4"))
+    return WeightFormat(name=f"{kind} (bitsandbytes)", base_bits=base_bits, linear_bits=4, scheme="group",
+                        block=(1, 64), scale_bits=8 if nested else 32, skip=skip, source=where)
 
 
 def _compressed_tensors(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
@@ -175,9 +227,10 @@ def _compressed_tensors(quant: dict[str, Any], base_bits: int, skip: tuple[str, 
         raise InputError(f"{source}: {where} has no weights scheme kvplan reads; pass weights_dtype",
                          arg="weights_dtype")
     scheme, scale_bits = _CT_STRATEGIES[weights["strategy"]]
+    scale_bits = _SCALE_DTYPE_BITS.get(str(weights.get("scale_dtype")), scale_bits)
     block = weights.get("block_structure") or [0, 0]
     cols = weights.get("group_size") or 0 if scheme == "group" else block[1]
     return WeightFormat(name=f"{weights.get('type', 'int')}{weights['num_bits']} ({weights['strategy']}, "
                         "compressed-tensors)", base_bits=base_bits, linear_bits=weights["num_bits"], scheme=scheme,
                         block=(1 if scheme in ("group", "channel") else block[0], cols), scale_bits=scale_bits,
-                        skip=skip, source=where)
+                        tensor_bytes=8 if weights["strategy"] == "tensor_group" else 0, skip=skip, source=where)

@@ -14,14 +14,18 @@ from ModelConfig, and bytes (``formats``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from kvplan.config.aliases import WEIGHT_FIELDS
 from kvplan.config.defaults import omitted_default
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
+from kvplan.planning.weights.part import Category, ModelParts, Part
+from kvplan.planning.weights.vision import vision_parts
+
+__all__ = ["TRAITS", "TRAIT_KEYS", "Key", "ModelParts", "Part", "model_parts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,30 +33,6 @@ class Key:
     """A trait that a boolean config key decides (absent: its class default, else False)."""
 
     name: str
-
-
-Category = Literal["embedding", "lm_head", "attention", "mlp_dense", "moe_experts", "moe_shared_experts",
-                   "router", "norms", "vision"]
-# How tensor parallelism cuts a part: column = output rows split, row = input columns split,
-# kv = K/V rows split by KV heads (replicated once tp > heads), vocab = vocab-parallel rows.
-TpRule = Literal["column", "row", "kv", "vocab", "replicated"]
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    name: str  # module path inside a layer (or the model), HF-style: "self_attn.q_proj"
-    category: Category
-    shape: tuple[int, ...]  # (out, in) for matrices
-    tp: TpRule
-    is_linear: bool = False  # a matrix weight that weight quantization applies to
-    count: int = 1  # experts stacked in one tensor
-
-    @property
-    def params(self) -> int:
-        n = self.count
-        for dim in self.shape:
-            n *= dim
-        return n
 
 
 _BASE_TRAITS: dict[str, Any] = {
@@ -93,15 +73,6 @@ TRAITS: dict[str, dict[str, Any]] = {
 TRAIT_KEYS = tuple(sorted({v.name for t in (_BASE_TRAITS, *TRAITS.values()) for v in t.values() if isinstance(v, Key)}))
 
 
-@dataclass(frozen=True, slots=True)
-class ModelParts:
-    embedding: Part
-    lm_head: Part | None  # None when tied to the embedding
-    final_norm: Part
-    layers: tuple[tuple[Part, ...], ...]  # one tuple per decoder layer
-    mtp_layers: tuple[tuple[Part, ...], ...]  # DeepSeek/GLM next-token-prediction modules
-
-
 class _Fields:
     """Config lookups through ModelConfig.field (aliases, class defaults) and TRAITS."""
 
@@ -129,8 +100,12 @@ class _Fields:
 
 
 def model_parts(model: ModelConfig) -> ModelParts:
-    """The weight inventory of a model (cached per config content)."""
+    """The weight inventory of a model derived from its config (cached per config content)."""
     return _cached_parts(model, json.dumps(model.raw, sort_keys=True, default=str))
+
+
+def _named(parts: tuple[Part, ...], prefix: str) -> tuple[Part, ...]:
+    return tuple(replace(p, name=prefix + p.name) for p in parts)
 
 
 @lru_cache(maxsize=64)
@@ -138,11 +113,14 @@ def _cached_parts(model: ModelConfig, _raw_key: str) -> ModelParts:
     f = _Fields(model)
     hidden, vocab = model.hidden_size, f.int_field("vocab_size")
     tied = bool(f.get("tie_word_embeddings", f.trait("tie_default")))
-    embedding = Part("embed_tokens", "embedding", (vocab, hidden), "vocab")
-    lm_head = None if tied else Part("lm_head", "lm_head", (vocab, hidden), "vocab")
-    layers = tuple(_layer(f, i, model.layer_kinds[i]) for i in range(model.num_layers))
-    mtp = tuple(_mtp_layer(f, model.num_layers + i) for i in range(model.num_nextn_predict_layers))
-    return ModelParts(embedding, lm_head, _norm(f, "norm"), layers, mtp)
+    embedding = Part("model.embed_tokens", "embedding", (vocab, hidden), "vocab")
+    lm_head = () if tied else (Part("lm_head", "lm_head", (vocab, hidden), "vocab"),)
+    layers = tuple(_named(_layer(f, i, model.layer_kinds[i]), f"model.layers.{i}.") for i in range(model.num_layers))
+    mtp = tuple(_named(_mtp_layer(f, model.num_layers + i), f"model.layers.{model.num_layers + i}.")
+                for i in range(model.num_nextn_predict_layers))
+    return ModelParts(first=(embedding, *_named(vision_parts(model), "model.")),
+                      last=(*_named((_norm(f, "norm"),), "model."), *lm_head), layers=layers, mtp_layers=mtp,
+                      tied=embedding if tied else None, source="kvplan's formula from the config", estimate=True)
 
 
 def _norm(f: _Fields, name: str) -> Part:
@@ -151,8 +129,34 @@ def _norm(f: _Fields, name: str) -> Part:
 
 
 def _layer(f: _Fields, index: int, kind: str) -> tuple[Part, ...]:
+    blocks = f.raw.get("block_configs")
+    if isinstance(blocks, list) and index < len(blocks):
+        return _nas_layer(f, blocks[index])
     norms = tuple(_norm(f, f"norm_{j}") for j in range(f.trait("layer_norms")))
     return _mixer(f, kind) + _mlp(f, index) + norms
+
+
+def _nas_layer(f: _Fields, block: dict[str, Any]) -> tuple[Part, ...]:
+    """Nemotron-NAS (DeciLM) block_configs, as vLLM's nemotron_nas.py builds them: attention with
+    heads // n_heads_in_group KV heads, or none (no_op); a Llama MLP of ffn_mult -> int(2·mult·h/3) rounded up
+    to 256, or none; one RMSNorm before each block that is there."""
+    attention, ffn = block.get("attention") or {}, block.get("ffn") or {}
+    if attention.get("replace_with_linear") or ffn.get("replace_with_linear"):
+        raise InputError(f"{f.model.source}: a Nemotron-NAS block replaced with a linear layer; kvplan does not "
+                         "know its weights")
+    h, parts = f.model.hidden_size, []
+    if not attention.get("no_op"):
+        m = f.model
+        kv_rows = m.num_attention_heads // int(attention["n_heads_in_group"]) * m.head_dim
+        q_rows = m.num_attention_heads * m.head_dim
+        parts += [Part("self_attn.q_proj", "attention", (q_rows, h), "column", True),
+                  Part("self_attn.k_proj", "attention", (kv_rows, h), "kv", True),
+                  Part("self_attn.v_proj", "attention", (kv_rows, h), "kv", True),
+                  Part("self_attn.o_proj", "attention", (h, q_rows), "row", True), _norm(f, "input_layernorm")]
+    if not ffn.get("no_op"):
+        inter = ffn.get("intermediate_size") or -(-int(2 * float(ffn["ffn_mult"]) * h / 3) // 256) * 256
+        parts += [*_dense(f, "mlp", "mlp_dense", int(inter), bias=False), _norm(f, "post_attention_layernorm")]
+    return tuple(parts)
 
 
 def _mixer(f: _Fields, kind: str) -> tuple[Part, ...]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kvplan.config.defaults import class_defaults, sub_config_type
 from kvplan.config.model import ModelConfig
-from kvplan.planning.weights.parts import Part
+from kvplan.planning.weights.part import Part
 
 # vision_config model_types whose layout kvplan knows. Qwen3.5's vision_config carries its wrapper's model_type.
 TOWERS = ("siglip_vision_model", "qwen3_5", "qwen3_5_moe")

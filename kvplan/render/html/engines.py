@@ -64,11 +64,12 @@ def _waterfall(caps: list[dict[str, Any]], budgets: list[dict[str, Any]], names:
     rows.append(["(overhead, all terms but the weights)", "", *(size(p["overhead_bytes_per_gpu"]) for p in caps)])
     rows += [[f"(of which {label})", "", *(size(p["overhead"][key]) if p["overhead"] else "-" for p in caps)]
              for label, key in (("non-torch", "non_torch_bytes"), ("activations", "activation_bytes"),
-                                ("CUDA graphs", "cuda_graph_bytes"))]
+                                ("CUDA graphs", "cuda_graph_bytes"),
+                                ("load-time weight extras: rotary caches, kernel layouts", "weights_extra_bytes"))]
     rows.append(["= KV budget per GPU", "given" if caps[0]["overhead"] is None and caps[0]["gpu_memory_bytes"] is None
                  else "what is left", *(size(p["kv_budget_bytes_per_gpu"]) for p in caps)])
     return table(("", "how it is known", *(p["engine_version"] for p in caps)), rows, numeric=range(2, 2 + len(caps)),
-                 row_classes=[""] * (len(rows) - 6) + ["sub"] * 5 + ["total"])
+                 row_classes=[""] * (len(rows) - 7) + ["sub"] * 6 + ["total"])
 
 
 def memory_section(payload: dict[str, Any]) -> Html:

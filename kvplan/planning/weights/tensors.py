@@ -1,0 +1,180 @@
+"""From a tensor table to bytes on one GPU: the parts a table lists, then each part's share of one rank.
+
+Pure arithmetic over ``Part``s, whatever made them (a table of ``tables``, a checkpoint's headers, kvplan's
+formula):
+
+- TP (``tp``): each part is cut by its rule (``part.TpRule``); the vocabulary is padded to a multiple of 64
+  (vLLM DEFAULT_VOCAB_PADDING_SIZE) before its split; K/V rows follow the KV heads per rank
+  (``kv_heads_per_rank``: replicated once tp exceeds them), a fused Q/K/V weight splits its Q rows and its
+  K/V rows the same way.
+- EP (``ep``): a stack of experts is split over the EP ranks (ceil(experts / ep) on the most loaded rank),
+  each expert cut by the TP ranks within an EP group (tp // ep, at least 1: vLLM's expert parallelism runs
+  the experts unsplit, ep = tp × dp; SGLang's --ep-size below tp keeps tp / ep).
+- PP (``pp``): decoder layers as ``pp_layer_counts``; the first stage holds the embeddings and the towers
+  (``towers="every"``: every stage, as vLLM's V1 model runner builds them; ``"none"``: text only), the last
+  the final norm, lm_head and the MTP modules; with tied embeddings and pp > 1 the last stage holds its own
+  copy of the embedding, as vLLM does.
+- Format (``formats.WeightFormat``): linear weights take the format's bits and scales unless a skip pattern
+  names their module; every other tensor the model dtype, a part with fixed bits (an fp32-kept tensor, a
+  checkpoint header's dtype) those bits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from kvplan.config.model import ModelConfig
+from kvplan.formulas.sharding import kv_heads_per_rank, pp_layer_counts
+from kvplan.planning.weights.formats import WeightFormat, tensor_bytes
+from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule
+from kvplan.planning.weights.tables import Row, Table
+from kvplan.units import cdiv
+
+VOCAB_PADDING = 64  # vLLM vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
+Towers = Literal["first", "every", "none"]
+ROLE_CATEGORY: dict[str, Category] = {
+    "embedding": "embedding", "lm_head": "lm_head", "attention": "attention", "mixer": "mixer", "mlp": "mlp_dense",
+    "experts": "moe_experts", "shared_experts": "moe_shared_experts", "router": "router", "norms": "norms",
+    "vision": "vision", "audio": "audio", "other": "norms"}
+FIRST_STAGE_ROLES = ("embedding", "vision", "audio", "projector")
+TOWER_CATEGORIES = ("vision", "audio")
+
+
+def dtype_bits(dtype: str | None) -> int | None:
+    """Bits of a stored dtype ("float32", safetensors' "BF16", "F8_E4M3", "U8", "I32"); None: the model's."""
+    if dtype is None:
+        return None
+    if dtype in ("float32", "F32"):
+        return 32
+    digits = "".join(c for c in dtype.split("_")[0] if c.isdigit())
+    return int(digits) if digits else 8  # BOOL: one byte
+
+
+def _part(row: Row, name: str, category: Category) -> Part:
+    module = name.removesuffix(".weight")
+    return Part(module, category, row.shape, _rule(row.tp), row.linear, row.count, dtype_bits(row.dtype))
+
+
+def _rule(tp: str) -> TpRule:
+    rules: dict[str, TpRule] = {r: r for r in ("column", "row", "kv", "qkv", "vocab", "replicated", "expert-column",
+                                               "expert-row", "expert-replicated")}
+    return rules.get(tp, "replicated")
+
+
+def _category(row: Row, projector: Category) -> Category:
+    return projector if row.role == "projector" else ROLE_CATEGORY.get(row.role, "norms")
+
+
+def table_parts(table: Table, model: ModelConfig, source: str) -> ModelParts:
+    """The parts of a table, decoder layers by index, the rest by the stage that holds it."""
+    has_vision = any(r.role == "vision" for r in table.rows)
+    projector: Category = "audio" if not has_vision and any(r.role == "audio" for r in table.rows) else "vision"
+    layers: list[list[Part]] = [[] for _ in range(table.num_layers)]
+    first: list[Part] = []
+    last: list[Part] = []
+    for row in table.rows:
+        category = _category(row, projector)
+        for i in row.layers:
+            layers[i].append(_part(row, row.pattern.replace("{i}", str(i)).replace("{n}", "0"), category))
+        if not row.layers:
+            part = _part(row, row.pattern.replace("{n}", "0"), category)
+            (first if row.role in FIRST_STAGE_ROLES else last).append(part)
+    tied = next((p for p in first if p.tp == "vocab"), None) if table.tied else None
+    frozen = tuple(tuple(layer) for layer in layers)
+    mtp = tuple(mtp_layer(frozen[-1], model, table.num_layers + j) for j in range(model.num_nextn_predict_layers))
+    return ModelParts(first=tuple(first), last=tuple(last), layers=frozen, mtp_layers=mtp if frozen else (),
+                      tied=tied, source=source, estimate=not table.exact, notes=table.notes)
+
+
+def mtp_layer(template: tuple[Part, ...], model: ModelConfig, index: int) -> tuple[Part, ...]:
+    """A DeepSeek-style MTP module as the checkpoint stores it: a decoder layer like the model's last,
+    enorm/hnorm, eh_proj (2h -> h, replicated in vLLM: a plain nn.Linear), and its own embedding and shared
+    head (norm + vocab projection)."""
+    h, vocab = model.hidden_size, int(model.field("vocab_size") or 0)
+    prefix = f"model.layers.{index}."
+    layer = tuple(replace(p, name=_relayer(p.name, index)) for p in template)
+    return (*layer, *(Part(prefix + n, "norms", (h,), "replicated") for n in ("enorm", "hnorm", "shared_head.norm")),
+            Part(prefix + "eh_proj", "attention", (h, 2 * h), "replicated", True),
+            Part(prefix + "embed_tokens", "embedding", (vocab, h), "vocab"),
+            Part(prefix + "shared_head.head", "lm_head", (vocab, h), "vocab"))
+
+
+def _relayer(name: str, index: int) -> str:
+    head, sep, tail = name.partition(".layers.")
+    return f"{head}{sep}{index}.{tail.partition('.')[2]}" if sep else name
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """One GPU's view: the weight format, TP and EP sizes (tp None: the whole checkpoint, unpadded)."""
+
+    fmt: WeightFormat
+    tp: int | None
+    ep: int
+    heads: int
+    kv_heads: int
+
+
+def shard_shape(part: Part, tp: int, num_kv_heads: int, *, heads: int = 0) -> tuple[int, ...]:
+    """The shape one TP rank holds (experts: one expert's, cut by `tp`)."""
+    first, rest = part.shape[0], part.shape[1:]
+    rule = part.tp.removeprefix("expert-")
+    if rule == "column":
+        return (cdiv(first, tp), *rest)
+    if rule == "row":
+        return (first, cdiv(rest[0], tp), *rest[1:]) if rest else part.shape
+    if rule == "kv":
+        return (first // num_kv_heads * kv_heads_per_rank(num_kv_heads, tp), *rest)
+    if rule == "qkv" and heads and first % (heads + 2 * num_kv_heads) == 0:
+        width = first // (heads + 2 * num_kv_heads)
+        return ((cdiv(heads, tp) + 2 * kv_heads_per_rank(num_kv_heads, tp)) * width, *rest)
+    if rule == "qkv":
+        return (cdiv(first, tp), *rest)
+    if rule == "vocab":
+        return (cdiv(cdiv(first, VOCAB_PADDING) * VOCAB_PADDING, tp), *rest)
+    return part.shape
+
+
+def part_bytes(part: Part, split: Split) -> int:
+    """Bytes of `part` on one rank, scales included."""
+    expert = part.tp.startswith("expert-")
+    count = cdiv(part.count, split.ep) if expert and split.tp is not None else part.count
+    tp = max(1, split.tp // split.ep) if expert and split.tp is not None else split.tp
+    shape = part.shape if tp is None else shard_shape(part, tp, split.kv_heads, heads=split.heads)
+    if part.bits is not None:
+        elements = count
+        for dim in shape:
+            elements *= dim
+        return cdiv(elements * part.bits, 8)
+    quantized = part.is_linear and split.fmt.is_quantized(part.name)
+    return tensor_bytes(shape, count, split.fmt, quantized=quantized)
+
+
+def add_bytes(into: Counter[str], parts: Iterable[Part], split: Split, kind: str | None = None) -> None:
+    for part in parts:
+        into[kind or part.category] += part_bytes(part, split)
+
+
+def stage_bytes(parts: ModelParts, split: Split, pp: int, stage: int, *, include_mtp: bool = False,
+                towers: Towers = "first") -> Counter[str]:
+    """Bytes by kind on one rank of one PP stage."""
+    counts = pp_layer_counts(len(parts.layers), pp)
+    start = sum(counts[:stage])
+    by_kind: Counter[str] = Counter()
+    for layer in parts.layers[start:start + counts[stage]]:
+        add_bytes(by_kind, layer, split)
+    tower = [p for p in parts.first if p.category in TOWER_CATEGORIES]
+    if towers == "every" or (towers == "first" and stage == 0):
+        add_bytes(by_kind, tower, split)
+    if stage == 0:
+        add_bytes(by_kind, (p for p in parts.first if p.category not in TOWER_CATEGORIES), split)
+    if stage == pp - 1:
+        add_bytes(by_kind, parts.last, split)
+        if pp > 1 and parts.tied is not None:  # tied + PP: the last stage's own copy
+            add_bytes(by_kind, (parts.tied,), split, "lm_head")
+        for layer in parts.mtp_layers if include_mtp else ():
+            add_bytes(by_kind, layer, split, "mtp")
+    return by_kind
