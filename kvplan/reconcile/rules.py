@@ -143,7 +143,7 @@ def assumed(log: StartupLog) -> tuple[Release, str]:
 def vllm_rules(log: StartupLog) -> tuple[VllmRules, str]:
     """The rules a vLLM log's numbers follow, and why they were chosen."""
     if is_v0(log):
-        return V0_RULES, f"the V0 engine ({placed(log)[1]})"
+        return V0_RULES, placed(log)[1]
     at, why = assumed(log)
     return VLLM_RULES[row_for(tuple(r.first for r in VLLM_RULES), at)], why
 

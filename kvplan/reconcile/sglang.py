@@ -1,9 +1,9 @@
 """SGLang logs recomputed: the token pool from the memory the log prints around weight loading
 (through kvplan's SGLang budget rule and planner), and the K/V sizes of the pool from #tokens.
 
-SGLang 0.4-0.5 (``model_runner.py:1092-1133``, 0.5.2; the same rule in 0.4.0-0.5.23, see
-/work/research's sglang.md summary in the README): rest = free after weights (minimum over ranks) − free before
-loading (minimum over ranks) × (1 − mem_fraction_static); #tokens = rest // cell. ``max_total_tokens`` caps it.
+SGLang 0.4-0.5 (``model_runner.py:1092-1133`` in 0.5.2; the same rule from 0.4.0, ``model_runner.py:189-230``,
+to 0.5.23, ``utils/common.py:427-576``): rest = free after weights (minimum over ranks) − free before loading
+(minimum over ranks) × (1 − mem_fraction_static); #tokens = rest // cell. ``max_total_tokens`` caps it.
 The pool holds #tokens + one page of slots. Where the fraction is not logged, the release's default for the GPU
 the user names is used (kvplan's SGLang row, ``engines/sglang.py``), and said.
 """

@@ -195,6 +195,8 @@ def _from_upstream(record: Record, number: Number, source: Number, rules: VllmRu
 
 
 def _source_text(source: Number, s: Shape, blocks: str, rules: VllmRules) -> str:
+    if source.name == "num_blocks" and rules.concurrency == "tokens":
+        return f"the logged {blocks} blocks × {s.block} tokens / max_model_len"
     if source.name == "num_blocks":
         return f"the logged {blocks} blocks / {s.per_request:,} per request"
     return f"the logged {int(source.value):,} tokens = {blocks} blocks of {s.block}, {s.per_request:,} per request"
