@@ -32,7 +32,8 @@ def reconcile(log: StartupLog, options: Options | None = None) -> Reconciliation
     merged = merge(outcomes)
     return Reconciliation(log=log, model=inputs.model.model_id, rules=rules,
                           checks=tuple(o for o in merged if isinstance(o, Check)),
-                          skipped=tuple(o for o in merged if isinstance(o, Skipped)), notes=inputs.notes)
+                          skipped=tuple(o for o in merged if isinstance(o, Skipped)), notes=inputs.notes,
+                          profile=inputs.profile)
 
 
 __all__ = ["Check", "Number", "Options", "Reconciliation", "Record", "Skipped", "StartupLog", "parse_log",

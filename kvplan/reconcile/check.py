@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.errors import KvplanError
-from kvplan.planning.weights import weight_bytes_per_gpu
+from kvplan.reconcile.estimate import loaded_weights
 from kvplan.reconcile.inputs import Inputs
 from kvplan.reconcile.parse import GIB, Number, Record, StartupLog, rank_key
 from kvplan.reconcile.rules import WEIGHTS_TOLERANCE
@@ -55,6 +54,7 @@ class Reconciliation:
     checks: tuple[Check, ...]
     skipped: tuple[Skipped, ...]
     notes: tuple[str, ...]
+    profile: str = ""  # the kvplan engine row the blocks were planned with (vllm@0.19, sglang, ...)
 
     @property
     def ok(self) -> bool:
@@ -88,25 +88,19 @@ def skip(quantity: str, record: Record, logged: Number, reason: str) -> Skipped:
                    workers=(record.worker,) if record.worker else (), lines=(record.line,))
 
 
-def model_weights(inputs: Inputs) -> int | None:
-    """kvplan's weights on the most loaded GPU, in the log's weight format (None: kvplan cannot count them)."""
-    try:
-        return weight_bytes_per_gpu(inputs.model, tp=inputs.tp, pp=inputs.pp, weights_dtype=inputs.weights_dtype)
-    except KvplanError:
-        return None
-
-
 def weights_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
     """Each weights figure against kvplan's weights on the most loaded GPU."""
     found = log.numbers("weights") or log.numbers("used_weights")
-    weights = model_weights(inputs) if found and not inputs.stand_in else None
-    if weights is None or inputs.stand_in:
-        why = (f"{inputs.model.model_id} stands in for {inputs.named}: a different checkpoint"
-               if inputs.stand_in else "kvplan has no weight count for this model")
+    weights = loaded_weights(inputs) if found and not inputs.stand_in and not inputs.uncounted else None
+    if weights is None:
+        why = (f"{inputs.model.model_id} stands in for {inputs.named}: a different checkpoint" if inputs.stand_in
+               else f"kvplan counts no {inputs.uncounted} weights" if inputs.uncounted
+               else "kvplan has no weight count for this model")
         return [skip("weights_bytes", r, n, why) for r, n in found]
     low, high = weights * (1 - WEIGHTS_TOLERANCE), weights * (1 + WEIGHTS_TOLERANCE)
     how = (f"{inputs.model.model_id} at tp {inputs.tp} pp {inputs.pp}"
-           f"{' with ' + inputs.weights_dtype + ' weights' if inputs.weights_dtype else ''}: "
+           f"{' with ' + inputs.weights_dtype + ' weights' if inputs.weights_dtype else ''} (checkpoint and what the "
+           "release adds at load: rotary cache, padded or absorbed matrices, LoRA slots): "
            f"{weights:,} B ({weights / GIB:.4f} GiB) ± 1%")
     hint = "the weights the engine loaded are not this checkpoint's (quantization, vision tower, extra heads?)"
     return [compare("weights_bytes", r, n, Fraction(low), Fraction(high), how, hint) for r, n in found]

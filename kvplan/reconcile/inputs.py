@@ -11,23 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from kvplan.config import load_model
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import canonical_dtype, check_dtype_name
 from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
-from kvplan.errors import CapacityError, ConfigError, InputError
+from kvplan.errors import CapacityError, InputError
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning.capacity import CapacityResult, capacity
 from kvplan.planning.request import CapacityRequest, Memory
-from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
+from kvplan.reconcile.models import resolve_model, uncounted_of, weights_dtype_of
 from kvplan.reconcile.parse import StartupLog
-from kvplan.reconcile.rules import release
+from kvplan.reconcile.rules import assumed, is_v0, placed, release
 
-# Checkpoint-name suffixes dropped to find a bundled config, with the weight format they imply.
-CHECKPOINT_SUFFIXES: tuple[tuple[str, str | None], ...] = (
-    ("-fp8-dynamic", "fp8"), ("-fp8", "fp8"), ("-awq", "int4"), ("-gptq-int4", "int4"), ("-gptq-int8", "int8"),
-    ("-nvfp4", None), ("-2507", None))
 UNLIMITED_BYTES = 1 << 50  # a budget no request exceeds: for page sizes and reservations
 
 
@@ -64,6 +59,7 @@ class Inputs:
     profile: str  # the kvplan engine planned with: "vllm@0.11" once the registry has it, else "vllm"
     settings: Settings
     notes: tuple[str, ...] = ()
+    uncounted: str | None = None  # the log's weights are in a format kvplan does not count (bitsandbytes, gguf)
 
     @property
     def tp(self) -> int:
@@ -85,46 +81,11 @@ class Inputs:
     def weights_dtype(self) -> str | None:
         return self.memory.weights_dtype
 
-    def question(self, budget_bytes: int, max_model_len: int | None = None) -> CapacityRequest:
-        """The log's question with a given KV budget per GPU (and another length)."""
+    def question(self, budgets: tuple[int, ...], max_model_len: int | None = None) -> CapacityRequest:
+        """The log's question with given KV budgets per GPU (one, or one per PP stage; and another length)."""
         cache = replace(self.cache, max_model_len=max_model_len) if max_model_len else self.cache
         return CapacityRequest(model=self.model, cache=cache, settings=self.settings,
-                               memory=replace(self.memory, kv_budget_bytes=(max(budget_bytes, 0),)))
-
-
-def name_candidates(name: str) -> list[tuple[str, str | None]]:
-    """The id, then its last path part, each then without checkpoint suffixes: (name, implied weights)."""
-    out: list[tuple[str, str | None]] = []
-    for base in dict.fromkeys((name, name.rstrip("/").rpartition("/")[2])):
-        current, implied = base, None
-        out.append((current, implied))
-        while hit := next(((s, d) for s, d in CHECKPOINT_SUFFIXES if current.lower().endswith(s)), None):
-            current, implied = current[: -len(hit[0])], implied or hit[1]
-            out.append((current, implied))
-    return out
-
-
-def load_named(name: str) -> tuple[ModelConfig, str | None] | None:
-    """The first candidate kvplan can load, or None."""
-    for candidate, implied in name_candidates(name):
-        try:
-            return load_model(candidate), implied
-        except ConfigError:
-            continue
-    return None
-
-
-def resolve_model(log: StartupLog, flag: str | None) -> tuple[ModelConfig, bool, str | None]:
-    """(model, whether it stands in for another model the log names, weights format its name implies)."""
-    named = log.setting("model")
-    found = next((f for n in (named, log.setting("served_model_name")) if n and (f := load_named(n))), None)
-    if flag is not None:
-        model = load_model(flag)
-        return model, named is not None and (found is None or found[0].model_id != model.model_id), None
-    if found is not None:
-        return found[0], False, found[1]
-    said = f"the log names {named!r}, which kvplan cannot load" if named else "the log does not name its checkpoint"
-    raise InputError(f"{said}; pass model as a bundled id, a config.json or a folder", arg="model")
+                               memory=replace(self.memory, kv_budget_bytes=tuple(max(b, 0) for b in budgets)))
 
 
 def profile_name(engine: str, version: str | None) -> tuple[str, str | None]:
@@ -133,35 +94,59 @@ def profile_name(engine: str, version: str | None) -> tuple[str, str | None]:
     with a note saying so."""
     if release(version) is None or version is None:
         return engine, None
-    versioned = f"{engine}@{version.strip().removeprefix('v')}"
-    try:
-        get_engine(versioned)
-    except InputError:
-        return engine, f"kvplan has no {engine} {version} profile; blocks planned with {get_engine(engine).version}'s rules"
-    return versioned, None
+    return first_known(engine, [f"{engine}@{version.strip().removeprefix('v')}"], version)
+
+
+def first_known(engine: str, names: list[str], said: str) -> tuple[str, str | None]:
+    """The first of `names` the registry has (no note for the first), else the engine's newest profile; a note
+    names the row used where it is not the log's own."""
+    for i, name in enumerate(names):
+        try:
+            used = get_engine(name)
+        except InputError:
+            continue
+        return name, None if i == 0 else f"kvplan has no {engine} {said} profile; planned with {used.version}'s rules"
+    return engine, f"kvplan has no {engine} {said} profile; blocks planned with {get_engine(engine).version}'s rules"
+
+
+def vllm_profile(log: StartupLog) -> tuple[str, str | None]:
+    """vLLM's release row for a log: its own release (vllm@0.19 for 0.19.1, placed by the print sites where no
+    version is printed); V0 logs: vllm@0.6.x, vllm@0.7, vllm@0.8-v0 (the V0 engine of 0.8 and later)."""
+    at, _ = placed(log) if is_v0(log) else assumed(log)
+    said = log.version or (".".join(map(str, at)) if at else "unknown")
+    if not is_v0(log):
+        return first_known("vllm", [f"vllm@{log.version or said}"], said)
+    if at is not None and at >= (0, 8):
+        return first_known("vllm", [f"vllm@{at[0]}.{at[1]}-v0", "vllm@0.8-v0"], f"{said} (V0)")
+    if at is not None and at[:2] == (0, 6):
+        return first_known("vllm", [f"vllm@{log.version or said}", "vllm@0.6.5"], said)
+    return first_known("vllm", [f"vllm@{log.version or '0.7'}", "vllm@0.7"], f"{said} (V0)")
 
 
 @lru_cache(maxsize=4096)
-def _capacity(inputs: Inputs, budget_bytes: int, max_model_len: int | None) -> CapacityResult | str:
-    """kvplan's answer for one KV budget per GPU, or the text of its refusal (the plan's `refusal`, or a
-    CapacityError where an engine still raises one)."""
+def _capacity(inputs: Inputs, budgets: tuple[int, ...], max_model_len: int | None) -> CapacityResult | str:
+    """kvplan's answer for KV budgets per GPU (one, or one per PP stage), or the text of its refusal (the plan's
+    `refusal`, or a CapacityError where an engine still raises one)."""
     try:
-        result = capacity(inputs.question(budget_bytes, max_model_len), engine=inputs.profile)
+        result = capacity(inputs.question(budgets, max_model_len), engine=inputs.profile)
     except CapacityError as exc:
         return str(exc)
     refusal = getattr(result.plan, "refusal", None)
     return getattr(refusal, "message", str(refusal)) if refusal else result
 
 
-def plan(inputs: Inputs, budget_bytes: int, max_model_len: int | None = None) -> EnginePlan | str:
-    """kvplan's plan for one KV budget per GPU, or the text of its refusal."""
-    found = _capacity(inputs, budget_bytes, max_model_len)
+def plan(inputs: Inputs, budget_bytes: int, max_model_len: int | None = None, stage: int | None = None) -> EnginePlan | str:
+    """kvplan's plan for one KV budget per GPU, or the text of its refusal. With a `stage`, the budget is that
+    PP stage's and every other stage is unlimited: the blocks of that stage's layers."""
+    budgets = (budget_bytes,) if stage is None else tuple(
+        budget_bytes if k == stage else UNLIMITED_BYTES for k in range(inputs.pp))
+    found = _capacity(inputs, budgets, max_model_len)
     return found if isinstance(found, str) else found.plan
 
 
 def reference(inputs: Inputs, max_model_len: int | None = None) -> CapacityResult:
     """kvplan's answer under an unlimited budget: the layout, page sizes, one request's reservation."""
-    found = _capacity(inputs, UNLIMITED_BYTES, max_model_len)
+    found = _capacity(inputs, (UNLIMITED_BYTES,), max_model_len)
     if isinstance(found, str):
         raise InputError(f"kvplan cannot plan this log's setup: {found}")
     return found
@@ -191,18 +176,21 @@ def kv_dtype_of(log: StartupLog, flag: str | None) -> str:
     return (canonical_dtype(kv) or "auto") if kv else "auto"
 
 
-def weights_dtype_of(log: StartupLog, implied: str | None) -> str | None:
-    """The log's quantization where kvplan has that weight format (fp8, int8, int4), else the name's."""
-    quantization = (log.setting("quantization") or "").lower()
-    return quantization if quantization in WEIGHT_DTYPE_NAMES else implied
-
-
 def settings_of(log: StartupLog) -> Settings:
-    """The engine knobs the log states."""
-    return settings_from({"gpu_memory_utilization": _float(log, "gpu_memory_utilization"),
+    """The engine knobs the log states, and those its warnings imply: "Hybrid KV cache manager is disabled"
+    (every layer counted as full), the Marlin FP4 MoE path (padded MXFP4 experts)."""
+    backend = (log.setting("moe_backend") or "").lower() or None
+    lora = log.setting("enable_lora") == "True"
+    return settings_from({"max_lora_rank": _int(log, "max_lora_rank") if lora else None,
+                          "max_loras": (_int(log, "max_loras") or 1) if lora else None,"gpu_memory_utilization": _float(log, "gpu_memory_utilization"),
                           "mem_fraction_static": _float(log, "mem_fraction_static"),
                           "free_gpu_memory_fraction": _float(log, "free_gpu_memory_fraction"),
-                          "max_num_batched_tokens": _int(log, "max_num_batched_tokens")})
+                          "max_num_batched_tokens": _int(log, "max_num_batched_tokens"),
+                          "max_num_seqs": _int(log, "max_num_seqs"),
+                          "chunked_prefill_size": _int(log, "chunked_prefill_size"),
+                          "enforce_eager": log.setting("enforce_eager") == "True",
+                          "hybrid_kv_cache_manager": log.setting("hybrid_kv_cache_manager") != "off",
+                          "moe_backend": backend if backend in ("marlin", "triton") else None})
 
 
 def logged_max_model_len(log: StartupLog) -> int | None:
@@ -228,7 +216,7 @@ def parallel(log: StartupLog, options: Options) -> tuple[int, int, list[str]]:
 def build_inputs(log: StartupLog, options: Options) -> Inputs:
     model, stand_in, implied = resolve_model(log, options.model)
     tp, pp, notes = parallel(log, options)
-    profile, note = profile_name(log.engine, log.version)
+    profile, note = vllm_profile(log) if log.engine == "vllm" else profile_name(log.engine, log.version)
     if stand_in:
         notes.append(f"{model.model_id} stands in for {log.setting('model')}: KV geometry only, weights not compared")
     # the block size (vLLM) / page size (SGLang) / tokens per block (TRT-LLM) and DP attention the log states
@@ -238,7 +226,7 @@ def build_inputs(log: StartupLog, options: Options) -> Inputs:
     return Inputs(model=model, named=log.setting("model"), stand_in=stand_in, cache=replace(
                   cache, max_model_len=cache.length(model)), profile=profile, settings=settings_of(log),
                   memory=Memory(gpu=options.gpu, weights_dtype=weights_dtype_of(log, implied)),
-                  notes=tuple([*notes, *([note] if note else [])]))
+                  notes=tuple([*notes, *([note] if note else [])]), uncounted=uncounted_of(log, implied))
 
 
 def logged_budget(inputs: Inputs, memory_bytes: int, weights_bytes: int, other_bytes: int = 0) -> int:

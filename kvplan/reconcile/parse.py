@@ -3,6 +3,12 @@ prints, and every KV-related number with the line and the process that printed i
 
 Pure: text in, records out; nothing here reads files or plans anything. Which lines mean what
 is ``formats.py``'s table; this module only applies it.
+
+Logs are read as published: terminal colour codes (``ESC[1;36m``, or ``#033[1;36m`` where a capture
+escaped them) are stripped, and a record that its capture wrapped is joined back before matching: a
+line that starts no record continues the one before when it is indented (an author's wrapping: joined
+with one space) or when the line before is as long as a terminal's width (a hard wrap: joined as is).
+A record keeps the number of its first physical line.
 """
 
 from __future__ import annotations
@@ -13,11 +19,18 @@ from decimal import Decimal
 from fractions import Fraction
 
 from kvplan.errors import InputError
-from kvplan.reconcile.formats import FORMATS, EngineFormat
+from kvplan.reconcile.formats import FORMATS
+from kvplan.reconcile.lines import EngineFormat
 
 GIB = 1 << 30
 _UNITS = (("_gib", "GiB"), ("_bytes", "B"))
 _SOURCE = re.compile(r"\b(\w+\.py:\d+)\]")
+_SITE = re.compile(r"\[(\w+\.py:\d+)\] ?(.*)$")
+_ANSI = re.compile(r"(?:\x1b|#033)\[[0-9;]*m")
+# where a log record starts: a level, a "[date" or "[TensorRT-LLM]" stamp, a "(process pid=N)" prefix
+_RECORD = re.compile(r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|\[\d{4}-\d\d-\d\d|\[\d\d/\d\d/\d{4}|"
+                     r"\[(?:TensorRT-LLM|TRT-LLM)\]|^\s*\(\w[\w ]*pid=\d+")
+WRAP_COLUMNS = 100  # a physical line at least this long that the next one continues was hard-wrapped
 _WORKER_RANK = re.compile(r"(?:^|_|\s)(PP\d+|TP\d+|rank=\d+|DP\d+)")  # DP: the engine core, not a worker
 
 
@@ -55,6 +68,7 @@ class Record:
     numbers: tuple[Number, ...]
     site: str  # where the engine prints it (formats.py)
     source: str | None = None  # the "file.py:N" the log line itself shows, if any
+    seq: int = 0  # the record's place among the log's records (wrapped lines joined)
 
     def get(self, name: str) -> Number | None:
         return next((n for n in self.numbers if n.name == name), None)
@@ -67,6 +81,8 @@ class StartupLog:
     version: str | None
     settings: tuple[tuple[str, str], ...]  # (setting, value as printed), first by pattern priority
     records: tuple[Record, ...]
+    sites: tuple[tuple[str, str], ...] = ()  # ("gpu_worker.py:436", the message) of each "[file.py:N]" line
+    markers: tuple[str, ...] = ()  # dating wording the log holds (formats: EngineFormat.markers)
 
     def setting(self, name: str) -> str | None:
         return next((v for k, v in self.settings if k == name), None)
@@ -106,17 +122,20 @@ def _number(name: str, text: str, decimals: int | None) -> Number:
 
 def worker_of(line: str, fmt: EngineFormat) -> str | None:
     """'TP3' or 'PP1 TP0' for a worker's line, 'pid 534' for an unnamed worker, None for the
-    engine's own process (vLLM's EngineCore or API server, SGLang's and TRT-LLM's unranked lines)."""
-    found = fmt.worker.search(line)
-    if not found:
+    engine's own process (vLLM's EngineCore or API server, SGLang's and TRT-LLM's unranked lines).
+    The innermost prefix names it: "(EngineCore_0 pid=1) (RayWorkerWrapper pid=345, ip=10.0.0.2)"."""
+    prefixes = list(fmt.worker.finditer(line))
+    if not prefixes:
         return None
+    found = prefixes[-1]
     who = found.group("who")
     ranks = [r.replace("rank=", "rank ") for r in _WORKER_RANK.findall(who) if not r.startswith("DP")]
     if ranks:
         return " ".join(ranks)
     if fmt.engine == "trtllm":
         return f"rank {who}"
-    return f"pid {found.group('pid')}" if "Worker" in who else None
+    ip = found.groupdict().get("ip")
+    return f"pid {found.group('pid')}{' @' + ip if ip else ''}" if "Worker" in who else None
 
 
 def rank_key(worker: str | None) -> tuple[int, ...]:
@@ -124,9 +143,24 @@ def rank_key(worker: str | None) -> tuple[int, ...]:
     return tuple(int("".join(c for c in part if c.isdigit()) or 0) for part in (worker or "").split())
 
 
-def parse_records(lines: list[str], fmt: EngineFormat) -> tuple[Record, ...]:
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first physical line number, text) of each record, colour codes stripped and wrapped records joined."""
+    out: list[tuple[int, str]] = []
+    previous = ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _ANSI.sub("", raw)
+        if out and not _RECORD.search(line) and (line[:1].isspace() or len(previous) >= WRAP_COLUMNS):
+            first, joined = out[-1]
+            out[-1] = (first, f"{joined.rstrip()} {line.strip()}" if line[:1].isspace() else joined + line)
+        else:
+            out.append((number, line))
+        previous = line
+    return out
+
+
+def parse_records(lines: list[tuple[int, str]], fmt: EngineFormat) -> tuple[Record, ...]:
     out = []
-    for number, line in enumerate(lines, start=1):
+    for seq, (number, line) in enumerate(lines):
         for pattern in fmt.numbers:
             found = pattern.regex.search(line)
             if found is None:
@@ -134,22 +168,23 @@ def parse_records(lines: list[str], fmt: EngineFormat) -> tuple[Record, ...]:
             values = tuple(_number(k, v, pattern.decimals) for k, v in found.groupdict().items() if v is not None)
             source = _SOURCE.search(line)
             out.append(Record(pattern.kind, number, worker_of(line, fmt), values, pattern.site,
-                              source.group(1) if source else None))
+                              source.group(1) if source else None, seq))
     return tuple(out)
 
 
 def parse_settings(lines: list[str], fmt: EngineFormat) -> tuple[tuple[str, str], ...]:
-    """Each setting from the first of its patterns (in table order) that any line matches."""
+    """Each setting from the first of its patterns (in table order) that any line matches; a warning that is
+    itself the evidence sets the pattern's value."""
     found: dict[str, str] = {}
     for pattern in fmt.settings:
         if pattern.setting in found:
             continue
-        for line in lines:
-            hit = pattern.regex.search(line)
-            if hit and hit.group(1) != "None":
-                value = hit.group(1)
-                found[pattern.setting] = str(Decimal(value) / 100) if pattern.percent else value
-                break
+        hit = next((h for line in lines if (h := pattern.regex.search(line))), None)
+        if hit is None:
+            continue
+        value = pattern.value or hit.group(1)
+        if value != "None":
+            found[pattern.setting] = str(Decimal(value) / 100) if pattern.percent else value
     return tuple(found.items())
 
 
@@ -164,7 +199,10 @@ def parse_version(lines: list[str], fmt: EngineFormat) -> str | None:
 
 def parse_log(text: str, engine: str | None = None) -> StartupLog:
     """A start-up log (any excerpt of one) -> its engine, version, settings and KV numbers."""
-    lines = text.splitlines()
+    numbered = logical_lines(text)
+    lines = [line for _, line in numbered]
     fmt = detect_engine(lines, engine)
+    sites = tuple((hit.group(1), hit.group(2).strip()) for line in lines if (hit := _SITE.search(line)))
     return StartupLog(engine=fmt.engine, label=fmt.label, version=parse_version(lines, fmt),
-                      settings=parse_settings(lines, fmt), records=parse_records(lines, fmt))
+                      settings=parse_settings(lines, fmt), records=parse_records(numbered, fmt), sites=sites,
+                      markers=tuple(m for m in fmt.markers if any(m in line for line in lines)))

@@ -13,6 +13,7 @@ from fractions import Fraction
 from kvplan.reconcile.check import Outcome, compare, skip
 from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference_plan
 from kvplan.reconcile.parse import GIB, StartupLog
+from kvplan.units import cdiv
 
 RULES = ("TensorRT-LLM KV cache manager: blocks = ceil((free × free_gpu_memory_fraction // bytes per token) / "
          "tokens per block); the last cache built is the one served")
@@ -57,10 +58,15 @@ def allocation_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
     out: list[Outcome] = [skip(n.name if n.name == "kv_tokens" else f"{n.name}_bytes", r, n, EARLIER)
                           for r in allocated[:-1] for n in r.numbers]
     tokens, size = record.get("kv_tokens"), record.get("kv_size")
+    warned = [r.get("max_tokens") for r in log.of_kind("max_tokens") if r.seq < record.seq]
     if tokens is not None and blocks is not None:
         value = Fraction(int(blocks.value) * tpb)
         out.append(compare("kv_tokens", record, tokens, value, value,
                            f"the logged {int(blocks.value):,} primary blocks × {tpb} tokens per block"))
+    elif tokens is not None and warned and warned[-1] is not None:
+        value = Fraction(cdiv(int(warned[-1].value), tpb) * tpb)
+        out.append(compare("kv_tokens", record, tokens, value, value,
+                           f"the logged max_tokens {warned[-1].text} in whole blocks of {tpb} tokens"))
     if tokens is not None and size is not None:
         value = Fraction(int(tokens.value) * per_token)
         hint = (f"the log's {size.text} GiB for {int(tokens.value):,} tokens is {int(size.value * GIB / tokens.value):,} B "
@@ -71,5 +77,32 @@ def allocation_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
     return out
 
 
+def profile_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
+    """The PyTorch flow's profiling line (0.20-1.2, ``_util.py`` KvCacheCreator): KV memory = (total − peak +
+    the estimation cache's bytes) × fraction; its bytes per token (TensorRT-LLM's estimator: every attention layer
+    × 2 × KV heads per rank × head dim × dtype bytes) against kvplan's; and max_tokens = memory // those bytes."""
+    out: list[Outcome] = []
+    for record in log.of_kind("peak"):
+        total, peak, tmp, fraction = (record.get(k) for k in ("total", "peak", "estimation_kv", "fraction"))
+        available, per_token = record.get("available"), record.get("kv_bytes_per_token")
+        if None in (total, peak, tmp, fraction, available, per_token):
+            continue
+        assert total and peak and tmp and fraction and available and per_token
+        low = (total.bytes_range()[0] - peak.bytes_range()[1] + tmp.bytes_range()[0]) * fraction.value
+        high = (total.bytes_range()[1] - peak.bytes_range()[0] + tmp.bytes_range()[1]) * fraction.value
+        how = f"(total {total.text} − peak {peak.text} + estimation cache {tmp.text} GiB) × {fraction.text}"
+        out.append(compare("kv_budget_bytes", record, available, low, high, how))
+        mine = Fraction(reference_plan(inputs).page_bytes // reference_plan(inputs).block_size)
+        out.append(compare("kv_bytes_per_token", record, per_token, mine, mine,
+                           f"{inputs.model.model_id}'s bytes per token at tp {inputs.tp} (kvplan)"))
+        for warned in [r for r in log.of_kind("max_tokens") if r.seq > record.seq][:1]:
+            tokens = warned.get("max_tokens")
+            assert tokens is not None
+            span = [int(b // per_token.value) for b in available.bytes_range()]
+            out.append(compare("max_tokens", warned, tokens, Fraction(span[0]), Fraction(span[1]),
+                               f"{available.text} GiB // the logged {int(per_token.value):,} B per token"))
+    return out
+
+
 def trtllm_checks(log: StartupLog, inputs: Inputs) -> tuple[list[Outcome], str]:
-    return [*block_checks(log, inputs), *allocation_checks(log, inputs)], RULES
+    return [*block_checks(log, inputs), *profile_checks(log, inputs), *allocation_checks(log, inputs)], RULES

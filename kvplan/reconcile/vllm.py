@@ -1,10 +1,13 @@
-"""vLLM logs recomputed: the KV budget from the memory breakdown, blocks from the budget through
-kvplan's vLLM planner, tokens and concurrency by the rules of the log's release, the CPU swap
-blocks (V0), and a refusal's needed memory and estimated maximum length.
+"""vLLM logs recomputed: the KV budget from the memory breakdown (``vllm_budget.py``), blocks from each
+worker's budget through kvplan's vLLM planner (paired with that worker's own PP stage), tokens and concurrency
+by the rules of the log's release (``rules.VLLM_RULES``), the CPU swap blocks (V0), and a refusal's needed
+memory and estimated maximum length.
 
-Each number is recomputed from the nearest number upstream of it that the log prints: a
-concurrency from the tokens (or blocks) on the line before it, tokens from the worker's budget,
-blocks from the smallest budget (vLLM gives every worker the minimum).
+Which budget a "GPU KV cache size" line speaks for depends on the release: 0.8.0 sizes every worker with the
+smallest budget and the most layers; 0.8.4-0.11 print one line per worker, in rank order, each from its own
+budget and its own stage's layers, before the minimum; 0.12 on print one line after the minimum over workers
+(of each worker's budget // its own stage's block). A concurrency is recomputed from the tokens (or blocks)
+printed just before it.
 """
 
 from __future__ import annotations
@@ -12,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.engines import EnginePlan, settings_from
+from kvplan.engines import EnginePlan
 from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
-from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference_plan
+from kvplan.reconcile.inputs import Inputs, plan, reference_plan
 from kvplan.reconcile.parse import GIB, Number, Record, StartupLog, rank_key
 from kvplan.reconcile.rules import VLLM_SWAP_SPACE_GIB, VllmRules, vllm_rules
+from kvplan.reconcile.vllm_budget import budget_checks
 
 NO_BUDGET = "the log prints no KV memory (Available KV cache memory) to recompute it from"
-Budget = tuple[Record, Number]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,15 +35,24 @@ class Shape:
     page_bytes: int  # one block id, every layer of the most loaded worker
 
 
+@dataclass(frozen=True, slots=True)
+class Budget:
+    record: Record
+    number: Number
+    stage: int | None  # the worker's PP stage (None: not known; planned on the most loaded stage)
+
+
 def shape_of(ref: EnginePlan) -> Shape:
     return Shape(block=ref.block_size, groups=sum(g.engine_groups for g in ref.groups) or 1,
                  per_request=ref.reserve_bytes_per_request // ref.page_bytes, page_bytes=ref.page_bytes)
 
 
-def tokens_of(rules: VllmRules, s: Shape, blocks: int, max_model_len: int) -> int:
+def tokens_of(rules: VllmRules, s: Shape, blocks: int, max_model_len: int, dcp: int) -> int:
     """The "GPU KV cache size" a release prints for `blocks`."""
-    return {"blocks": blocks * s.block, "groups": blocks // s.groups * s.block,
-            "concurrency": int(blocks / s.per_request * max_model_len)}[rules.tokens]
+    legacy = {"blocks": blocks * s.block, "groups": blocks // s.groups * s.block}
+    if rules.tokens in legacy:
+        return legacy[rules.tokens] * (dcp if rules.dcp else 1)
+    return int(blocks / s.per_request * max_model_len)
 
 
 def concurrency_of(rules: VllmRules, s: Shape, blocks: int, max_model_len: int) -> Fraction:
@@ -50,65 +62,98 @@ def concurrency_of(rules: VllmRules, s: Shape, blocks: int, max_model_len: int) 
     return Fraction(blocks, s.per_request)
 
 
-def blocks_between(inputs: Inputs, budget: Number) -> tuple[int, int] | str:
-    """kvplan's blocks for the smallest and largest budget a printed size allows (or its refusal)."""
-    low, high = budget.bytes_range()
-    found = [plan(inputs, int(b)) for b in (low, high)]
+def stage_of(worker: str | None, inputs: Inputs) -> int | None:
+    """'PP1 TP0' -> 1; 'rank 3' -> 3 // tp; 'TP2' -> 0 without PP; unnamed -> None (unless pp is 1)."""
+    if inputs.pp == 1:
+        return 0
+    for part in (worker or "").split(" "):
+        if part.startswith("PP"):
+            return int(part[2:])
+    if worker and worker.startswith("rank "):
+        return min(int(worker[5:]) // inputs.tp, inputs.pp - 1)
+    return None
+
+
+def blocks_between(inputs: Inputs, budget: Budget) -> tuple[int, int] | str:
+    """kvplan's blocks for the smallest and largest budget a printed size allows, on the budget's own stage
+    (or its refusal)."""
+    found = [plan(inputs, int(b), stage=budget.stage) for b in budget.number.bytes_range()]
     if isinstance(found[0], str) or isinstance(found[1], str):
         return next(f for f in found if isinstance(f, str))
     return found[0].num_blocks or 0, found[1].num_blocks or 0
 
 
-def worker_budgets(log: StartupLog) -> list[Budget]:
+def worker_budgets(log: StartupLog, inputs: Inputs) -> list[Budget]:
     """Each worker's KV budget (exact bytes where printed), in rank order: the order vLLM plans them."""
     found = log.numbers("kv_budget")
-    exact = [(r, n) for r, n in found if n.unit == "B"]
-    chosen = exact or found
-    return sorted(chosen, key=lambda rn: rank_key(rn[0].worker))
-
-
-def lowest(budgets: list[Budget]) -> Budget | None:
-    return min(budgets, key=lambda rn: rn[1].bytes_range()[0], default=None)
+    chosen = [(r, n) for r, n in found if n.unit == "B"] or found
+    return [Budget(r, n, stage_of(r.worker, inputs)) for r, n in sorted(chosen, key=lambda rn: rank_key(rn[0].worker))]
 
 
 def _said(budget: Budget) -> str:
-    record, number = budget
+    number = budget.number
     text = f"{int(number.value):,} B" if number.unit == "B" else f"{number.text} GiB"
-    return f"{record.worker}'s {text}" if record.worker else text
-
-
-def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) -> list[Outcome]:
-    """Each "GPU KV cache size" line from its worker's budget (one line: the smallest budget)."""
-    lines = [(r, n) for r, n in log.numbers("kv_tokens") if r.kind == "kv_size"]
-    budgets, out = worker_budgets(log), list[Outcome]()
-    for i, (record, number) in enumerate(lines):
-        budget = budgets[i] if len(budgets) == len(lines) > 1 else lowest(budgets)
-        if budget is None:
-            out.append(skip("kv_tokens", record, number, NO_BUDGET))
-            continue
-        blocks = blocks_between(inputs, budget[1])
-        if isinstance(blocks, str):
-            out.append(compare("kv_tokens", record, number, Fraction(0), Fraction(0), f"kvplan refuses: {blocks}"))
-            continue
-        low, high = (tokens_of(rules, s, b, inputs.max_model_len) for b in blocks)
-        how = (f"{_said(budget)} -> {_span(*blocks)} blocks of {s.page_bytes:,} B (kvplan) -> "
-               f"tokens by {rules.tokens} ({rules.releases})")
-        check = compare("kv_tokens", record, number, Fraction(low), Fraction(high), how)
-        # vLLM's engine core prints one line per worker, in rank order: name the worker it speaks for
-        out.append(replace(check, workers=(budget[0].worker,)) if budget[0].worker and not record.worker else check)
-    return out
+    where = f" (stage {budget.stage})" if budget.stage else ""
+    return f"{budget.record.worker}'s {text}{where}" if budget.record.worker else text
 
 
 def _span(low: int, high: int) -> str:
     return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
+def line_budgets(rules: VllmRules, budgets: list[Budget], count: int) -> list[list[Budget]]:
+    """The budget(s) each of `count` token lines is computed from: its own worker's (0.8.4-0.11, rank order;
+    all alike where the workers cannot be told apart), else every worker's (the minimum is taken)."""
+    if not budgets:
+        return [[] for _ in range(count)]
+    if rules.workers == "min-max":
+        low = min(budgets, key=lambda b: b.number.bytes_range()[0])
+        return [[replace(low, stage=None)] for _ in range(count)]
+    if rules.workers == "own" and len(budgets) >= count:
+        return [[budgets[i]] for i in range(count)]
+    if rules.workers == "own" and len({b.number.text for b in budgets}) == 1:
+        return [[budgets[0]] for _ in range(count)]
+    return [budgets for _ in range(count)]
+
+
+def min_blocks(inputs: Inputs, budgets: list[Budget]) -> tuple[int, int] | str:
+    """The smallest blocks over workers (each on its own stage), at both ends of the printed rounding."""
+    spans = [blocks_between(inputs, b) for b in budgets]
+    refused = next((x for x in spans if isinstance(x, str)), None)
+    if refused is not None:
+        return refused
+    return min(x[0] for x in spans if not isinstance(x, str)), min(x[1] for x in spans if not isinstance(x, str))
+
+
+def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) -> list[Outcome]:
+    """Each "GPU KV cache size" line from the budget(s) it speaks for."""
+    lines = [(r, n) for r, n in log.numbers("kv_tokens") if r.kind == "kv_size"]
+    out: list[Outcome] = []
+    for (record, number), budgets in zip(lines, line_budgets(rules, worker_budgets(log, inputs), len(lines)),
+                                          strict=True):
+        if not budgets:
+            out.append(skip("kv_tokens", record, number, NO_BUDGET))
+            continue
+        blocks = min_blocks(inputs, budgets)
+        if isinstance(blocks, str):
+            out.append(compare("kv_tokens", record, number, Fraction(0), Fraction(0), f"kvplan refuses: {blocks}"))
+            continue
+        low, high = (tokens_of(rules, s, b, inputs.max_model_len, inputs.cache.dcp) for b in blocks)
+        source = _said(budgets[0]) if len(budgets) == 1 else f"min over {len(budgets)} workers' budgets"
+        how = (f"{source} -> {_span(*blocks)} blocks (kvplan) -> tokens by {rules.tokens} (vLLM {rules.releases})")
+        check = compare("kv_tokens", record, number, Fraction(low), Fraction(high), how)
+        # the engine core prints one line per worker, in rank order: name the worker it speaks for
+        named = budgets[0].record.worker if len(budgets) == 1 else None
+        out.append(replace(check, workers=(named,)) if named and not record.worker else check)
+    return out
+
+
 def upstream(log: StartupLog, record: Record, rules: VllmRules) -> Number | None:
-    """The tokens or blocks the engine printed just before a concurrency (same record or line)."""
-    near = [r for r in log.records if r.line in (record.line, record.line - 1) and r is not record]
+    """The tokens or blocks the engine printed just before a concurrency (same record or the one before)."""
+    near = [r for r in log.records if r.seq in (record.seq, record.seq - 1) and r is not record]
     near.append(record)
     for r in near:
-        tokens = r.get("kv_tokens") if rules.tokens != "concurrency" else None
+        tokens = r.get("kv_tokens") if rules.tokens != "concurrency" and r.kind != "refusal_v0" else None
         if tokens is not None or (tokens := r.get("num_blocks")) is not None:
             return tokens
     return None
@@ -121,44 +166,54 @@ def concurrency_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Sha
         length = int(printed.value) if printed is not None else inputs.max_model_len
         source = upstream(log, record, rules)
         if source is not None:
-            blocks = int(source.value) if source.name == "num_blocks" else int(source.value) // s.block * s.groups
-            value = (Fraction(int(source.value), length) if source.name == "kv_tokens" and rules.concurrency == "tokens"
-                     else concurrency_of(rules, s, blocks, length))
-            how = f"{_source_text(source, s, blocks, rules, length)} ({rules.releases})"
-            out.append(compare("max_concurrency", record, number, value, value, how))
+            out.append(_from_upstream(record, number, source, rules, s, length))
             continue
-        budget = lowest(worker_budgets(log))
-        found = blocks_between(inputs, budget[1]) if budget else "no tokens or blocks line before it, " + NO_BUDGET
-        if isinstance(found, str) or budget is None:
-            out.append(skip("max_concurrency", record, number, str(found)))
+        budgets = worker_budgets(log, inputs)
+        found = min_blocks(inputs, budgets) if budgets else "no tokens or blocks line before it, " + NO_BUDGET
+        if isinstance(found, str):
+            out.append(skip("max_concurrency", record, number, found))
             continue
         low, high = (concurrency_of(rules, s, b, length) for b in found)
-        how = f"{_said(budget)} -> {_span(*found)} blocks (kvplan) / {s.per_request:,} per {length:,}-token request"
+        how = f"min over worker budgets -> {_span(*found)} blocks (kvplan) / {s.per_request:,} per {length:,}-token request"
         out.append(compare("max_concurrency", record, number, low, high, how))
     return out
 
 
-def _source_text(source: Number, s: Shape, blocks: int, rules: VllmRules, length: int) -> str:
+def _from_upstream(record: Record, number: Number, source: Number, rules: VllmRules, s: Shape, length: int) -> Outcome:
+    """A concurrency from the tokens (or blocks) printed before it. Tokens = blocks // groups × block drops the
+    remainder of blocks over the groups: the blocks lie in [tokens // block × groups, + groups − 1]."""
+    value = int(source.value)
+    if source.name == "kv_tokens" and rules.concurrency == "tokens":
+        exact = Fraction(value, length)
+        return compare("max_concurrency", record, number, exact, exact,
+                       f"the logged {value:,} tokens / {length:,} (vLLM {rules.releases})")
+    low = value if source.name == "num_blocks" else value // s.block * (s.groups if rules.tokens == "groups" else 1)
+    high = low + (s.groups - 1 if source.name == "kv_tokens" and rules.tokens == "groups" else 0)
+    how = f"{_source_text(source, s, _span(low, high), rules)} (vLLM {rules.releases})"
+    return compare("max_concurrency", record, number, concurrency_of(rules, s, low, length),
+                   concurrency_of(rules, s, high, length), how)
+
+
+def _source_text(source: Number, s: Shape, blocks: str, rules: VllmRules) -> str:
+    if source.name == "num_blocks" and rules.concurrency == "tokens":
+        return f"the logged {blocks} blocks × {s.block} tokens / max_model_len"
     if source.name == "num_blocks":
-        return f"the logged {blocks:,} blocks of {s.block} tokens"
-    if rules.concurrency == "tokens":
-        return f"the logged {int(source.value):,} tokens / {length:,}"
-    return f"the logged {int(source.value):,} tokens = {blocks:,} blocks of {s.block}, {s.per_request:,} per request"
+        return f"the logged {blocks} blocks / {s.per_request:,} per request"
+    return f"the logged {int(source.value):,} tokens = {blocks} blocks of {s.block}, {s.per_request:,} per request"
 
 
-def block_checks(log: StartupLog, inputs: Inputs, s: Shape) -> list[Outcome]:
-    """num_blocks (V0 "# GPU blocks", V1 "num_gpu_blocks is"): the smallest worker's blocks."""
+def block_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
+    """num_blocks (V0 "# GPU blocks", V1 "num_gpu_blocks is"): the smallest worker's blocks, each on its stage."""
     out: list[Outcome] = []
-    budgets = worker_budgets(log)
+    budgets = worker_budgets(log, inputs)
     for record, number in log.numbers("num_blocks"):
-        spans = [blocks_between(inputs, n) for _, n in budgets]
-        if not spans or any(isinstance(x, str) for x in spans):
-            out.append(skip("num_blocks", record, number, NO_BUDGET if not spans else str(spans[0])))
+        found = min_blocks(inputs, budgets) if budgets else NO_BUDGET
+        if isinstance(found, str):
+            out.append(skip("num_blocks", record, number, found))
             continue
-        low, high = min(x[0] for x in spans if not isinstance(x, str)), min(x[1] for x in spans if not isinstance(x, str))
         how = (f"min over {len(budgets)} worker budget(s) ({', '.join(_said(b) for b in budgets[:3])}"
-               f"{', ...' if len(budgets) > 3 else ''}) // {s.page_bytes:,}-B blocks (kvplan)")
-        out.append(compare("num_blocks", record, number, Fraction(low), Fraction(high), how))
+               f"{', ...' if len(budgets) > 3 else ''}) // the block of each worker's stage (kvplan)")
+        out.append(compare("num_blocks", record, number, Fraction(found[0]), Fraction(found[1]), how))
     return out
 
 
@@ -179,51 +234,7 @@ def v0_checks(log: StartupLog, s: Shape) -> list[Outcome]:
     return out
 
 
-def budget_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
-    """The KV budget from the memory breakdown the log prints, by kvplan's vLLM budget rule."""
-    out: list[Outcome] = []
-    for record in (*log.of_kind("breakdown_v0"), *log.of_kind("breakdown_v1")):
-        printed = record if record.kind == "breakdown_v0" else _available(log, record.worker)
-        requested = record if record.get("total") else _requested(log, record)
-        if printed is None or requested is None:
-            continue
-        out.append(_budget_check(inputs, record, requested, printed))
-    checked = {line for c in out for line in c.lines}
-    unexplained = [*log.numbers("kv_budget"), *log.numbers("kv_available")]
-    return out + [skip("kv_budget_bytes", r, n, "the log prints no memory breakdown (total, utilization, weights, "
-                       "activation, non-torch) to recompute it from")
-                  for r, n in unexplained if n.unit == "GiB" and r.line not in checked]
-
-
-def _available(log: StartupLog, worker: str | None) -> Record | None:
-    return next((r for r in log.of_kind("available") if r.worker == worker), None)
-
-
-def _requested(log: StartupLog, record: Record) -> Record | None:
-    before = [r for r in log.of_kind("requested_v0") if r.worker == record.worker and r.line < record.line]
-    return before[-1] if before else None
-
-
-def _budget_check(inputs: Inputs, breakdown: Record, requested: Record, printed: Record) -> Outcome:
-    """ceil(total × utilization) − weights − activation − non-torch, at both ends of the rounding."""
-    logged, total, util = printed.get("kv_budget"), requested.get("total"), requested.get("utilization")
-    pieces = [breakdown.get(f"used_{p}") for p in ("weights", "activation", "non_torch")]
-    assert logged is not None
-    if total is None or util is None or None in pieces:
-        return skip("kv_budget_bytes", printed, logged, "the breakdown lacks the total, utilization or a term")
-    ranges = [total.bytes_range(), *(p.bytes_range() for p in pieces if p is not None)]
-    at_util = replace(inputs, settings=settings_from({"gpu_memory_utilization": float(util.value)}, inputs.settings))
-
-    def budget(end: int) -> Fraction:  # end 0: the smallest budget the rounding allows, 1: the largest
-        used = [int(r[1 - end]) for r in ranges[1:]]
-        return Fraction(logged_budget(at_util, int(ranges[0][end]), used[0], used[1] + used[2]))
-    terms = " − ".join(f"{name} {p.text}" for name, p in zip(("weights", "activation", "non-torch"), pieces,
-                                                            strict=True) if p is not None)
-    how = f"kvplan's rule: ceil(total {total.text} GiB × {util.text}) − {terms} GiB (each ± half a printed digit)"
-    return compare("kv_budget_bytes", printed, logged, budget(0), budget(1), how)
-
-
-def refusal_checks(log: StartupLog, inputs: Inputs, s: Shape) -> list[Outcome]:
+def refusal_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
     """The memory one max-length request needs, and the longest length the available memory holds."""
     out: list[Outcome] = []
     for record in log.of_kind("refusal"):
@@ -256,7 +267,7 @@ def longest(inputs: Inputs, max_model_len: int, available: int) -> int:
 def vllm_checks(log: StartupLog, inputs: Inputs) -> tuple[list[Outcome], str]:
     rules, why = vllm_rules(log)
     s = shape_of(reference_plan(inputs))
-    out = [*weights_checks(log, inputs), *budget_checks(log, inputs), *block_checks(log, inputs, s),
+    out = [*weights_checks(log, inputs), *budget_checks(log, inputs), *block_checks(log, inputs),
            *token_checks(log, inputs, rules, s), *concurrency_checks(log, inputs, rules, s), *v0_checks(log, s),
-           *refusal_checks(log, inputs, s)]
+           *refusal_checks(log, inputs)]
     return out, f"vLLM {rules.releases} rules ({why}): {rules.source}"

@@ -3,8 +3,8 @@
 Contract keys (other tools parse them): ``engine``, ``version``, ``model``, ``checks`` [{``quantity``,
 ``logged``, ``kvplan``, ``match``, ``explanation``}], ``ok``. Sizes are bytes (ints), counts ints,
 concurrency a float; ``kvplan`` is the middle of kvplan's range when the log's rounding leaves one
-(``kvplan_min``/``kvplan_max``). Added keys: ``rules``, ``skipped``, ``notes``, per check
-``logged_text``, ``workers``, ``lines``.
+(``kvplan_min``/``kvplan_max``). Added keys: ``rules``, ``skipped``, ``notes``, ``engine_row`` (the kvplan
+release row planned with), per check ``logged_text``, ``workers``, ``lines``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def skipped_payload(item: Skipped) -> dict[str, Any]:
 def reconcile_payload(result: Reconciliation) -> dict[str, Any]:
     """The `kvplan reconcile --json` contract."""
     return {"engine": result.log.engine, "version": result.log.version, "model": result.model,
-            "model_in_log": result.log.setting("model"), "rules": result.rules,
+            "model_in_log": result.log.setting("model"), "rules": result.rules, "engine_row": result.profile,
             "checks": [check_payload(c) for c in result.checks],
             "skipped": [skipped_payload(s) for s in result.skipped], "notes": list(result.notes), "ok": result.ok}
 

@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from parsed_logs import PARSED
 
 from kvplan.errors import InputError
 from kvplan.reconcile import parse_log
 from kvplan.reconcile.formats import FORMATS
-from kvplan.reconcile.parse import StartupLog
+from kvplan.reconcile.parse import StartupLog, logical_lines
+from kvplan.reconcile.rules import placed, vllm_rules
+from kvplan.reconcile.sites import placement
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
@@ -115,6 +118,9 @@ CASES: dict[str, tuple[str, str | None, dict[str, str], dict[str, list[str]]]] =
 }
 
 
+CASES.update(PARSED)
+
+
 def test_every_collected_log_is_a_case() -> None:
     assert {p.stem for p in LOGS.glob("*.log")} == set(CASES)
 
@@ -160,10 +166,13 @@ def test_one_combined_line_is_one_record() -> None:
 
 @pytest.mark.parametrize("engine", sorted(FORMATS))
 def test_every_number_pattern_matches_a_collected_log(engine: str) -> None:
-    """No line shape in the table is a guess: each matches a line of a real log."""
-    lines = [line for p in LOGS.glob("*.log") for line in p.read_text().splitlines()]
-    unused = [p.regex.pattern[:50] for p in FORMATS[engine].numbers if not any(p.regex.search(x) for x in lines)]
+    """No line shape in the table is a guess: each matches a line of a real log (wrapped records joined), or, where
+    no collected log shows it, the line the engine's own format string prints (`example`, with its source)."""
+    lines = [line for p in LOGS.glob("*.log") for _, line in logical_lines(p.read_text())]
+    unused = [p.regex.pattern[:50] for p in FORMATS[engine].numbers
+              if not any(p.regex.search(x) for x in ([p.example] if p.example else lines))]
     assert not unused
+    assert all(p.site for p in FORMATS[engine].numbers if p.example)
 
 
 @pytest.mark.parametrize(("text", "engine"), [
@@ -193,3 +202,60 @@ def test_settings_first_pattern_wins() -> None:
     log: Any = load("sglang-v058-qwen25-0.5b-h100-docs")
     assert log.setting("kv_dtype") == "bfloat16"
     assert re.search(r"kv_cache_dtype='auto'", (LOGS / "sglang-v058-qwen25-0.5b-h100-docs.log").read_text())
+
+
+def test_colour_codes_are_stripped_and_wrapped_records_joined() -> None:
+    # a terminal capture hard-wrapped at ~129-147 columns: "Available KV cache me" / "mory: 11.03 GiB"
+    log = load("vllm-v01011-qwen2-7b-tp2-ray2node-util05-a100-40gb")
+    first, = (r for r in log.of_kind("available") if r.worker == "pid 374 @10.254.6.219")
+    assert (first.line, first.get("kv_budget").text) == (23, "11.03")  # type: ignore[union-attr]
+    assert texts(log, "num_blocks") == ["25809"]  # "num_gpu_blocks is:" / " 25809"
+    # ESC[1;36m colour codes around the process prefix (gpt-oss TP4 over Ray)
+    ray = load("vllm-v01011-gpt-oss-120b-tp4-ray-util08-a100-80gb")
+    assert {r.worker for r in ray.of_kind("available")} == {"pid 345 @10.42.9.225", "pid 345 @10.42.11.243"}
+    # an author's wrapping, continued on indented lines: one combined 0.28 record
+    record, = load("vllm-v0280-qwen25-7b-awq-runpod").of_kind("kv_size")
+    assert [n.text for n in record.numbers] == ["251,344", "8,192", "30.68"]
+
+
+def test_a_line_starting_a_record_is_never_joined() -> None:
+    text = "INFO 01-01 00:00:00 [a.py:1] " + "x" * 120 + "\nINFO 01-01 00:00:01 [b.py:2] y\n    [2026-01-01 00:00:00] z\n"
+    assert [n for n, _ in logical_lines(text)] == [1, 2, 3]
+    assert logical_lines("\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO a\n   b")[0][1] == "(APIServer pid=1) INFO a b"
+
+
+@pytest.mark.parametrize(("name", "releases"), [
+    ("vllm-v084-deepseek-r1-tp16-h20", ("0.8.5",)),  # an unread 0.8.4 prints 0.8.5's sites
+    ("vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4", ("0.9.2",)),  # gpu_worker.py:233 (a dev build's) unplaced
+    ("vllm-v0101-gpt-oss-120b-h100-negative-kv", ("0.10.1.1",)),
+    ("vllm-v013-deepseek-v32-tp8-pp4", ("0.14.0",)),
+    ("vllm-v019-qwen35-27b-hybrid", ("0.19.0",)),
+    ("vllm-v0191dev-glm51-fp8-tp8-h200", ("0.19.0",)),  # a 0.19.1 dev build: one 0.20 site, three 0.19 ones
+    ("vllm-v0271-qwen25-0.5b-rtx4090-wsl", ("0.27.0",)),
+    ("vllm-v0280-qwen25-7b-awq-runpod", ("0.28.0",)),
+    ("vllm-v084-qwen3-4b-10k-rtx2060-12gb", ("0.8.0", "0.8.5", "0.9.0")),  # V0 sites of two releases: a range
+])
+def test_the_release_is_placed_by_the_print_sites(name: str, releases: tuple[str, ...]) -> None:
+    log = load(name)
+    assert log.version is None
+    found = placement(log.sites)
+    assert found is not None and found.releases == releases
+
+
+def test_the_rules_say_which_release_they_assumed() -> None:
+    rules, why = vllm_rules(load("vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4"))
+    assert rules.releases == "0.9.2-0.10.1" and "print site of 0.9.2" in why and "gpu_worker.py:233 (unplaced)" in why
+    assert placed(load("vllm-v0641-qwen25-32b-awq-4k-a6000")) == ((0, 6, 4), "no version printed: V0 wording of vLLM 0.6.4")
+    assert placed(load("vllm-v071-llama31-8b-131k-refusal-a10"))[0] == (0, 7)  # "# CUDA blocks", no bracketed sites
+    rules, why = vllm_rules(load("vllm-v017-qwen3-4b-rtx5080-refusal"))  # nothing to place it by
+    assert "assumed 0.12-0.20" in why
+
+
+def test_warnings_that_change_the_arithmetic_are_settings() -> None:
+    assert load("vllm-v0101-gpt-oss-120b-h100-negative-kv").setting("moe_backend") == "marlin"
+    assert load("vllm-v0190-qwen35-9b-l40s").setting("graph_estimate") == "off"  # 0.19: logged, not subtracted
+    assert load("vllm-v0220-qwen25-7b-48gb").setting("graph_estimate") == "on"
+    hybrid = parse_log("(EngineCore pid=1) WARNING 01-01 00:00:00 [kv_cache_utils.py:1176] Hybrid KV cache manager is "
+                       "disabled for this hybrid model, This means we do not enable any optimizations for saving KV "
+                       "cache memory\nGPU KV cache size: 1,024 tokens")
+    assert hybrid.setting("hybrid_kv_cache_manager") == "off"

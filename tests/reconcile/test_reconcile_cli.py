@@ -15,7 +15,8 @@ NIGHTLY = str(LOGS / "vllm-nightly-llama31-8b-a100-80gb-fragments.log")
 CONTRACT = {"engine", "version", "model", "checks", "ok"}
 CHECK_CONTRACT = {"quantity", "logged", "kvplan", "match", "explanation"}
 QUANTITIES = {"kv_budget_bytes", "weights_bytes", "num_blocks", "kv_tokens", "max_concurrency", "k_size_bytes",
-              "v_size_bytes", "kv_size_bytes", "num_cpu_blocks", "kv_needed_bytes", "estimated_max_model_len"}
+              "v_size_bytes", "kv_size_bytes", "num_cpu_blocks", "kv_needed_bytes", "estimated_max_model_len",
+              "max_tokens", "kv_bytes_per_token"}  # TensorRT-LLM's PyTorch flow (issue 21)
 
 
 def test_json_contract(run_cli) -> None:

@@ -1,0 +1,210 @@
+"""The logs collected for issue 21 (tests/data/logs, INDEX.md) as reconcile cases: the flags each needs (a
+stand-in model where kvplan bundles no config of the checkpoint but one with the same KV geometry), the model
+kvplan plans with, quantity -> (matched, checked), and the quantities it lists without recomputing them. The
+misses are pinned, each with its reason, in test_reconcile.py (MISSES)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CollectedCase = tuple[dict[str, Any], str, dict[str, tuple[int, int]], set[str]]
+
+COLLECTED: dict[str, CollectedCase] = {
+    # a Qwen3-30B-A3B FP8 checkpoint (sidecar: 48 layers, 128 experts) on an H100 (the kernel configs name it)
+    "sglang-2026aug-qwen3-30b-a3b-fp8-h100": (
+        {"model": "Qwen/Qwen3-30B-A3B", "gpu": "H100"}, "Qwen/Qwen3-30B-A3B",
+        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "k_size_bytes": (1, 1), "v_size_bytes": (1, 1)}, set()),
+    "sglang-v041-llama31-8b-h100-docs": (
+        {}, "meta-llama/Llama-3.1-8B",
+        {"kv_tokens": (1, 1), "k_size_bytes": (1, 1), "v_size_bytes": (1, 1)}, set()),
+    # QwQ-32B: Qwen2.5-32B's geometry
+    "sglang-v043post4-qwq-32b-tp4-l4": (
+        {"model": "Qwen/Qwen2.5-32B"}, "Qwen/Qwen2.5-32B",
+        {"kv_tokens": (1, 1), "k_size_bytes": (1, 1), "v_size_bytes": (1, 1)}, {"weights_bytes"}),
+    # the docs notebook's Meta-Llama-3.1-8B-Instruct on an 80 GB H100-class runner
+    "sglang-v058-llama31-8b-lora-h100-docs": (
+        {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100"}, "meta-llama/Llama-3.1-8B-Instruct",
+        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "k_size_bytes": (1, 1), "v_size_bytes": (1, 1)}, set()),
+    # nvidia/Llama-3.1-8B-Instruct-FP8 with its FP8 KV cache (the issue's title)
+    "trtllm-0.20.0-llama31-8b-fp8-h100-bench": (
+        {"model": "meta-llama/Llama-3.1-8B", "kv_dtype": "fp8"}, "meta-llama/Llama-3.1-8B",
+        {"kv_tokens": (1, 1), "kv_size_bytes": (1, 1)}, set()),
+    "trtllm-1.1.0rc3-gpt-oss-120b-gb10-pytorch": (
+        {}, "openai/gpt-oss-120b",
+        {"kv_budget_bytes": (1, 1), "kv_bytes_per_token": (1, 1), "max_tokens": (1, 1), "kv_tokens": (1, 1), "kv_size_bytes": (1, 1)}, {"kv_size_bytes", "kv_tokens"}),
+    "vllm-v0101-gpt-oss-120b-h100-negative-kv": (
+        {"model": "openai/gpt-oss-120b"}, "openai/gpt-oss-120b",
+        {"weights_bytes": (1, 1)}, {"kv_budget_bytes"}),
+    "vllm-v01011-gpt-oss-120b-tp4-ray-util08-a100-80gb": (
+        {}, "openai/gpt-oss-120b",
+        {"weights_bytes": (1, 1), "num_blocks": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # Qwen2-7B-Instruct: Qwen2.5-7B's geometry (28 layers, 4 KV heads of 128); weights not compared
+    "vllm-v01011-qwen2-7b-tp2-ray2node-util05-a100-40gb": (
+        {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
+        {"num_blocks": (1, 1), "kv_tokens": (2, 2), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # Qwen2-7B-Instruct: Qwen2.5-7B's geometry (28 layers, 4 KV heads of 128); weights not compared
+    "vllm-v01011-qwen2-7b-tp2-util025-a100-80gb": (
+        {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
+        {"num_blocks": (1, 1), "kv_tokens": (2, 2), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # Qwen2-7B-Instruct: Qwen2.5-7B's geometry (28 layers, 4 KV heads of 128); weights not compared
+    "vllm-v01011-qwen2-7b-tp2-util05-a100-80gb": (
+        {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
+        {"num_blocks": (1, 1), "kv_tokens": (2, 2), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # Qwen2-7B-Instruct: Qwen2.5-7B's geometry (28 layers, 4 KV heads of 128); weights not compared
+    "vllm-v01011-qwen2-7b-util025-a100-80gb": (
+        {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
+        {"num_blocks": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # Qwen2-7B-Instruct: Qwen2.5-7B's geometry (28 layers, 4 KV heads of 128); weights not compared
+    "vllm-v01011-qwen2-7b-util05-a100-80gb": (
+        {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
+        {"num_blocks": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    "vllm-v0102-qwen3-8b-fp8-lora-l4": (
+        {}, "Qwen/Qwen3-8B",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, set()),
+    "vllm-v0102-qwen3-next-80b-a3b-tp2-h200": (
+        {}, "Qwen/Qwen3-Next-80B-A3B-Thinking",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "kv_tokens": (2, 2), "max_concurrency": (1, 1)}, set()),
+    "vllm-v0112-llama32-1b-fp8block-lora-l4": (
+        {}, "meta-llama/Llama-3.2-1B-Instruct",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    "vllm-v0151-llama31-8b-131k-eager-a100-40gb": (
+        {}, "meta-llama/Llama-3.1-8B",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # the AWQ checkpoint's local path: Qwen2.5-14B's geometry (48 layers, 8 KV heads of 128)
+    "vllm-v0151-qwen25-14b-awq-16k-refusal": (
+        {"model": "Qwen/Qwen2.5-14B"}, "Qwen/Qwen2.5-14B",
+        {"kv_needed_bytes": (1, 1), "estimated_max_model_len": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # Meta-Llama-3-70B-Instruct-AWQ: Llama-3.1-70B's geometry (80 layers, 8 KV heads of 128)
+    "vllm-v0160-llama3-70b-awq-tp2-l40s": (
+        {"model": "meta-llama/Llama-3.1-70B"}, "meta-llama/Llama-3.1-70B",
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    "vllm-v0180-qwen25-7b-fp16-eager-volta": (
+        {}, "Qwen/Qwen2.5-7B-Instruct",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # the issue's Qwen3.5-27B (the log names no checkpoint)
+    "vllm-v019-qwen35-27b-hybrid": (
+        {"model": "Qwen/Qwen3.5-27B"}, "Qwen/Qwen3.5-27B",
+        {"max_concurrency": (0, 1)}, {"kv_tokens"}),
+    "vllm-v0190-qwen35-9b-l40s": (
+        {}, "Qwen/Qwen3.5-9B",
+        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes"}),
+    # Nemotron-Cascade-2-30B-A3B (NVFP4): Nemotron-3-Nano-30B-A3B's layer layout (sidecar); weights not compared
+    "vllm-v0191-nemotron-cascade2-30b-a3b-nvfp4-marlin-h100": (
+        {"model": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"}, "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        {"kv_tokens": (1, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    "vllm-v0191-qwen3-8b-a100-40gb": (
+        {}, "Qwen/Qwen3-8B",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # GLM-5.1-FP8 (the log names no checkpoint): GLM-5's geometry; its weights are GLM-5's bf16 ones (a pinned miss)
+    "vllm-v0191dev-glm51-fp8-tp8-h200": (
+        {"model": "zai-org/GLM-5", "tp": 8}, "zai-org/GLM-5",
+        {"weights_bytes": (0, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # Qwen3.6-35B-A3B-NVFP4: Qwen3.5-35B-A3B's layer layout (sidecar)
+    "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": (
+        {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
+        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # Qwen2.5-Omni-7B's thinker: Qwen2.5-7B's geometry
+    "vllm-v0210-qwen25-omni-7b-int4-24gb": (
+        {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    "vllm-v0220-qwen25-7b-48gb": (
+        {}, "Qwen/Qwen2.5-7B-Instruct",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # gemma-4-31b-it: the NVFP4 checkpoint of the same model has its geometry (weights not compared)
+    "vllm-v0230-gemma4-31b-it-kaggle-95gb": (
+        {"model": "nvidia/Gemma-4-31B-IT-NVFP4"}, "nvidia/Gemma-4-31B-IT-NVFP4",
+        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # LFM2.5-1.2B-Instruct: LFM2-1.2B's layer layout (6 attention + 10 short-conv layers, sidecar)
+    "vllm-v0260-lfm25-1.2b-sm90": (
+        {"model": "LiquidAI/LFM2-1.2B"}, "LiquidAI/LFM2-1.2B",
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # the docker command names Qwen/Qwen3-32B after the image; reconcile reads --model only
+    "vllm-v0271-qwen3-32b-pp2-rtxpro6000": (
+        {"model": "Qwen/Qwen3-32B"}, "Qwen/Qwen3-32B",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    "vllm-v0271-qwen3-32b-tp1-refusal-rtxpro6000": (
+        {"model": "Qwen/Qwen3-32B"}, "Qwen/Qwen3-32B",
+        {"weights_bytes": (1, 1)}, {"kv_budget_bytes"}),
+    "vllm-v0271-qwen3-32b-tp2-rtxpro6000": (
+        {"model": "Qwen/Qwen3-32B"}, "Qwen/Qwen3-32B",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    "vllm-v0280-qwen25-7b-awq-runpod": (
+        {}, "Qwen/Qwen2.5-7B-Instruct",
+        {"num_blocks": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # Qwen2.5-32B-Instruct-AWQ (named in the post, not the log): Qwen2.5-32B's geometry; max len from the CMD line
+    "vllm-v0641-qwen25-32b-awq-4k-a6000": (
+        {"model": "Qwen/Qwen2.5-32B", "max_model_len": 4096}, "Qwen/Qwen2.5-32B",
+        {"kv_budget_bytes": (1, 1)}, set()),
+    # Qwen2.5-72B-Instruct-GPTQ-Int4 (not named in the log): Qwen2.5-72B's geometry, bf16 weights (a pinned miss)
+    "vllm-v0641-qwen25-72b-gptq-int4-8k-refusal-a40": (
+        {"model": "Qwen/Qwen2.5-72B"}, "Qwen/Qwen2.5-72B",
+        {"weights_bytes": (0, 1), "kv_budget_bytes": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1), "kv_tokens": (1, 1)}, {"num_blocks"}),
+    "vllm-v065-phi4-gptq4-util015-80gb": (
+        {}, "microsoft/phi-4",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)}, set()),
+    "vllm-v066-llama3-8b-a100-40gb": (
+        {"model": "meta-llama/Meta-Llama-3-8B"}, "meta-llama/Meta-Llama-3-8B",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)}, set()),
+    # DeepSeek-Coder-V2-Lite-Instruct: DeepSeek-V2-Lite's geometry (27 MLA layers)
+    "vllm-v071-deepseek-coder-v2-lite-tp8-a100-40gb-sagemaker": (
+        {"model": "deepseek-ai/DeepSeek-V2-Lite", "tp": 8}, "deepseek-ai/DeepSeek-V2-Lite",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1)}, set()),
+    "vllm-v071-llama31-8b-131k-refusal-a10": (
+        {"model": "meta-llama/Llama-3.1-8B-Instruct"}, "meta-llama/Llama-3.1-8B-Instruct",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1), "kv_tokens": (1, 1)}, {"num_blocks"}),
+    "vllm-v071-phi4-bnb4-t4": (
+        {}, "microsoft/phi-4",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, {"weights_bytes"}),
+    "vllm-v071-qwen25-3b-bnb4-t4": (
+        {}, "Qwen/Qwen2.5-3B",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, {"weights_bytes"}),
+    "vllm-v072-qwen25-1.5b-util05-t4-kaggle": (
+        {}, "Qwen/Qwen2.5-1.5B",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)}, set()),
+    # Qwen2.5-Math-1.5B: Qwen2.5-1.5B's geometry
+    "vllm-v072-qwen25-math-1.5b-22gb": (
+        {"model": "Qwen/Qwen2.5-1.5B"}, "Qwen/Qwen2.5-1.5B",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)}, {"weights_bytes"}),
+    "vllm-v073-llama31-8b-bnb4-t4": (
+        {}, "meta-llama/Llama-3.1-8B",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, {"weights_bytes"}),
+    "vllm-v081-llama32-3b-lora-a100-40gb": (
+        {}, "meta-llama/Llama-3.2-3B-Instruct",
+        {"weights_bytes": (0, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, set()),
+    # the GGUF file of Llama-3.2-3B-Instruct
+    "vllm-v082-llama32-3b-gguf-q8-eager-rtx4070-laptop": (
+        {"model": "meta-llama/Llama-3.2-3B-Instruct"}, "meta-llama/Llama-3.2-3B-Instruct",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)}, {"weights_bytes"}),
+    "vllm-v082-llama32-3b-serve-t4": (
+        {}, "meta-llama/Llama-3.2-3B-Instruct",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)}, set()),
+    "vllm-v082-phi4-bnb4-lora-a100-80gb": (
+        {}, "microsoft/phi-4",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, {"weights_bytes"}),
+    "vllm-v084-qwen3-4b-10k-rtx2060-12gb": (
+        {"model": "Qwen/Qwen3-4B"}, "Qwen/Qwen3-4B",
+        {"weights_bytes": (1, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (1, 1)}, set()),
+    # the compose file's Qwen/Qwen3-30B-A3B at tp 4 (the excerpt prints neither)
+    "vllm-v085-qwen3-30b-a3b-tp4-a10": (
+        {"model": "Qwen/Qwen3-30B-A3B", "tp": 4}, "Qwen/Qwen3-30B-A3B",
+        {"weights_bytes": (1, 1), "max_concurrency": (1, 1)}, {"kv_tokens"}),
+    # DeepSeek-R1-0528-Qwen3-8B: Qwen3-8B's geometry
+    "vllm-v0851-deepseek-r1-0528-qwen3-8b-bnb4-t4": (
+        {"model": "Qwen/Qwen3-8B"}, "Qwen/Qwen3-8B",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, {"weights_bytes"}),
+    "vllm-v0851-llama32-3b-lora-t4": (
+        {}, "meta-llama/Llama-3.2-3B-Instruct",
+        {"weights_bytes": (0, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, set()),
+    "vllm-v0851-mistral-7b-v03-bnb4-rtx4090": (
+        {}, "mistralai/Mistral-7B-Instruct-v0.3",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, {"weights_bytes"}),
+    "vllm-v0851-qwen3-4b-base-lora-t4": (
+        {}, "Qwen/Qwen3-4B",
+        {"weights_bytes": (0, 1), "kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, set()),
+    "vllm-v092-qwen25-vl-7b-bnb4-t4": (
+        {}, "Qwen/Qwen2.5-VL-7B-Instruct",
+        {"kv_budget_bytes": (1, 1), "num_blocks": (1, 1), "max_concurrency": (1, 1), "num_cpu_blocks": (0, 1)}, {"weights_bytes"}),
+    "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4": (
+        {}, "deepseek-ai/DeepSeek-V2-Lite",
+        {"kv_tokens": (2, 2), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+}
