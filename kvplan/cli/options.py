@@ -268,8 +268,9 @@ def engine_options(
         speculative_method=speculative_method, num_speculative_tokens=num_speculative_tokens,
         max_lora_rank=max_lora_rank, max_loras=max_loras, lora_target_modules=_modules(lora_target_modules),
         max_cpu_loras=max_cpu_loras, limit_mm_per_prompt=limit_mm_per_prompt,
-        cpu_offload_bytes=size_gib(cpu_offload_bytes) or 0, kv_offloading_bytes=size_gib(kv_offloading_bytes),
-        hicache_ratio=hicache_ratio, lmcache_cpu_bytes=size_gib(lmcache_cpu_bytes)))
+        cpu_offload_bytes=size_gib(cpu_offload_bytes, "cpu_offload_bytes") or 0,
+        kv_offloading_bytes=size_gib(kv_offloading_bytes, "kv_offloading_bytes"), hicache_ratio=hicache_ratio,
+        lmcache_cpu_bytes=size_gib(lmcache_cpu_bytes, "lmcache_cpu_bytes")))
 
 
 def memory_options(gpu: Gpu = None, gpu_memory_bytes: GpuMem = None, kv_budget_bytes: KvBudget = None,
@@ -297,11 +298,16 @@ def kv_budget(text: str | None) -> tuple[int, ...] | None:
     return parse_budget(text)
 
 
-def size_gib(text: str | None) -> int | None:
+def size_gib(text: str | None, name: str) -> int | None:
     """A bare number is GiB (vLLM's and LMCache's unit); a size keeps its unit."""
     if text is None:
         return None
-    return int(float(text) * GIB) if re.fullmatch(r"\s*\d+(\.\d+)?\s*", text) else parse_bytes(text)
+    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", text):
+        return int(float(text) * GIB)
+    try:
+        return parse_bytes(text)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}", arg=name) from None
 
 
 def _modules(text: str | None) -> tuple[str, ...] | None:

@@ -212,7 +212,7 @@ def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
     estimated = [t.name for t in terms if not t.exact]
     if estimated:
         notes += [f"budget terms estimated: {', '.join(estimated)}",
-                  "for exact numbers give the KV memory the engine logs (kv_budget; --kv-budget on the command line)"]
+                  "for exact numbers give the KV memory the engine logs (kv_budget_bytes; --kv-budget on the command line)"]
     lines = (f"GPU memory {request.device.memory_bytes:,} B; terms of PP stage {binding} (the smallest budget):",
              *(f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
                f"{t.source})" for t in terms), *steps)

@@ -189,6 +189,9 @@ def _kv_dtypes(kv_dtype: str | Sequence[str]) -> tuple[str, ...]:
     out = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
     if not out:
         raise InputError("kv_dtype names no KV dtype", arg="kv_dtype")
+    if len(out) > 1 and "any" in (n.lower() for n in out):
+        raise InputError(f"kv_dtype {','.join(out)!r}: any (auto, then fp8) stands alone; or list the dtypes",
+                         arg="kv_dtype")
     return ANY_KV_DTYPES if [n.lower() for n in out] == ["any"] else out
 
 

@@ -55,7 +55,9 @@ class Workload:
         return self.batch * (self.beam_width if self.output_tokens else 1)
 
     def check(self) -> None:
-        if min(self.batch, self.prompt_tokens, self.beam_width) <= 0 or self.output_tokens < 0:
+        if self.beam_width <= 0:
+            raise InputError(f"beam_width must be positive, got {self.beam_width}", arg="beam_width")
+        if min(self.batch, self.prompt_tokens) <= 0 or self.output_tokens < 0:
             raise InputError(f"batch, prompt tokens and beam width must be positive and output tokens >= 0, got "
                              f"batch={self.batch}, prompt={self.prompt_tokens}, beam={self.beam_width}, "
                              f"output={self.output_tokens}")

@@ -43,7 +43,9 @@ def read_lengths(path: Path) -> tuple[int, ...]:
 def spec_lengths(spec: str, max_seq_len: int) -> tuple[int, ...]:
     """A distribution spec -> N lengths at quantile midpoints, clamped to [1, max_seq_len]."""
     kind, _, rest = spec.partition(":")
-    params, _, count_text = rest.rpartition(":")
+    params, colon, count_text = rest.rpartition(":")
+    if not colon:  # one colon: KIND:PARAMS with no :N
+        raise InputError(f"invalid length spec {spec!r}: it needs a count, KIND:PARAMS:N ({SPEC_HELP})", arg="lengths")
     count = _count(count_text, spec)
     qs = [(i + 0.5) / count for i in range(count)]
     kind = kind.strip().lower()

@@ -31,6 +31,16 @@ def one_error_line(code: int, out: str, err: str) -> str:
                  id="kv-budget-0"),  # was exit 1; the README says a size under 1 MiB is exit 2
     pytest.param(["capacity", LLAMA, "--engine", "vllm,"], ["--engine 'vllm,' has an empty item"],
                  id="engine-trailing-comma"),  # suggested "a range like 1k..128k"
+    # found by running 106 bad inputs through every command (the messages did not name the flag, or misled)
+    pytest.param(["capacity", LLAMA, "--cpu-offload-gb", "-5"], ["--cpu-offload-gb: invalid size"],
+                 id="cpu-offload-negative"),
+    pytest.param(["capacity", LLAMA, "--kv-offloading-size", "abc"], ["--kv-offloading-size: invalid size"],
+                 id="kv-offloading-garbage"),
+    pytest.param(["size", LLAMA, "--beam-width", "0"], ["--beam-width must be positive, got 0"], id="beam-width-0"),
+    pytest.param(["fit", LLAMA, "--max-model-len", "32k", "--kv-cache-dtype", "any,fp9"],
+                 ["any (auto, then fp8) stands alone"], id="fit-any-in-a-list"),
+    pytest.param(["waste", LLAMA, "--max-model-len", "4k", "--lengths", "normal:1,2"],
+                 ["it needs a count, KIND:PARAMS:N"], id="waste-spec-without-count"),
 ])
 def test_bad_input_is_refused_in_one_line(run_cli: Any, args: list[str], needles: list[str]) -> None:
     line = one_error_line(*run_cli(*args))
