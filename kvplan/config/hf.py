@@ -34,6 +34,7 @@ from kvplan.dtypes import canonical_dtype
 from kvplan.errors import ConfigError, UnreadableConfig
 
 MAX_CONFIG_BYTES = 64 * 1024**2
+QUANT_SIDECAR = "hf_quant_config.json"
 MAX_CACHED_BYTES = 256 * 1024  # a parsed config is kept per (bytes, path, id) below this size
 
 
@@ -150,6 +151,22 @@ def default_notes(origin: dict[str, str], values: dict[str, Any]) -> tuple[str, 
     return tuple(notes)
 
 
+QUANTIZED_NAMES = ("NVFP4", "FP8", "FP4", "AWQ", "GPTQ", "INT4", "INT8", "W4A16", "W8A8", "MXFP4")
+
+
+def unstated_quantization(raw: dict[str, Any], model_id: str) -> tuple[str, ...]:
+    """A note when the repo's name says its weights are quantized but its config carries no
+    quantization_config (NVIDIA's older ModelOpt repos keep it in hf_quant_config.json beside config.json)."""
+    if "quantization_config" in raw or "compression_config" in raw:
+        return ()
+    said = [tag for tag in QUANTIZED_NAMES if tag in model_id.upper().replace("_", "-").split("-")]
+    if not said:
+        return ()
+    return (f"the name says {said[0]} but the config has no quantization_config and no {QUANT_SIDECAR} was found "
+            f"beside it: weights are counted in the model dtype; give weights_dtype (--weights-dtype) to count "
+            f"them as the checkpoint stores them",)
+
+
 def _head_dim(cfg: HFConfig, source: str) -> int:
     heads = cfg.num_attention_heads
     head_dim = cfg.head_dim or (cfg.hidden_size or 0) // heads  # head_dim null or 0 -> hidden // heads
@@ -189,6 +206,7 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
     specs, state = layer_specs_of(cfg, fields, kinds, geo, source)
     dtype, notes = model_dtype(cfg)
     notes += default_notes(origin, values)
+    notes += unstated_quantization(raw, model_id)
     if cfg.head_dim == 0:  # vLLM's get_head_size would take the 0 and fail; transformers' `or` reads it as unset
         notes += (f"head_dim is 0 in the config: read as hidden_size // num_attention_heads = {head_dim} (vLLM "
                   "would take the 0 and fail to build the model)",)
@@ -208,15 +226,31 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
 
 
 def load_file(path: Path, model_id: str | None = None) -> ModelConfig:
-    """Read and normalize one config file (small files are parsed once per content)."""
+    """Read and normalize one config file (small files are parsed once per content, with the
+    hf_quant_config.json beside it)."""
     data = read_bytes(path)
+    sidecar = path.with_name(QUANT_SIDECAR)
+    quant = read_bytes(sidecar) if path.name == "config.json" and sidecar.is_file() else b""
     parse = _parse_cached if len(data) <= MAX_CACHED_BYTES else _parse
-    return parse(data, path, model_id)
+    return parse(data, quant, path, model_id)
 
 
-def _parse(data: bytes, path: Path, model_id: str | None) -> ModelConfig:
+def _parse(data: bytes, quant: bytes, path: Path, model_id: str | None) -> ModelConfig:
     raw = parse_json(data, str(path))
+    if quant and "quantization_config" not in raw:
+        raw["quantization_config"] = modelopt_sidecar(parse_json(quant, str(path.with_name(QUANT_SIDECAR))))
     return normalize(raw, model_id=model_id or _id_from_path(path, raw), source=str(path))
+
+
+def modelopt_sidecar(doc: dict[str, Any]) -> dict[str, Any]:
+    """hf_quant_config.json (ModelOpt 0.29 and before) as the quantization_config vLLM reads from it: taken
+    whole when the config has none (vllm 0.33 transformers_utils/config.py:951-962), its `quantization`
+    block read as a modelopt method (config/model.py _parse_quant_hf_config: producer name modelopt)."""
+    inner = doc.get("quantization")
+    producer = doc.get("producer")
+    if isinstance(inner, dict) and isinstance(producer, dict) and producer.get("name") == "modelopt":
+        return {**inner, "quant_method": "modelopt", "producer": producer}
+    return doc
 
 
 _parse_cached = lru_cache(maxsize=256)(_parse)

@@ -90,6 +90,27 @@ def test_modelopt_fp8_and_unknown_algo(model: Any) -> None:
         weight_bytes(odd)
 
 
+def test_modelopt_sidecar_beside_config(tmp_path: Path) -> None:
+    # NVIDIA's DeepSeek-V3.1-NVFP4 keeps its quantization in hf_quant_config.json (ModelOpt <= 0.29), which vLLM
+    # reads when config.json has no quantization_config (0.33 transformers_utils/config.py:951-962). A folder with
+    # the sidecar gets NVFP4 weights; the bundled config (no sidecar) says why it counts bf16, and weights_dtype
+    # nvfp4 gives the same count as the sidecar (its only exclusion, lm_head, is never quantized by the override).
+    from kvplan.config import load_model
+
+    bundled = load_model("nvidia/DeepSeek-V3.1-NVFP4")
+    (tmp_path / "config.json").write_bytes(Path(bundled.source).read_bytes())
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt", "version": "0.29.0"},
+         "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
+                          "exclude_modules": ["lm_head"]}}))
+    folder = load_model(str(tmp_path))
+    assert weight_format(folder).name == "nvfp4 (modelopt)"
+    assert any("no quantization_config and no hf_quant_config.json" in note for note in bundled.notes)
+    assert not any("hf_quant_config.json" in note for note in folder.notes)
+    assert weight_format(bundled).name == "bf16"
+    assert weight_bytes(folder) == weight_bytes(bundled, "nvfp4") < 0.3 * weight_bytes(bundled)
+
+
 @pytest.mark.parametrize(("quant", "expected"), [
     # LLM.int8: 1 B per weight + one fp32 SCB per output row (32 × 43,008 rows × 4 B = 5,505,024)
     pytest.param({"load_in_8bit": True}, 6_979_321_856 + 5_505_024, id="int8"),

@@ -87,7 +87,7 @@ OVERRIDES: dict[str, tuple[int, ScaleScheme, tuple[int, int], int]] = {
     "int8": (8, "channel", (1, 0), 16),  # W8A8 per-channel: one fp16 scale per output row
     "int4": (4, "group", (1, 128), 16),  # symmetric int4, one fp16 scale per 128 inputs
 }
-WEIGHT_DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32", *OVERRIDES)
+WEIGHT_DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32", *OVERRIDES, "nvfp4")
 _SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules")
 
 
@@ -104,6 +104,9 @@ def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> Weigh
         group = f" (g{block[1]})" if scheme == "group" else ""
         return WeightFormat(name=key + group, base_bits=base_bits, linear_bits=bits, scheme=scheme, block=block,
                             scale_bits=scale_bits, source="weights_dtype")
+    if key == "nvfp4":  # a ModelOpt NVFP4 checkpoint whose quantization config kvplan did not read
+        return WeightFormat(name="nvfp4", base_bits=base_bits, source="weights_dtype",
+                            **NVFP4)  # type: ignore[arg-type]
     if key != "auto":
         raise InputError(f"unknown weights dtype {weights_dtype!r}; choose one of: {', '.join(WEIGHT_DTYPE_NAMES)}",
                          arg="weights_dtype")
