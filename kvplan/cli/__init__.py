@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("kvplan.cli.probe", "probe"),
     "reconcile": ("kvplan.cli.reconcile", "reconcile"),
     "report": ("kvplan.cli.report", "report"),
+    "engines": ("kvplan.cli.engines", "engines"),
 }
 
 

@@ -121,12 +121,12 @@ Window = Annotated[str | None, option("--window", "Override the window (sliding)
                                       "TOKENS")]
 
 # Engine.
-ENGINES = option("--engine", "vllm, sglang, trtllm, hf, all (the newest releases), or a release: vllm@0.11, "
-                 "sglang@0.5.2; a comma list or repeated compares them (fit, reconcile: one).", ENGINE, "ENGINE",
-                 autocompletion=engines_completed)
+ENGINES = option("--engine", "vllm, sglang, trtllm, hf, all (the newest releases), or a release: vllm@0.19, "
+                 "sglang@0.5.2 (kvplan engines lists them); a comma list or repeated compares them (fit, reconcile: "
+                 "one).", ENGINE, "ENGINE", autocompletion=engines_completed)
 Engines = Annotated[list[str] | None, ENGINES]
-GpuUtil = Annotated[float | None, option("--gpu-memory-utilization", "vLLM: fraction of total memory (0.92 in 0.33, "
-                                         "0.9 before).", ENGINE, "FRACTION")]
+GpuUtil = Annotated[float | None, option("--gpu-memory-utilization", "vLLM: fraction of total memory (0.92 from "
+                                         "0.20, 0.9 before).", ENGINE, "FRACTION")]
 MemFraction = Annotated[float | None, option("--mem-fraction-static", "SGLang: fraction of free memory, weights "
                                              "included (default: by GPU memory and its reserve).", ENGINE, "FRACTION")]
 FreeFraction = Annotated[float | None, option("--free-gpu-memory-fraction", "TRT-LLM: fraction of the memory free "
@@ -139,8 +139,8 @@ MaxSeqs = Annotated[int | None, option("--max-num-seqs", "vLLM sampler rows of t
                                        "1024 on an H100, 256 below 70 GiB).", ENGINE, "N")]
 EntryPoint = Annotated[str, option("--entry-point", "vLLM: serve (vllm serve) or llm (the LLM class); their "
                                    "scheduler defaults differ.", ENGINE, "NAME")]
-Sampler = Annotated[str | None, option("--sampler", "vLLM profile-run sampler: sort or flashinfer (default: the "
-                                       "release's).", ENGINE, "NAME")]
+Sampler = Annotated[str | None, option("--sampler", "vLLM profile-run sampler: sort, flashinfer, triton, "
+                                       "flashinfer+triton, gumbel or bf16 (default: the release's).", ENGINE, "NAME")]
 Eager = Annotated[bool, switch("--enforce-eager", "vLLM/TRT-LLM: no CUDA graphs, eager profile forward.", ENGINE)]
 MoeBackend = Annotated[str | None, option("--moe-backend", "vLLM MXFP4 experts: marlin (padded) or triton.", ENGINE,
                                           "NAME")]

@@ -30,12 +30,14 @@ ENGINE_NAMES = ("vllm", "sglang", "trtllm", "hf")  # `--engine all`: the newest 
 
 _VLLM, _SGLANG = ("kvplan.engines.vllm", "VllmEngine"), ("kvplan.engines.sglang", "SglangEngine")
 _TRTLLM, _HF = ("kvplan.engines.trtllm", "TrtllmEngine"), ("kvplan.engines.hf", "HfEngine")
+# vLLM rows (kvplan/engines/vllm/rows.py, rows_late.py; tests keep this list equal to its RELEASES): every V1 minor
+# from 0.8 to 0.33, 0.8.0 and 0.9.0 (rules their patch releases changed), and the V0 rows.
+VLLM_RELEASES = ("0.33", "0.32", "0.31", "0.30", "0.29", "0.28", "0.27", "0.26", "0.25", "0.24", "0.23", "0.22",
+                 "0.21", "0.20", "0.19", "0.18", "0.17", "0.16", "0.15", "0.14", "0.13", "0.12", "0.11", "0.10",
+                 "0.9", "0.9.0", "0.8", "0.8.0", "0.8-v0", "0.7", "0.6.6", "0.6.5", "0.6.4")
 # name -> (module, class, release key)
 REGISTRY: dict[str, tuple[str, str, str]] = {
-    "vllm": (*_VLLM, "0.33"), "vllm@0.33": (*_VLLM, "0.33"), "vllm@0.11": (*_VLLM, "0.11"),
-    "vllm@0.10": (*_VLLM, "0.10"), "vllm@0.9": (*_VLLM, "0.9"), "vllm@0.8": (*_VLLM, "0.8"),
-    "vllm@0.8-v0": (*_VLLM, "0.8-v0"), "vllm@0.7": (*_VLLM, "0.7"), "vllm@0.6.6": (*_VLLM, "0.6.6"),
-    "vllm@0.6.5": (*_VLLM, "0.6.5"), "vllm@0.6.4": (*_VLLM, "0.6.4"),
+    "vllm": (*_VLLM, VLLM_RELEASES[0]), **{f"vllm@{key}": (*_VLLM, key) for key in VLLM_RELEASES},
     "sglang": (*_SGLANG, "0.5.23"), "sglang@0.5": (*_SGLANG, "0.5.23"), "sglang@0.5.23": (*_SGLANG, "0.5.23"),
     "sglang@0.5.2": (*_SGLANG, "0.5.2"), "sglang@0.4": (*_SGLANG, "0.4"),
     "trtllm": (*_TRTLLM, "1"), "trtllm@1": (*_TRTLLM, "1"),
@@ -45,14 +47,25 @@ ALIASES = {"trt-llm": "trtllm", "tensorrt-llm": "trtllm", "transformers": "hf"}
 
 
 def _lookup(name: str) -> tuple[str, str, str] | None:
-    """`vllm@v0.10.1.1` -> the row of `vllm@0.10`: the longest dotted prefix of the version that has a row."""
+    """`vllm@v0.10.1.1` -> the row of `vllm@0.10`: the version itself, else the longest dotted prefix of its
+    numbers that has a row (`0.19.1rc1.dev5` -> 0.19.1 -> 0.19); never a release outside that prefix."""
     base, at, version = name.strip().lower().partition("@")
     base = ALIASES.get(base, base)
     if not at:
         return REGISTRY.get(base)
-    parts = re.sub(r"^v(?=\d)", "", version).split(".")
-    for end in range(len(parts), 0, -1):
-        row = REGISTRY.get(f"{base}@{'.'.join(parts[:end])}")
+    version = re.sub(r"^v(?=\d)", "", version)
+    if f"{base}@{version}" in REGISTRY:
+        return REGISTRY[f"{base}@{version}"]
+    numbers = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        numbers.append(digits.group())
+        if digits.group() != part:  # 1rc1, 0+cu128: what follows is not a release number
+            break
+    for end in range(len(numbers), 0, -1):
+        row = REGISTRY.get(f"{base}@{'.'.join(numbers[:end])}")
         if row:
             return row
     return None
@@ -69,6 +82,6 @@ def get_engine(name: str) -> Engine:
     return profile
 
 
-__all__ = ["ENGINE_NAMES", "REGISTRY", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
+__all__ = ["ENGINE_NAMES", "REGISTRY", "VLLM_RELEASES", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
            "GroupRow", "ProfileRun", "Refusal", "Request", "Settings", "SglangSettings", "TrtllmSettings",
            "VllmSettings", "get_engine", "settings_from"]

@@ -172,6 +172,7 @@ class ProfileRun:
     full_hidden_at_sampler: bool  # the T × hidden output stays alive through the sampler
     sampled_row_copies: int  # copies of the R sampled hidden rows alive (V1: the rows + rand_like)
     persistent_rows: int = 0  # vLLM 0.33: max_num_seqs rows of penalty state (output_bin_counts, prompt_bin_mask)
+    sampler_buffer_bytes: int = 0  # allocated by the profile's sampler and kept (vLLM 0.17+ Triton top-k/top-p cache)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +189,33 @@ class BudgetRules:
     lora: LoraRule | None = None  # LoRA slots allocated before the KV cache is sized
     encoder: EncoderRule | None = None  # the profile run encodes dummy multimodal items and holds their outputs
     cpu_offload_bytes: int = 0  # weights the engine keeps in host memory instead (vLLM --cpu-offload-gb)
+    comm: CommRule | None = None  # vLLM V1: the NCCL communicators its budget sees (sized by kvplan.planning.budget)
+    after_kv: AfterKv | None = None  # what the release allocates after the KV cache is sized (None: not checked)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommRule:
+    """NCCL memory a vLLM V1 release subtracts: every communicator, created after the start-up snapshot (0.8-0.10,
+    NCCL_CUMEM_ENABLE forced to 0), or only the TP group's torch communicator the profile's logits all-gather
+    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not."""
+
+    when: Literal["init", "profile"]
+    nvls: bool
+    tp_groups: int
+    pp_groups: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class AfterKv:
+    """What a release allocates after its KV cache is sized, as data (sized by ``kvplan.planning.after_kv``):
+    CUDA graphs its budget did not subtract, the sampler warm-up on the last PP stage, and persistent buffers
+    allocated before the profile that no budget term counts."""
+
+    graphs_unbudgeted: bool  # graphs are captured after the KV cache and no estimate was subtracted
+    warmup: ProfileRun | None  # the sampler warm-up (rows, path); None: no warm-up on this release
+    uncounted_rows: int = 0  # Model Runner V2 penalty state rows allocated before the profile, in no term
+    message: str = ""  # what the release prints when the warm-up runs out of memory ({rows} filled in)
+    source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

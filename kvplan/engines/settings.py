@@ -20,6 +20,9 @@ EntryPoint = Literal["serve", "llm"]
 # How tokens are drafted (vLLM's method names): a separate draft checkpoint, an EAGLE head, an EAGLE-3 head,
 # the target's own next-token-prediction layers (DeepSeek-V3 num_nextn_predict_layers), or prompt n-grams.
 SPEC_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
+# vLLM's profile-run sampler paths: PyTorch sort, FlashInfer, vLLM's Triton top-k/top-p (0.17 on), both in two passes
+# (0.21 on), and Model Runner V2's default pass (fp32 + Gumbel noise until 0.27, bf16 logits only 0.28-0.32).
+SAMPLER_PATHS = ("sort", "flashinfer", "triton", "flashinfer+triton", "gumbel", "bf16")
 
 
 def _choose(obj: object, name: str, allowed: tuple[object, ...]) -> None:
@@ -54,13 +57,13 @@ class VllmSettings:
     prefix_caching: bool | None = None  # None = its default (on; off for attention-free models)
     hybrid_kv_cache_manager: bool = True  # --disable-hybrid-kv-cache-manager turns it off
     legacy_token_log: bool | None = None  # before 0.33: tokens = num_blocks // groups × block
-    sampler: str | None = None  # top-k/top-p path of the profile run: sort | flashinfer
+    sampler: str | None = None  # top-k/top-p path of the profile run (SAMPLER_PATHS; default: the release's)
     moe_backend: str | None = None  # MXFP4 experts: marlin | triton (weights are laid out per backend)
 
     def __post_init__(self) -> None:
         _fraction(self, "gpu_memory_utilization")
         _choose(self, "entry_point", ("serve", "llm"))
-        _choose(self, "sampler", (None, "sort", "flashinfer"))
+        _choose(self, "sampler", (None, *SAMPLER_PATHS))
         _choose(self, "moe_backend", (None, "marlin", "triton"))
         _positive(self, "in_flight_batches")
 

@@ -29,6 +29,8 @@ from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Request
 from kvplan.engines.base import term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
+from kvplan.planning.after_kv import CUDA_GRAPH_BYTES, AfterKvCheck
+from kvplan.planning.after_kv import check as after_kv_check
 from kvplan.planning.extras import extra_terms
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.profile_run import activation_term, persistent_term
@@ -50,7 +52,16 @@ NON_TORCH: dict[str, tuple[str, int, str]] = {
                          "0.01-0.16 GiB at tp 1 in eight vLLM V0/V1 logs (T4, RTX 2060, A100, H100)"),
 }
 NCCL_BYTES_PER_GROUP = 256 * MIB  # estimate; a tp-8 A100 V0 log shows 2.10 GiB with custom all-reduce
-CUDA_GRAPH_BYTES = 512 * MIB  # estimate; vLLM logs show 0.10-1.03 GiB of capture memory
+# vLLM V1's NCCL memory by when its budget sees it (CommRule), per group, from the non-torch memory real logs print
+# (estimates: NCCL's own allocations, not vLLM's code). "init" (0.8-0.10: every communicator is growth after the
+# snapshot, NCCL_CUMEM_ENABLE=0): TP 2 on an H200 1.38 GiB of non-torch growth (vllm-v0102-qwen3-next-80b-a3b-tp2-h200)
+# -> 1.33 per group beside the 0.05 baseline; a TP-2 A100 0.69 GiB of activation + non-torch where TP 1 has 0.56
+# (vllm-v01011-qwen2-7b-*-a100-80gb) and TP 8 on L40S 0.17-0.21 GiB (vllm-v0102-qwen3-235b-a22b-fp8-tp8-l40s) -> 0.13.
+# "profile" (0.11-0.25: the TP group's torch communicator, created by the profile's logits all-gather, with cuMem and
+# NVLS now allowed): issue 21's vLLM 0.19 H100 runs log 2.06-2.21 GiB per GPU at TP 2-4 (0.07 with PP only), the
+# midpoint taken; without NVLS (L40S TP2 0.16, vllm-v0160-llama3-70b-awq-tp2-l40s) a plain group's 0.13.
+COMM_GROUP_BYTES = {("init", True): int(1.33 * GIB), ("init", False): int(0.13 * GIB),
+                    ("profile", True): int(2.13 * GIB), ("profile", False): int(0.13 * GIB)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +96,7 @@ class Budget:
     rule: tuple[str, ...] = ()  # the engine's arithmetic on those terms
     lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    after_kv: AfterKvCheck | None = None  # the start after the cache is sized (a stage that does not fit, else the last)
 
 
 def parse_budget(text: str) -> tuple[int, ...]:
@@ -124,6 +136,17 @@ def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
         out.append(BudgetTerm(name=f"NCCL buffers ({rules.nccl_groups} process group(s))",
                               bytes=rules.nccl_groups * NCCL_BYTES_PER_GROUP, exact=False, kind="non_torch",
                               source="estimate: 256 MiB per TP/PP group"))
+    if rules.comm is not None:
+        c = rules.comm
+        size = COMM_GROUP_BYTES[c.when, c.nvls]
+        name = ("TP communicator created in the profile run" if c.when == "profile" else
+                f"NCCL buffers ({c.tp_groups + c.pp_groups} process group(s))")
+        out.append(BudgetTerm(
+            name=name, bytes=c.tp_groups * size
+            + c.pp_groups * COMM_GROUP_BYTES[c.when, False], exact=False, kind="non_torch",
+            source=f"estimate from vLLM logs: {format_gib(size)} GiB per TP group "
+                   f"({'NVSwitch GPU' if c.nvls else 'no NVLink SHARP'}), {format_gib(COMM_GROUP_BYTES[c.when, False])}"
+                   " per PP group"))
     return out
 
 
@@ -140,7 +163,8 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
     terms += non_torch_terms(rules)
     if rules.cuda_graphs:
         terms.append(BudgetTerm(name="CUDA graphs", bytes=CUDA_GRAPH_BYTES, exact=False, kind="cuda_graphs",
-                                source="estimate: 0.10-1.03 GiB of capture memory in public logs; 0 with enforce_eager"))
+                                source="estimate: vLLM 0.19-0.26 logs estimate 0.13-0.78 GiB (median 0.39); "
+                                       "0 with enforce_eager"))
     return tuple(terms)
 
 
@@ -167,8 +191,11 @@ def overhead(terms: tuple[BudgetTerm, ...], memory: Memory) -> Overhead:
                     encoder_cache_bytes=term_bytes(terms, ("encoder_cache",)), source=source)
 
 
-def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[tuple[int, tuple[BudgetTerm, ...], tuple[str, ...]]]:
-    """(KV bytes, terms, the engine's arithmetic) of each PP stage."""
+Stage = tuple[int, tuple[BudgetTerm, ...], tuple[str, ...], AfterKvCheck | None]
+
+
+def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Stage]:
+    """(KV bytes, terms, the engine's arithmetic, the start after the cache) of each PP stage."""
     rules = profile.budget_rules(request)
     weights_dtype = memory.weights_for(request.model)
     weights = weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp, weights_dtype=weights_dtype)
@@ -176,7 +203,9 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[tup
     for stage, w in enumerate(weights):
         terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
         steps = profile.kv_budget(request, terms)
-        out.append((steps.kv_budget_bytes, terms, steps.lines))
+        after = after_kv_check(request, rules, terms, steps.kv_budget_bytes + term_bytes(terms),
+                               stage == request.pp - 1) if memory.overhead_bytes is None else None
+        out.append((steps.kv_budget_bytes, terms, steps.lines, after))
     return out
 
 
@@ -206,8 +235,10 @@ def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
     assert request.device is not None
     stages = stage_budgets(profile, request, memory)
     binding = min(range(len(stages)), key=lambda k: stages[k][0])
-    _, terms, steps = stages[binding]
-    weights = max(term_bytes(t, ("weights",)) for _, t, _ in stages)
+    _, terms, steps, _ = stages[binding]
+    weights = max(term_bytes(t, ("weights",)) for _, t, _, _ in stages)
+    checks = [c for *_, c in stages if c is not None]
+    after = next((c for c in checks if c.refusal), checks[-1] if checks else None)
     notes = [] if memory.gpu is not None else [f"no GPU given: assumed {DEFAULT_GPU}"]
     estimated = [t.name for t in terms if not t.exact]
     if estimated:
@@ -215,10 +246,11 @@ def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
                   "for exact numbers give the KV memory the engine logs (kv_budget_bytes; --kv-budget on the command line)"]
     lines = (f"GPU memory {request.device.memory_bytes:,} B; terms of PP stage {binding} (the smallest budget):",
              *(f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
-               f"{t.source})" for t in terms), *steps)
+               f"{t.source})" for t in terms), *steps, *(after.lines if after else ()))
     return Budget(per_stage=tuple(s[0] for s in stages), gpu=request.device.name,
                   gpu_memory_bytes=request.device.memory_bytes, weights_bytes_per_gpu=weights,
-                  overhead=overhead(terms, memory), terms=terms, rule=steps, lines=lines, notes=tuple(notes))
+                  overhead=overhead(terms, memory), terms=terms, rule=steps, lines=lines, notes=tuple(notes),
+                  after_kv=after)
 
 
 def no_budget_warning(profile: Engine, request: Request, budget: Budget, memory: Memory) -> str:

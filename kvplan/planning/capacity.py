@@ -119,6 +119,9 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
         return replace(base, plan=replace(base.plan, refusal=profile.no_memory(request)),
                        notes=(*budget.notes, no_budget_warning(profile, asked, budget, memory)))
     plan = profile.plan(request, layout, budget.per_stage)
+    if plan.refusal is None and budget.after_kv is not None and budget.after_kv.refusal is not None:
+        plan = replace(plan, refusal=budget.after_kv.refusal,
+                       log_lines=(*plan.log_lines, budget.after_kv.refusal.message))
     notes = list(budget.notes)
     if plan.requests_at_max_len < 1 and plan.refusal is None:
         notes.append(f"warning: one {request.max_model_len:,}-token request does not fit under {profile.name}; "

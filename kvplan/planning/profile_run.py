@@ -15,7 +15,8 @@ tokens and rows, and which tensors outlive the forward. ``s`` = activation bytes
   (workspaces ``cache13``/``cache2`` over ``min(T, 32768)`` tokens, the output, router logits and
   top-k ids/weights), with the shared experts' output alive too.
 - sampler: ``s·T·h`` (the full hidden states, when kept) ``+ copies·s·R·h + R·V·b``, b the bytes per
-  logit of the sampler's path (sort 38, FlashInfer ≈ 15).
+  logit of the sampler's path (sort 38, FlashInfer ≈ 15, vLLM's Triton top-k/top-p 14, Model Runner V2's default
+  pass 6 or 2), plus what the path keeps allocated (the Triton kernel's ``min(SMs, R) × V`` fp32 rows).
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def sampler_peak(d: Dims, run: ProfileRun) -> int:
     """Hidden states kept + sampled rows (and their copies) + R × V logits at the path's bytes per logit."""
     s, rows = d.act_bytes, run.sampler_rows
     kept = s * run.tokens * d.hidden if run.full_hidden_at_sampler else 0
-    return int(kept + run.sampled_row_copies * s * rows * d.hidden + rows * d.vocab * run.sampler_bytes_per_logit)
+    return int(kept + run.sampled_row_copies * s * rows * d.hidden + rows * d.vocab * run.sampler_bytes_per_logit
+               + run.sampler_buffer_bytes)
 
 
 def activation_term(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bool) -> BudgetTerm:
@@ -115,20 +117,27 @@ def activation_term(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bo
     forward, part = forward_peak(d, run.tokens, tp, run.eager)
     sampler = sampler_peak(d, run) if last_stage and run.sampler_rows else 0
     mode = "eager" if run.eager else "compiled"
+    kept = f" + kept buffer {format_gib(run.sampler_buffer_bytes)} GiB" if run.sampler_buffer_bytes else ""
     detail = (f"forward over {run.tokens:,} tokens ({mode}, {part}) {format_gib(forward)} GiB; sampler "
               + (f"{run.sampler_rows:,} rows × {d.vocab:,} vocab × {run.sampler_bytes_per_logit:g} B ({run.sampler_path})"
-                 f" + hidden {format_gib(sampler)} GiB" if sampler else "not on this stage"))
+                 f"{kept} + hidden {format_gib(sampler)} GiB" if sampler else "not on this stage"))
     name = "activation peak (sampler)" if sampler > forward else f"activation peak (forward, {part})"
     return BudgetTerm(name=name, bytes=max(forward, sampler), exact=False, kind="activation",
                       source=f"profile run: {detail}")
 
 
+def penalty_state_bytes(model: ModelConfig, rows: int) -> int:
+    """Model Runner V2 penalty state: output_bin_counts R×V int32 + prompt_bin_mask R×⌈V/32⌉ int32."""
+    vocab = dims(model).vocab
+    return rows * vocab * 4 + rows * cdiv(vocab, 32) * 4
+
+
 def persistent_term(model: ModelConfig, run: ProfileRun) -> BudgetTerm | None:
-    """vLLM 0.33 penalty state: output_bin_counts R×V int32 + prompt_bin_mask R×⌈V/32⌉ int32."""
+    """vLLM's Model Runner V2 penalty state, where the release's budget counts it (0.27 on)."""
     if not run.persistent_rows:
         return None
     vocab = dims(model).vocab
-    size = run.persistent_rows * vocab * 4 + run.persistent_rows * cdiv(vocab, 32) * 4
-    return BudgetTerm(name="persistent sampler buffers", bytes=size, exact=True, kind="persistent",
+    return BudgetTerm(name="persistent sampler buffers", bytes=penalty_state_bytes(model, run.persistent_rows),
+                      exact=True, kind="persistent",
                       source=f"{run.persistent_rows:,} × {vocab:,} × 4 B + {run.persistent_rows:,} × ⌈{vocab:,}/32⌉ "
                              "× 4 B (v1/worker/gpu/sample/penalties.py output_bin_counts, prompt_bin_mask)")

@@ -178,7 +178,7 @@ def test_engine_knobs_reach_the_budget(cap_json: Any) -> None:
 
 
 @pytest.mark.parametrize("args", [
-    pytest.param(("--engine", "vllm@0.15"), id="release-not-followed"),
+    pytest.param(("--engine", "vllm@0.34"), id="release-not-followed"),
     pytest.param(("--sampler", "radix"), id="unknown-sampler"),
     pytest.param(("--entry-point", "grpc"), id="unknown-entry-point"),
     pytest.param(("--engine", "vllm@0.8", "--sampler", "flashinfer"), id="sampler-the-release-lacks"),

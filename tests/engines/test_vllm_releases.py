@@ -40,7 +40,7 @@ def test_engine_names_resolve_to_releases(name: str, version: str) -> None:
     assert get_engine(name).version == version
 
 
-@pytest.mark.parametrize("name", ["vllm@0.15", "vllm@0.6", "vllm@", "sglang@0.3", "trtllm@0.19", "vllm11"])
+@pytest.mark.parametrize("name", ["vllm@0.34", "vllm@0.6", "vllm@0.5.4", "vllm@", "sglang@0.3", "trtllm@0.19", "vllm11"])
 def test_releases_kvplan_does_not_follow_are_input_errors(name: str) -> None:
     with pytest.raises(InputError, match="unknown"):
         get_engine(name)
@@ -170,3 +170,34 @@ def test_a_bigger_gpu_class_can_hold_fewer_long_requests() -> None:
     need = {gib: capacity("mistralai/Mistral-7B-v0.1", gpu_memory_bytes=gib * GIB, max_model_len=32768).plan.groups[0]
             .blocks_per_request for gib in (69, 70)}
     assert need == {69: 513, 70: 1_281}
+
+
+@pytest.mark.parametrize(("engine", "message"), [
+    # 0.8.0 v1/core/kv_cache_utils.py:478-484: "GB", no estimate
+    pytest.param("vllm@0.8.0", "To serve at least one request with the models's max seq len (131072), (16.00 GB KV cache "
+                 "is needed, which is larger than the available KV cache memory (10.00 GB). Try increasing "
+                 "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.", id="0.8.0"),
+    # 0.13.0 :711-719: 0.12's text and the docs link
+    pytest.param("vllm@0.13", "To serve at least one request with the models's max seq len (131072), (16.00 GiB KV "
+                 "cache is needed, which is larger than the available KV cache memory (10.00 GiB). Based on the "
+                 "available memory, the estimated maximum model length is 81920. Try increasing "
+                 "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine. See "
+                 "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.", id="0.13"),
+    # 0.14.0 :635-643: format_gib = round(x, 2), the estimate glued to "Try"
+    pytest.param("vllm@0.14", "To serve at least one request with the models's max seq len (131072), (16.0 GiB KV "
+                 "cache is needed, which is larger than the available KV cache memory (10.0 GiB). Based on the "
+                 "available memory, the estimated maximum model length is 81920. Try increasing "
+                 "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine. See "
+                 "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.", id="0.14"),
+    # 0.22.0 :719-727: "model's", the CPU-backend note; no null block before 0.29
+    pytest.param("vllm@0.22", "To serve at least one request with the model's max seq len (131072), (16.0 GiB KV "
+                 "cache is needed, which is larger than the available KV cache memory (10.0 GiB). Based on the "
+                 "available memory, the estimated maximum model length is 81920. Try increasing "
+                 "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing "
+                 "`max_model_len` when initializing the engine. See "
+                 "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.", id="0.22"),
+])
+def test_refusal_wording_by_release(model: Any, engine: str, message: str) -> None:
+    # Llama-3.1-8B: 128 KiB per token; 131,072 tokens need 16 GiB; 10 GiB hold 81,920 (0.29 on: less the null block)
+    p = plan(model, "meta-llama/Llama-3.1-8B", engine, 10 * GIB, max_model_len=131072)
+    assert p.refusal is not None and p.refusal.message == message

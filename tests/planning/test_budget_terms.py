@@ -94,11 +94,19 @@ def test_0_33_persistent_buffers_and_graphs() -> None:
 
 
 def test_non_torch_by_release() -> None:
-    # 0.6.4 and 0.8 subtract absolute non-torch memory (context included); 0.9-0.11 the growth after the snapshot;
-    # NCCL: in the growth up to 0.10 (snapshot before distributed init), not in 0.11 (after it)
+    # 0.6.4 and 0.8 subtract absolute non-torch memory (context included); 0.9 on the growth after the snapshot;
+    # NCCL: every communicator in the growth up to 0.10 (snapshot before distributed init), from 0.11 (snapshot
+    # after it) only the TP group's torch communicator the profile's logits all-gather creates (0.11.0
+    # v1/worker/gpu_worker.py:169, 182; 0.19.0 base_device_communicator.py:182-205), none from 0.26 (PyNccl:
+    # cuda_communicator.py:341-375)
     assert "CUDA context + cuBLAS (non-torch, absolute)" in terms("meta-llama/Llama-3.1-8B", "vllm@0.8")
     assert "NCCL buffers (1 process group(s))" in terms("meta-llama/Llama-3.1-8B", "vllm@0.10", tp=2)
     assert not any(n.startswith("NCCL") for n in terms("meta-llama/Llama-3.1-8B", "vllm@0.11", tp=2))
+    lazy = terms("meta-llama/Llama-3.1-8B", "vllm@0.19", tp=2)["TP communicator created in the profile run"]
+    assert lazy.bytes == int(2.13 * GIB)  # an H100: the midpoint of the 2.06-2.21 GiB 0.19 logs show
+    assert "TP communicator created in the profile run" not in terms("meta-llama/Llama-3.1-8B", "vllm@0.19", pp=2)
+    assert not any("communicator" in n or n.startswith("NCCL") for n in terms("meta-llama/Llama-3.1-8B", "vllm@0.26",
+                                                                                 tp=2))
 
 
 def test_0_33_budget_is_ceil_of_usable_minus_the_terms() -> None:

@@ -66,12 +66,18 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0180-qwen25-7b-fp16-eager-volta": "the GPU is inferred (a V100-32GB by its capability), not named",
     "vllm-v0220-qwen25-7b-48gb": _NO_GPU, "vllm-v0280-qwen25-7b-awq-runpod": _NO_GPU,
 }
-# the logs whose budget kvplan's estimate puts within 1% of usable memory today
+# the logs whose budget kvplan's estimate puts within 1% of usable memory today (13 of 27, after the release rows of
+# issue 21). The estimate here takes only what the log says: where it does not name its sampler, the release's
+# default path (sort for 0.10) is assumed; tools/log_budgets.py reads the inputs of tests/data/logs/
+# budget-inputs-vllm.json, where the 0.10 Qwen2-7B runs are inferred to have used FlashInfer's sampler (their
+# numbers fit ~15 B/logit, not the sort's 38), and puts those within 0.5%.
 WITHIN_1_PERCENT = {
     "vllm-v0101-gpt-oss-120b-h100-negative-kv", "vllm-v01011-qwen2-7b-tp2-ray2node-util05-a100-40gb",
     "vllm-v0102-qwen3-235b-a22b-fp8-tp8-l40s", "vllm-v0102-qwen3-8b-fp8-lora-l4",
     "vllm-v0102-qwen3-next-80b-a3b-tp2-h200", "vllm-v072-qwen25-1.5b-util05-t4-kaggle",
-    "vllm-v072-qwen25-math-1.5b-22gb", "vllm-v082-llama32-3b-serve-t4", "vllm-v0271-qwen3-32b-pp2-rtxpro6000",
+    "vllm-v072-qwen25-math-1.5b-22gb", "vllm-v082-llama32-3b-serve-t4", "vllm-v0151-llama31-8b-131k-eager-a100-40gb",
+    "vllm-v0271-qwen3-32b-tp2-rtxpro6000", "vllm-nightly-llama31-8b-a100-80gb-fragments",
+    "vllm-v0191-qwen3-8b-a100-40gb", "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4",
 }
 
 

@@ -328,8 +328,9 @@ def test_the_engine_release_is_used_when_the_registry_has_it() -> None:
     assert profile_name("vllm", "0.11.0") == ("vllm@0.11.0", None)  # the registry takes its longest known prefix
     assert get_engine("vllm@0.11.0").version == get_engine("vllm@0.11").version
     assert get_engine(profile_name("vllm", "0.6.4.dev")[0]).version == get_engine("vllm@0.6.4").version
-    name, note = profile_name("vllm", "0.99.0")  # no such row: the newest profile, said in a note
-    assert name == "vllm" and note and "no vllm 0.99.0 profile" in note
+    assert profile_name("vllm", "0.19.0") == ("vllm@0.19.0", None)  # every minor from 0.8 has a row (issue 21)
+    name, note = profile_name("vllm", "0.34.0")  # no 0.34 row: the newest profile, said in a note
+    assert name == "vllm" and note and "no vllm 0.34.0 profile" in note
     assert profile_name("vllm", None) == ("vllm", None)
 
 

@@ -91,3 +91,21 @@ def attention_backend(has_mla: bool, dtype: KvDtype, block_size: int | None, gpu
             return "TRITON_ATTN", block_size, FLASH_ATTN_KERNEL_BLOCK
         return "FLASH_ATTN", block_size or FA4_FP8_BLOCK, FA4_FP8_BLOCK
     return "FLASH_ATTN", block_size or DEFAULT_BLOCK_SIZE, FLASH_ATTN_KERNEL_BLOCK
+
+
+# Streaming multiprocessors per catalog GPU (vendor data sheets: H100 SXM5 132, H100 PCIe 114, H100 NVL 132, H200 132,
+# GH200 132, A100 108, L40S 142, L4 58, A10G 80, A10 72, RTX 4090 128, RTX 3090 82, RTX 5090 170, B200 148, T4 40,
+# V100 80; AMD compute units: MI300X / MI325X 304). vLLM's Triton top-k/top-p kernel keeps one vocab-wide fp32 row
+# per program, min(SMs, rows) programs (0.17 v1/sample/ops/topk_topp_triton.py:990-1003).
+SM_COUNTS = {"H100-SXM": 132, "H100-PCIe": 114, "H100-NVL": 132, "H200": 132, "GH200": 132, "GH200-144G": 132,
+             "A100-40G": 108, "A100-80G": 108, "L40S": 142, "L4": 58, "A10G": 80, "A10": 72, "RTX-4090": 128,
+             "RTX-3090": 82, "RTX-5090": 170, "B200": 148, "T4": 40, "V100-16G": 80, "V100-32G": 80, "MI300X": 304,
+             "MI325X": 304}
+DEFAULT_SMS = 132  # an H100's, kvplan's default GPU
+# GPUs in NVSwitch systems with NVLink SHARP (NVLS): the NCCL communicator vLLM 0.11-0.25 creates in the profile
+# run takes ~2.1 GiB there (0.19 logs, kvplan.planning.budget); elsewhere (PCIe, NVLink bridges) a plain one.
+NVLS_GPUS = frozenset({"H100-SXM", "H200", "B200"})
+
+
+def sm_count(gpu_name: str | None) -> int:
+    return SM_COUNTS.get(gpu_name or "", DEFAULT_SMS)

@@ -123,30 +123,32 @@ def unify_page_size(specs: Specs) -> Specs:
     return tuple(out)
 
 
-def kv_cache_groups(specs: Specs) -> tuple[tuple[Group, ...], bool]:
+def kv_cache_groups(specs: Specs, ratio: float | None = 1.5, strided: bool = True) -> tuple[tuple[Group, ...], bool]:
     """vLLM get_kv_cache_groups -> (groups, uniform_type). uniform_type: one group whose layers
     share a base type and a block size but differ in pages (a block costs the sum of their pages:
-    NAS per-layer heads, the MLA latent beside the sparse indexer key)."""
+    NAS per-layer heads, the MLA latent beside the sparse indexer key). `ratio` and `strided`: the
+    release's group size rule and split (``VllmRelease.group_size_ratio``, ``hybrid_groups_strided``)."""
     layers = [(i, s) for i, s in enumerate(specs) if s is not None]
     if len({s for _, s in layers}) == 1:
         return (Group(layers[0][1], tuple(i for i, _ in layers)),), False
     if len({(s.family, s.block_size) for _, s in layers}) == 1:
         return (Group(layers[0][1], tuple(i for i, _ in layers)),), True
-    return _hybrid_groups(unify_page_size(specs)), False
+    return _hybrid_groups(unify_page_size(specs), ratio, strided), False
 
 
-def _hybrid_groups(specs: Specs) -> tuple[Group, ...]:
-    """Bucket by spec; group size = min type count (max if max < 1.5 × min); strided split."""
+def _hybrid_groups(specs: Specs, ratio: float | None, strided: bool) -> tuple[Group, ...]:
+    """Bucket by spec; group size = min type count (max if max < ratio × min: 1.25 in 0.12-0.17, 1.5 from 0.18;
+    always min in 0.9.2-0.11); strided split (0.11 on), contiguous before."""
     buckets: dict[PagedSpec, list[int]] = {}
     for i, s in enumerate(specs):
         if s is not None:
             buckets.setdefault(s, []).append(i)
     counts = [len(v) for v in buckets.values()]
-    size = max(counts) if max(counts) < 1.5 * min(counts) else min(counts)
+    size = max(counts) if ratio is not None and max(counts) < ratio * min(counts) else min(counts)
     groups = []
     for spec, idx in buckets.items():
         n = cdiv(len(idx), size)
-        groups += [Group(spec, tuple(idx[g::n])) for g in range(n)]
+        groups += [Group(spec, tuple(idx[g::n] if strided else idx[g * size:(g + 1) * size])) for g in range(n)]
     return tuple(groups)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.engines.base import Request
-from kvplan.engines.vllm.backends import attention_backend
+from kvplan.engines.vllm.backends import attention_backend, is_hopper
 from kvplan.engines.vllm.groups import PagedSpec, Specs, modules, paged_spec
 from kvplan.engines.vllm.mamba import (
     MambaRules,
@@ -58,19 +58,22 @@ def prefix_caching(req: Request, layout: Layout) -> bool:
     return bool(kinds - {LinearState}) and CrossAttn not in kinds
 
 
-def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True) -> Paging:
+def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True,
+           mla_block: tuple[int, bool] | None = None) -> Paging:
     """Backend and block size, then every module's paged spec (Mamba hybrids raise the block size).
 
     `mamba_prefix_caching`: the release caches Mamba state for prefixes (0.33's align mode). Before
     (0.10, 0.11) a state is one block per request and the hybrid block is 16 · cdiv(state page,
     16 · attention page per token) (vllm 0.11 model_executor/models/config.py:315-400). A draft's KV
     layers follow the target's on the last stage: they register in the same forward context and share
-    its pool (speculative.py)."""
+    its pool (speculative.py). `mla_block`: (size, keeps multiples) of the FlashMLA block releases before 0.18
+    force on Hopper (0.11 platforms/cuda.py:161-167 whatever the size; 0.12-0.17 unless a multiple)."""
     per_gpu = (*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ()))
     mods = modules(per_gpu, worker_stages(req, layout))
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
     head_size = max((p.head_dim for p in mods.parts if isinstance(p, AttnSpec)), default=0)
-    backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, req.cache.block_size, req.gpu_name,
+    asked = _forced_mla_block(req, bool(mla) and not any(p.sparse for p in mla), mla_block)
+    backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, asked, req.gpu_name,
                                             sparse=any(p.sparse for p in mla), head_size=head_size)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
     specs = tuple(paged_spec(p, layout.kv_dtype, dtypes, bs) for p in mods.parts)
@@ -92,6 +95,14 @@ def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True) -> P
                    if s and not isinstance(s.spec, LinearState) else s for s in specs)
     return Paging(_states(raised, rules, block if rules.align else req.max_model_len, block * per_token),
                   mods.stages, backend, block, alignment, rules.align)
+
+
+def _forced_mla_block(req: Request, dense_mla: bool, rule: tuple[int, bool] | None) -> int | None:
+    asked = req.cache.block_size
+    if rule is None or not dense_mla or not is_hopper(req.gpu_name):
+        return asked
+    size, keeps_multiples = rule
+    return asked if asked and (asked == size or (keeps_multiples and asked % size == 0)) else size
 
 
 def _gdn_flashinfer(req: Request, states: list[LinearState]) -> bool:

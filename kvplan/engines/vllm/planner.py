@@ -37,14 +37,15 @@ V0_SWAP_SPACE_BYTES = 4 * 1024**3  # V0 CacheConfig.swap_space default (4 GiB)
 KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
 
 
-# Architectures vLLM 0.33 no longer builds, with the last release that did
-# (_PREVIOUSLY_SUPPORTED_MODELS, vllm/model_executor/models/registry.py:841-895; the ones a bundled or
-# common config declares).
+# Architectures vLLM 0.33 no longer builds, with the last release that did (_PREVIOUSLY_SUPPORTED_MODELS,
+# vllm/model_executor/models/registry.py:841-895; the ones a bundled or common config declares). A release
+# after that one refuses them. BaichuanForCausalLM was still registered in 0.24.0 although vLLM's list says 0.23.0
+# (/work/research registry.json, read from each release's registry).
 REMOVED_ARCHITECTURES = {
     "RWForCausalLM": "0.28.0", "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0",
     "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "MiniMaxM1ForCausalLM": "0.23.0",
     "BambaForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0", "MllamaForConditionalGeneration": "0.10.2",
-    "Phi4FlashForCausalLM": "0.10.2", "QWenLMHeadModel": "0.23.0", "BaichuanForCausalLM": "0.23.0",
+    "Phi4FlashForCausalLM": "0.10.2", "QWenLMHeadModel": "0.23.0", "BaichuanForCausalLM": "0.24.0",
 }
 # Model classes without SupportsPP: vLLM refuses pp > 1 ("Pipeline parallelism is not supported for this
 # model", vllm/config/model.py:1573): whisper.py, gemma3n_mm.py.
@@ -81,9 +82,9 @@ def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
 def _check_architecture(req: Request, layout: Layout, rel: VllmRelease) -> None:
     m, archs = req.model, req.model.raw.get("architectures")
     archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
-    removed = [a for a in archs if a in REMOVED_ARCHITECTURES]
-    if removed and rel.key == NEWEST:
-        raise InputError(f"vLLM 0.33 refuses architecture {removed[0]}: supported until "
+    removed = [a for a in archs if a in REMOVED_ARCHITECTURES and rel.version > _version(REMOVED_ARCHITECTURES[a])]
+    if removed:
+        raise InputError(f"{rel.label} refuses architecture {removed[0]}: supported until "
                          f"v{REMOVED_ARCHITECTURES[removed[0]]} (vllm/model_executor/models/registry.py)",
                          arg="engine")
     if "FalconForCausalLM" in archs and not m.raw.get("alibi") and layout.kv_dtype.name != m.dtype:
@@ -93,6 +94,16 @@ def _check_architecture(req: Request, layout: Layout, rel: VllmRelease) -> None:
     if req.pp > 1 and any(a in NO_PP_ARCHITECTURES for a in archs):
         raise ShardingError(f"vLLM refuses pp {req.pp} for {archs[0]}: the model does not support pipeline "
                             "parallelism", arg="pp")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+def _mla_block(rel: VllmRelease) -> tuple[int, bool] | None:
+    """Hopper MLA block forcing before 0.18 (platforms/cuda.py: FlashMLA takes 64-token blocks): the forced size,
+    and whether a given multiple of it is kept (0.12 on)."""
+    return (rel.mla_block_forced, rel.mla_block_multiples) if rel.mla_block_forced else None
 
 
 def in_flight_tokens(req: Request) -> int:
@@ -106,7 +117,7 @@ def in_flight_tokens(req: Request) -> int:
 def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelease) -> Blocks:
     """Groups, bytes per block id on each stage, blocks per request, and num_blocks (min over stages)."""
     specs = pages.specs
-    groups, uniform_type = kv_cache_groups(specs)
+    groups, uniform_type = kv_cache_groups(specs, rel.group_size_ratio, rel.hybrid_groups_strided)
     stages = pages.stages
     block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
     if 0 in block_bytes:
@@ -151,7 +162,7 @@ def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
             return None
         return Refusal(message=refusals.v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
     for k, stage in enumerate(paged.stages):
-        available = budgets[k] - (paged.block_bytes[k] if rel.refusal == "0.33" else 0)
+        available = budgets[k] - (paged.block_bytes[k] if rel.refusal_null_block else 0)
         if available <= 0:
             return Refusal(message=refusals.no_memory(rel.refusal), stage=k)
         need = request_bytes(req, pages.specs, stage, req.max_model_len, paged)
@@ -189,13 +200,13 @@ def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float,
         return (refused.message,)
     size = f"GPU KV cache size: {tokens:,} tokens"
     most = f"Maximum concurrency for {req.max_model_len:,} tokens per request: {concurrency:.2f}x"
-    # 0.33 prints one line (kv_cache_utils.py _report_kv_cache_config); earlier V1 releases two
-    return (size, most) if rel.legacy_token_log else (f"{size}, {most}",)
+    # one line from 0.28 (v1/core/kv_cache_utils.py:1861-1875); earlier V1 releases two
+    return (f"{size}, {most}",) if rel.one_line_log else (size, most)
 
 
 def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmRelease = RELEASES[NEWEST]) -> EnginePlan:
     check_request(req, layout, rel)
-    pages = paging(req, layout, mamba_prefix_caching=rel.key == NEWEST)
+    pages = paging(req, layout, mamba_prefix_caching=rel.mamba_prefix_caching, mla_block=_mla_block(rel))
     paged = blocks(req, pages, budgets, rel)
     concurrency = max_concurrency(req, rel, pages, paged)
     tokens = logged_tokens(req, paged, concurrency)

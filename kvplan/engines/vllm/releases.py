@@ -1,159 +1,31 @@
-"""vLLM releases as data: one ``VllmRelease`` row per release kvplan follows, and the small functions
-that read a row (scheduler defaults, the profile run, what the budget subtracts).
-
-Each row was read from that release's Python (paths relative to the installed ``vllm/`` package):
-the budget (``worker/worker.py`` for V0, ``v1/worker/gpu_worker.py`` ``determine_available_memory``),
-the profile run (``model_runner.py`` / ``gpu_model_runner.py`` ``profile_run``), the scheduler
-defaults (``engine/arg_utils.py``), the start-up refusal (``v1/core/kv_cache_utils.py``
-``check_enough_kv_cache_memory``; V0 ``worker.py`` ``raise_if_cache_size_invalid``) and the token
-log. A release that changes one of these is a new row, not a new branch.
+"""The functions that read a vLLM release row (``row.py``; the rows: ``rows.py``, ``rows_late.py``): scheduler
+defaults, which model runner a model gets, the profile run, what the budget subtracts and what is allocated after
+the KV cache. A release that changes one of these is a new row (or a new field), not a new branch here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
-from kvplan.engines.base import BudgetRules, Device, EncoderRule, LoraRule, ProfileRun, Request
+from kvplan.engines.base import AfterKv, BudgetRules, CommRule, Device, EncoderRule, LoraRule, ProfileRun, Request
 from kvplan.engines.settings import Settings
+from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
+from kvplan.engines.vllm.row import GIB, RefusalStyle, SchedulerTier, VllmRelease
+from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
+from kvplan.engines.vllm.rows_late import NEWEST, RELEASES
 from kvplan.errors import InputError
 
-GIB = 1024**3
-RefusalStyle = Literal["v0", "v1-0.8", "v1", "0.33"]  # the wording of the start-up check
-
-
-@dataclass(frozen=True, kw_only=True)
-class SchedulerTier:
-    """One row of the default max_num_batched_tokens / max_num_seqs table (``engine/arg_utils.py``)."""
-
-    min_memory_bytes: int  # torch total memory of the GPU class
-    excludes_a100: bool  # an A100 falls through to the next tier (0.9.2 on; vLLM PR #17885)
-    serve: tuple[int, int]  # `vllm serve`: (max_num_batched_tokens, max_num_seqs)
-    llm: tuple[int, int]  # the LLM class
-
-
-@dataclass(frozen=True, kw_only=True)
-class VllmRelease:
-    key: str  # what follows `vllm@`
-    label: str  # EnginePlan.version
-    gpu_memory_utilization: float
-    usable_rounding: Literal["floor", "ceil"]  # total × u: int() before 0.33, ceil (request_memory) in 0.33
-    absolute_peak: bool  # torch peak and non-torch are absolute device values (context included), not growth
-    nccl_subtracted: bool  # NCCL buffers appear after the start-up snapshot
-    graphs_subtracted: bool  # CUDA-graph memory is estimated and subtracted before the KV cache
-    persistent_sampler_buffers: bool  # Model Runner V2 penalty state (max_num_seqs × vocab int32) counts
-    compiled: bool  # V1 runs the profile forward through torch.compile unless enforce_eager
-    rows_capped: bool  # sampler rows = min(max_num_seqs, max_num_batched_tokens) (V1); V0: max_num_seqs
-    full_hidden_at_sampler: bool
-    sampled_row_copies: int
-    sampler: str  # default top-k/top-p path of the profile run
-    sampler_paths: tuple[str, ...]  # paths the release can take
-    sort_bytes_per_logit: float
-    scheduler: tuple[SchedulerTier, ...]  # first tier the GPU reaches
-    chunked_prefill_always: bool  # V1; V0 chunks only past 32k (then max_num_batched_tokens = max_model_len)
-    async_scheduling: bool
-    in_flight_per_stage: bool  # sliding reserve: max_num_batched_tokens × (pp + async) (0.33) or × 1
-    legacy_token_log: bool  # "GPU KV cache size" = num_blocks // groups × block (before 0.33)
-    concurrency_from_tokens: bool  # V0, 0.8: num_blocks × block / max_model_len; later: blocks / blocks per request
-    hybrid_kv_cache_manager: bool  # sliding layers keep their window (0.9 on); before, every layer is full
-    refusal: RefusalStyle
-    mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper
-    mla_absorbed_weights: bool = False
-    decode_context_parallel: bool = False  # --decode-context-parallel-size exists (0.11 on)
-    v0_blocks_label: str = "GPU"  # V0 "# GPU blocks" (0.6), "# CUDA blocks" (0.7), "# cuda blocks" (0.8)
-    # Speculative decoding (V1): methods kvplan follows, those whose drafted tokens get KV slots ahead of the
-    # target's (scheduler num_lookahead_tokens), and 0.33's reserve rules for Mamba states and sliding windows.
-    spec_methods: tuple[str, ...] = ()
-    lookahead_methods: tuple[str, ...] = ()
-    spec_state_blocks: bool = False  # MambaSpec.num_speculative_blocks counted in max_memory_usage_bytes
-    spec_sliding_retained: bool = False  # SlidingWindowSpec.extra_retained_tokens (multi-module MTP)
-    # LoRA: families whose embed_tokens/lm_head get slots (models' embedding_modules), extra adapter vocabulary
-    lora_embedding_families: frozenset[str] = frozenset({"llama", "mistral", "mixtral"})
-    lora_extra_vocab: int = 256
-    lora_target_modules: bool = False  # --lora-target-modules exists
-    # Multimodal profile run (V1): None = not modelled; cdiv (0.9) or floor (get_max_items, 0.10 on)
-    encoder_items_rule: Literal["cdiv", "floor"] | None = None
-    encoder_padded_to_budget: bool = False  # 0.11 expands each item's output to the encoder budget's rows
-    kv_offloading: bool = False  # --kv-offloading-size (native CPU tier through the OffloadingConnector)
-    source: str
-
-
-# Bytes per logit at the sampler's peak. Sort: bf16 logits 2 + fp32 copy 4 + sorted values 4 + int64
-# indices 8 + radix-sort scratch: 38.0 measured on an H100 (torch 2.11); V0's sampler (same sort, plus
-# softmax and log-softmax copies) 38.7, the mean of four sampler-bound V0 logs (38.45-39.17). FlashInfer
-# top-k/top-p: bf16 2 + fp32 4 + mask and probabilities, 14-16 measured.
-FLASHINFER_BYTES_PER_LOGIT = 15.0
-SORT_V1, SORT_V0 = 38.0, 38.7
-
-_SMALL = SchedulerTier(min_memory_bytes=0, excludes_a100=False, serve=(2048, 256), llm=(8192, 256))
-_V0 = (SchedulerTier(min_memory_bytes=0, excludes_a100=False, serve=(2048, 256), llm=(2048, 256)),)
-_V1_08 = (SchedulerTier(min_memory_bytes=70 * GIB, excludes_a100=False, serve=(8192, 1024), llm=(16384, 1024)),
-          _SMALL)
-_V1 = (SchedulerTier(min_memory_bytes=70 * GIB, excludes_a100=True, serve=(8192, 1024), llm=(16384, 1024)), _SMALL)
-_V033 = (SchedulerTier(min_memory_bytes=160 * GIB, excludes_a100=False, serve=(16384, 1024), llm=(16384, 1024)),
-         *_V1)
-
-V0_065 = VllmRelease(
-    key="0.7", label="vLLM 0.7 (V0 engine)", gpu_memory_utilization=0.9, usable_rounding="floor",
-    absolute_peak=False, nccl_subtracted=True, graphs_subtracted=False, persistent_sampler_buffers=False,
-    compiled=False, rows_capped=False, full_hidden_at_sampler=True, sampled_row_copies=0, sampler="sort",
-    sampler_paths=("sort", "flashinfer"), sort_bytes_per_logit=SORT_V0, scheduler=_V0,
-    chunked_prefill_always=False, async_scheduling=False, in_flight_per_stage=False, legacy_token_log=True,
-    concurrency_from_tokens=True, hybrid_kv_cache_manager=False, refusal="v0", mxfp4_backend=None,
-    mla_absorbed_weights=True, v0_blocks_label="CUDA",
-    source="worker/worker.py determine_num_available_blocks (snapshot before distributed init: "
-           "KV = total × u − weights − torch peak growth − non-torch growth); model_runner.py profile_run "
-           "(max_num_seqs prompts over max_num_batched_tokens, eager); MLA weights absorbed at load (0.7.1)")
-V1_09 = replace(
-    V0_065, key="0.9", label="vLLM 0.9", compiled=True, rows_capped=True, sampled_row_copies=2,
-    sort_bytes_per_logit=SORT_V1, scheduler=_V1, chunked_prefill_always=True, concurrency_from_tokens=False,
-    hybrid_kv_cache_manager=True, refusal="v1", mla_absorbed_weights=False,
-    spec_methods=("eagle", "eagle3", "mtp", "ngram"), lookahead_methods=("eagle", "eagle3", "mtp"),
-    encoder_items_rule="cdiv",
-    source="v1/worker/gpu_worker.py:140-232 (snapshot before NCCL init; KV = total × u − weights − torch peak "
-           "growth − non-torch growth); gpu_model_runner.py profile_run (compiled forward, then the sampler on "
-           "min(max_num_seqs, T) rows, full hidden states and a rand_like copy alive); FlashInfer sampler only if "
-           "installed")
-
-RELEASES: dict[str, VllmRelease] = {r.key: r for r in (
-    replace(V0_065, key="0.6.4", label="vLLM 0.6.4 (V0 engine)", absolute_peak=True, mla_absorbed_weights=False,
-            v0_blocks_label="GPU",
-            source="worker/worker.py 0.6.4 (KV = total × u − absolute torch peak − (used − reserved) after the "
-                   "profile: the CUDA context counts)"),
-    replace(V0_065, key="0.6.5", label="vLLM 0.6.5 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="GPU"),
-    replace(V0_065, key="0.6.6", label="vLLM 0.6.6 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="GPU"),
-    V0_065,
-    replace(V0_065, key="0.8-v0", label="vLLM 0.8 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="cuda"),
-    replace(V1_09, key="0.8", label="vLLM 0.8", absolute_peak=True, sampler_paths=("sort",), sampled_row_copies=1,
-            full_hidden_at_sampler=False, scheduler=_V1_08, concurrency_from_tokens=True,
-            hybrid_kv_cache_manager=False, refusal="v1-0.8", spec_methods=(), lookahead_methods=(),
-            encoder_items_rule=None,
-            source="v1/worker/gpu_worker.py:165-211 (KV = total × u − absolute torch peak − (used − allocated) "
-                   "after the profile: context, cuBLAS, NCCL, other processes); FlashInfer sampling switched off "
-                   "(v1/sample/ops/topk_topp_sampler.py:33-48)"),
-    V1_09,
-    replace(V1_09, key="0.10", label="vLLM 0.10", mxfp4_backend="marlin", encoder_items_rule="floor",
-            source="v1/worker/gpu_worker.py:174-276 (0.10.1.1; snapshot before NCCL init); gpu_model_runner.py "
-                   "profile_run; quantization/mxfp4.py (Marlin experts on Hopper)"),
-    replace(V1_09, key="0.11", label="vLLM 0.11", nccl_subtracted=False, mxfp4_backend="marlin",
-            decode_context_parallel=True, encoder_items_rule="floor", encoder_padded_to_budget=True,
-            source="v1/worker/gpu_worker.py:169-298 (NCCL initialised before the snapshot: not subtracted); "
-                   "gpu_model_runner.py:2977-3397 (profile run); quantization/mxfp4.py:95-102 (Marlin on Hopper "
-                   "without triton_kernels)"),
-    replace(V1_09, key="0.33", label="vLLM 0.33", gpu_memory_utilization=0.92, usable_rounding="ceil",
-            nccl_subtracted=False, graphs_subtracted=True, persistent_sampler_buffers=True, sampled_row_copies=1,
-            sampler="flashinfer", scheduler=_V033, async_scheduling=True, in_flight_per_stage=True,
-            legacy_token_log=False, refusal="0.33", mxfp4_backend="triton", decode_context_parallel=True,
-            spec_methods=("draft_model", "eagle", "eagle3", "mtp", "ngram"),
-            lookahead_methods=("draft_model", "eagle", "eagle3", "mtp"), spec_state_blocks=True,
-            spec_sliding_retained=True, lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}),
-            lora_extra_vocab=0, lora_target_modules=True, encoder_items_rule="floor", kv_offloading=True,
-            source="v1/worker/gpu_worker.py:519-775 (cuBLAS and NCCL before the snapshot; KV = ceil(total × u) − "
-                   "memory consumed since − transient peak − CUDA-graph estimate); v1/worker/gpu/model_runner.py "
-                   "(Model Runner V2: sampler twice, FlashInfer); gpu/sample/penalties.py:43-50"),
-)}
-NEWEST = "0.33"
 ASSUMED_DEVICE = Device(name="H100", memory_bytes=80 * GIB)  # scheduler defaults when no GPU is given
+# Bytes per logit of the paths besides sort (row.SamplerPath; Model Runner V2's default pass: fp32 copy + Gumbel
+# noise "gumbel" until 0.27, the bf16 logits only "bf16" 0.28-0.32, both derived from the tensors the code allocates).
+TRITON_BYTES_PER_LOGIT = 14.0  # bf16 2 + fp32 4 + softmax 4 + exponential noise 4 (0.17 topk_topp_sampler.py)
+PATH_BYTES = {"flashinfer": FLASHINFER_BYTES_PER_LOGIT, "triton": TRITON_BYTES_PER_LOGIT,
+              "flashinfer+triton": max(FLASHINFER_BYTES_PER_LOGIT, TRITON_BYTES_PER_LOGIT), "gumbel": 6.0, "bf16": 2.0}
+TRITON_MIN_ROWS = 8  # fewer rows sort (0.17-0.29 apply_top_k_top_p)
+WARMUP_MESSAGE = ("CUDA out of memory occurred when warming up sampler with {rows} dummy requests. Please try lowering "
+                  "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")  # V1 runner, 0.8-0.33
+MRV2_WARMUP_MESSAGE = "CUDA out of memory in Model Runner V2's warmup_kernels (sampling {rows} requests)"
+__all__ = ["NEWEST", "RELEASES", "SORT_V0", "SORT_V1", "RefusalStyle", "SchedulerTier", "VllmRelease"]
 
 
 def release(key: str) -> VllmRelease:
@@ -166,7 +38,8 @@ def release(key: str) -> VllmRelease:
 def _tier(rel: VllmRelease, device: Device) -> SchedulerTier:
     name = (device.name or "").lower()
     return next(t for t in rel.scheduler
-                if device.memory_bytes >= t.min_memory_bytes and not (t.excludes_a100 and "a100" in name))
+                if (any(n in name for n in t.names) if t.names else device.memory_bytes >= t.min_memory_bytes)
+                and not (t.excludes_a100 and "a100" in name))
 
 
 def chunks_prefill(rel: VllmRelease, req: Request) -> bool:
@@ -183,20 +56,44 @@ def scheduler_defaults(rel: VllmRelease, req: Request) -> tuple[int, int]:
     tokens, seqs = tier.serve if req.settings.vllm.entry_point == "serve" else tier.llm
     if not chunks_prefill(rel, req):
         tokens = max(req.max_model_len, tokens)
-    return tokens, seqs
+    tokens = req.settings.max_num_batched_tokens or tokens
+    return tokens, min(seqs, tokens) if rel.seqs_capped else seqs
+
+
+def uses_mrv2(rel: VllmRelease, req: Request) -> bool:
+    """The model runs on Model Runner V2 by default (config/vllm.py _is_default_v2_model_runner_model)."""
+    rule, m = rel.mrv2, req.model
+    if rule is None:
+        return False
+    if rule.every_model:
+        return True
+    archs = m.raw.get("architectures") or []
+    listed = any(a in rule.architectures for a in archs)
+    moe = bool(m.field("num_experts"))
+    hybrid = "linear" in m.layer_kinds
+    if not set(m.layer_kinds) - {"linear", "none"} or (hybrid and (rule.hybrid == "never"
+                                                                     or (rule.hybrid == "listed" and not listed))):
+        return False
+    if rule.listed_dense_only:
+        return listed and not moe and not m.raw.get("quantization_config")
+    return listed or (rule.any_dense and not moe)
+
+
+def default_sampler(rel: VllmRelease, req: Request) -> str:
+    return rel.mrv2_sampler if uses_mrv2(rel, req) else rel.sampler
 
 
 def resolve(rel: VllmRelease, req: Request) -> Request:
     """The request with every `None` knob set to the release's default."""
     s, v = req.settings, req.settings.vllm
     tokens, seqs = scheduler_defaults(rel, req)
-    sampler = v.sampler or rel.sampler
-    if sampler not in rel.sampler_paths:
+    sampler = v.sampler or default_sampler(rel, req)
+    if sampler not in (*rel.sampler_paths, default_sampler(rel, req)):
         raise InputError(f"{rel.label} samples with {', '.join(rel.sampler_paths)}, not {sampler!r}", arg="sampler")
-    async_ = rel.async_scheduling if v.async_scheduling is None else v.async_scheduling
-    batches = req.pp + int(async_) if rel.in_flight_per_stage else 1
+    async_ = (rel.async_scheduling and (rel.async_with_pp or req.pp == 1)) if v.async_scheduling is None \
+        else v.async_scheduling
     vllm = replace(
-        v, sampler=sampler, async_scheduling=async_, in_flight_batches=v.in_flight_batches or batches,
+        v, sampler=sampler, async_scheduling=async_, in_flight_batches=v.in_flight_batches or in_flight(rel, req, async_),
         legacy_token_log=rel.legacy_token_log if v.legacy_token_log is None else v.legacy_token_log,
         hybrid_kv_cache_manager=v.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
         moe_backend=v.moe_backend or rel.mxfp4_backend)
@@ -205,30 +102,85 @@ def resolve(rel: VllmRelease, req: Request) -> Request:
     return replace(req, settings=settings)
 
 
-def profile_run(rel: VllmRelease, s: Settings) -> ProfileRun:
+def in_flight(rel: VllmRelease, req: Request, async_: bool) -> int:
+    """Batches whose tokens a sliding window keeps (max_concurrent_batches, 0.26 config/vllm.py:512-533): one
+    before 0.26; then pp + 1 on Model Runner V2 with async scheduling, 2 on V1 with async at pp 1, else pp."""
+    if rel.in_flight == "one":
+        return 1
+    if async_ and uses_mrv2(rel, req):
+        return req.pp + 1
+    return 2 if async_ and req.pp <= 1 else req.pp
+
+
+def _path_bytes(rel: VllmRelease, path: str, rows: int, vocab: int, sms: int) -> tuple[float, int]:
+    """(bytes per logit, bytes the sampler keeps) of a top-k/top-p path over `rows` rows."""
+    if path in ("triton", "flashinfer+triton") and rows < TRITON_MIN_ROWS and rel.version < (0, 30):
+        path = "sort" if path == "triton" else "flashinfer"
+    if path == "sort":
+        return rel.sort_bytes_per_logit, 0
+    kept = min(sms, rows) * vocab * 4 if path in ("triton", "flashinfer+triton") else 0
+    return PATH_BYTES[path], kept
+
+
+def profile_run(rel: VllmRelease, req: Request) -> ProfileRun:
     """The start-up profile run of a resolved request."""
-    sampler = s.vllm.sampler
-    assert s.max_num_batched_tokens is not None and s.max_num_seqs is not None and sampler is not None
-    tokens, seqs = s.max_num_batched_tokens, s.max_num_seqs
-    per_logit = rel.sort_bytes_per_logit if sampler == "sort" else FLASHINFER_BYTES_PER_LOGIT
-    return ProfileRun(tokens=tokens, eager=s.enforce_eager or not rel.compiled,
-                      sampler_rows=min(seqs, tokens) if rel.rows_capped else seqs, sampler_path=sampler,
+    s = req.settings
+    sampler, tokens, seqs = s.vllm.sampler, s.max_num_batched_tokens, s.max_num_seqs
+    assert tokens is not None and seqs is not None and sampler is not None
+    rows, mrv2 = min(seqs, tokens) if rel.rows_capped else seqs, uses_mrv2(rel, req)
+    per_logit, kept = _path_bytes(rel, sampler, rows, int(req.model.field("vocab_size") or 0),
+                                  sm_count(req.gpu_name))
+    return ProfileRun(tokens=tokens, eager=s.enforce_eager or not rel.compiled, sampler_rows=rows, sampler_path=sampler,
                       sampler_bytes_per_logit=per_logit, full_hidden_at_sampler=rel.full_hidden_at_sampler,
-                      sampled_row_copies=rel.sampled_row_copies,
-                      persistent_rows=seqs if rel.persistent_sampler_buffers else 0)
+                      sampled_row_copies=1 if mrv2 else rel.sampled_row_copies, sampler_buffer_bytes=kept,
+                      persistent_rows=seqs if mrv2 and rel.persistent_sampler_buffers else 0)
+
+
+def graphs_subtracted(rel: VllmRelease, req: Request) -> bool:
+    """A CUDA-graph estimate is subtracted before the KV cache (V1 runner 0.20 on, Model Runner V2 0.29 on)."""
+    return rel.graph_estimate == "subtracted" and not req.settings.enforce_eager and \
+        (rel.mrv2_graph_estimate or not uses_mrv2(rel, req))
 
 
 def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
     """What this release subtracts before the KV cache, for a resolved request."""
     s = req.settings
-    groups = int(req.tp > 1) + int(req.pp > 1)
     return BudgetRules(
-        profile=profile_run(rel, s),
+        profile=profile_run(rel, req),
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
-        nccl_groups=groups if rel.nccl_subtracted else 0,
-        cuda_graphs=rel.graphs_subtracted and not s.enforce_eager, mxfp4_backend=s.vllm.moe_backend,
+        nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.refusal == "v0" else 0, comm=comm_rule(rel, req),
+        cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=s.vllm.moe_backend,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None, lora=lora_rule(rel, req),
-        encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes)
+        encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req))
+
+
+def comm_rule(rel: VllmRelease, req: Request) -> CommRule | None:
+    """NCCL memory in the budget (V1): all groups before 0.11, the TP group's profile-run communicator 0.11-0.25."""
+    if rel.refusal == "v0" or rel.tp_comm == "none" or (rel.tp_comm == "lazy" and req.tp == 1):
+        return None
+    device = req.device or ASSUMED_DEVICE  # an NVSwitch part at its own memory (a GPU given only by size is not)
+    nvls = (device.name or "") in NVLS_GPUS and device.memory_bytes >= 70 * GIB
+    if rel.tp_comm == "lazy":
+        return CommRule(when="profile", nvls=nvls, tp_groups=1)
+    return CommRule(when="init", nvls=nvls, tp_groups=int(req.tp > 1), pp_groups=int(req.pp > 1)) \
+        if req.tp > 1 or req.pp > 1 else None
+
+
+def after_kv(rel: VllmRelease, req: Request) -> AfterKv | None:
+    """What V1 allocates once the KV cache is sized (v1/worker/gpu_worker.py compile_or_warm_up_model): CUDA graphs
+    (captured after the KV cache; budgeted only where an estimate was subtracted), then the V1 runner's sampler
+    warm-up over min(max_num_seqs, max_num_batched_tokens) rows on the last PP stage, or Model Runner V2's
+    warmup_kernels with SamplingParams.for_sampler_warmup() (fp32 + FlashInfer top-k/top-p; 0.33 profiles it)."""
+    if rel.refusal == "v0":
+        return None
+    run, mrv2 = profile_run(rel, req), uses_mrv2(rel, req)
+    if mrv2 and rel.mrv2_sampler != "flashinfer":
+        run = replace(run, sampler_path="flashinfer", sampler_bytes_per_logit=FLASHINFER_BYTES_PER_LOGIT)
+    return AfterKv(graphs_unbudgeted=not req.settings.enforce_eager and not graphs_subtracted(rel, req),
+                   warmup=replace(run, tokens=run.sampler_rows, full_hidden_at_sampler=False),
+                   uncounted_rows=run.sampler_rows if mrv2 and not rel.persistent_sampler_buffers else 0,
+                   message=MRV2_WARMUP_MESSAGE if mrv2 else WARMUP_MESSAGE,
+                   source=f"{rel.release} v1/worker/gpu_worker.py compile_or_warm_up_model")
 
 
 DEFAULT_LORA_RANK, DEFAULT_MAX_LORAS = 16, 1  # LoRAConfig defaults (config/lora.py)
@@ -242,7 +194,7 @@ def lora_rule(rel: VllmRelease, req: Request) -> LoraRule | None:
     if s.max_lora_rank is None and s.max_loras is None:
         return None
     if s.lora_target_modules and not rel.lora_target_modules:
-        raise InputError(f"{rel.label} has no lora_target_modules (LoRAConfig.target_modules is vLLM 0.33's): "
+        raise InputError(f"{rel.label} has no lora_target_modules (LoRAConfig.target_modules is vLLM 0.19's): "
                          "every linear module gets slots", arg="lora_target_modules")
     slots = s.max_loras or DEFAULT_MAX_LORAS
     return LoraRule(slots=slots, rank=s.max_lora_rank or DEFAULT_LORA_RANK, target_modules=s.lora_target_modules,

@@ -1,0 +1,101 @@
+"""The releases kvplan follows, per engine, and what changed in each (``kvplan engines``).
+
+Read from ``REGISTRY`` generically: every ``engine@release`` name is one release row of its engine's module
+(the name users type, the label plans carry, the row's ``source``). What changed from the previous row is the
+row's own ``changes`` (rule + the release's file:line; vLLM's rows say it), else the fields whose value differs
+from the previous row of the same engine, with the row's source. Rows are ordered by their release numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.engines import ALIASES, ENGINE_NAMES, REGISTRY, _lookup
+from kvplan.errors import InputError
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseChange:
+    rule: str
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseInfo:
+    engine: str
+    name: str  # what --engine takes (engine@key)
+    key: str
+    label: str  # EnginePlan.version
+    newest: bool  # the bare engine name plans with it
+    source: str
+    changes: tuple[ReleaseChange, ...]
+    aliases: tuple[str, ...] = ()  # other names that reach the same row (vllm@0.5 style)
+
+
+def _order(version: str) -> tuple[tuple[int, int, str], ...]:
+    """Release numbers, a suffixed number first (0.8-v0, the V0 row, before 0.8.0)."""
+    return tuple((int(m.group(1)), 0 if m.group(2) else 1, m.group(2))
+                 for m in re.finditer(r"(\d+)([^.\d]*)", version))
+
+
+def _row(module: str, cls: str, key: str) -> tuple[str, Any]:
+    profile = getattr(importlib.import_module(module), cls)(key)
+    return str(profile.version), getattr(profile, "release", None)
+
+
+def _diff(row: Any, previous: Any) -> tuple[ReleaseChange, ...]:
+    """Fields whose value differs from the previous row (rows without their own change list)."""
+    if previous is None or type(row) is not type(previous) or not dataclasses.is_dataclass(row):
+        return ()
+    skip = {"key", "label", "source", "changes", "release"}
+    source = str(getattr(row, "source", ""))
+    return tuple(ReleaseChange(rule=f"{f.name}: {getattr(previous, f.name)!r} -> {getattr(row, f.name)!r}",
+                               source=source)
+                 for f in dataclasses.fields(row) if f.name not in skip
+                 and getattr(row, f.name) != getattr(previous, f.name))
+
+
+def _selected(engines: list[str] | None) -> tuple[set[str], set[tuple[str, str]]]:
+    """(engines, (module, release key) rows) asked for; an unknown name is an input error naming the known ones."""
+    names: set[str] = set()
+    rows: set[tuple[str, str]] = set()
+    for asked in engines or ["all"]:
+        for one in (s.strip().lower() for s in asked.split(",") if s.strip()):
+            found = None if one == "all" else _lookup(one)
+            if one == "all":
+                names |= set(ENGINE_NAMES)
+            elif found is None:
+                raise InputError(f"unknown engine {one!r}; choose one of: {', '.join(ENGINE_NAMES)}, all, or a release "
+                                 f"({', '.join(n for n in REGISTRY if '@' in n)})", arg="engine")
+            elif "@" in one:
+                rows.add((found[0], found[2]))
+            else:
+                names.add(ALIASES.get(one, one))
+    return names, rows
+
+
+def engine_releases(engines: list[str] | None = None) -> list[ReleaseInfo]:
+    """Every release row of the engines asked (all by default), oldest first within an engine."""
+    names, releases = _selected(engines)
+    rows: dict[tuple[str, str, str], list[str]] = {}
+    for name, target in REGISTRY.items():
+        rows.setdefault(target, []).append(name)
+    out: list[ReleaseInfo] = []
+    for engine in ENGINE_NAMES:
+        mine = [(t, n, *_row(*t)) for t, n in rows.items() if n[0].split("@")[0] == engine]
+        mine.sort(key=lambda r: _order(str(getattr(r[3], "release", "") or r[0][2])))
+        previous = None
+        for (module, _, key), called, label, row in mine:
+            own = tuple(ReleaseChange(rule=c.rule, source=c.source) for c in getattr(row, "changes", ()) or ())
+            info = ReleaseInfo(engine=engine, name=f"{engine}@{key}", key=key, label=label,
+                               newest=engine in called, source=str(getattr(row, "source", "") or ""),
+                               changes=own or _diff(row, previous), aliases=tuple(n for n in called if "@" in n
+                                                                                  and n != f"{engine}@{key}"))
+            previous = row
+            if engine in names or (module, key) in releases:
+                out.append(info)
+    return out

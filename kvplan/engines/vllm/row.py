@@ -1,0 +1,117 @@
+"""What one vLLM release row holds: the ``VllmRelease`` dataclass and the small records it is built from.
+
+A row is data read from that release's Python (paths relative to the installed ``vllm/`` package); the rows
+themselves are in ``rows.py``, the functions that read them in ``releases.py``. Every field is a rule some
+release introduced; ``changes`` says, for each release, which rules are new in it and where its code has them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+GIB = 1024**3
+# The wording of the start-up check: V0; V1 0.8.0 ("GB", no estimate); 0.8.5-0.9.0 (estimate dropped); 0.9.2-0.12
+# (%.2f GiB); 0.13 (+ docs link); 0.14-0.21 (round(x, 2), estimate glued to "Try"); 0.22 on ("model's", CPU notes).
+RefusalStyle = Literal["v0", "v1-0.8.0", "v1-0.8", "v1", "v1-0.13", "v1-0.14", "0.33"]
+# Default top-k/top-p path of the V1 runner's profile sampler: PyTorch sort; FlashInfer; vLLM's Triton kernel
+# (0.17 on, no sort); both, one pass each (0.21 on).
+SamplerPath = Literal["sort", "flashinfer", "triton", "flashinfer+triton"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """One rule a release has that the release before it did not, and where its code has it."""
+
+    rule: str
+    source: str  # release and file:line
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerTier:
+    """One row of the default max_num_batched_tokens / max_num_seqs table (``engine/arg_utils.py``)."""
+
+    min_memory_bytes: int  # torch total memory of the GPU class
+    excludes_a100: bool  # an A100 falls through to the next tier (0.9.0 on)
+    serve: tuple[int, int]  # `vllm serve`: (max_num_batched_tokens, max_num_seqs)
+    llm: tuple[int, int]  # the LLM class
+    names: tuple[str, ...] = ()  # 0.8.0: the tier is picked by device name (h100, h200), not memory
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mrv2Rule:
+    """Which models run on Model Runner V2 (``v1/worker/gpu/``) without VLLM_USE_V2_MODEL_RUNNER
+    (``config/vllm.py`` ``_is_default_v2_model_runner_model``); a model with an unsupported feature falls back."""
+
+    architectures: frozenset[str] = frozenset()
+    every_model: bool = False  # 0.29 on
+    listed_dense_only: bool = False  # 0.22-0.23: a listed architecture, neither MoE nor quantized
+    any_dense: bool = False  # 0.25 on: any model without experts, or a listed one
+    hybrid: Literal["never", "listed", "yes"] = "yes"  # Mamba/linear-attention hybrids: never (0.25-0.26)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmRelease:
+    key: str  # what follows `vllm@`
+    label: str  # EnginePlan.version
+    release: str = ""  # the version whose code the row was read from ("" for V0 rows)
+    gpu_memory_utilization: float
+    usable_rounding: Literal["floor", "ceil"]  # total × u: int() before 0.14, ceil (request_memory) from 0.14
+    absolute_peak: bool  # torch peak and non-torch are absolute device values (context included), not growth
+    # NCCL memory the budget sees: every communicator (the snapshot precedes the distributed init, 0.9.2-0.10;
+    # V0), the TP group's communicator created lazily by the profile's logits all-gather (0.11-0.25), none (0.26 on)
+    tp_comm: Literal["all", "lazy", "none"] = "all"
+    graph_estimate: Literal["none", "logged", "subtracted"] = "none"  # CUDA graphs before the KV cache (V1 runner)
+    persistent_sampler_buffers: bool  # Model Runner V2 penalty state (max_num_seqs × vocab int32) counts (0.27 on)
+    compiled: bool  # V1 runs the profile forward through torch.compile unless enforce_eager
+    rows_capped: bool  # sampler rows = min(max_num_seqs, max_num_batched_tokens) (V1); V0: max_num_seqs
+    full_hidden_at_sampler: bool
+    sampled_row_copies: int
+    sampler: str  # default top-k/top-p path of the profile run (SamplerPath, or "v0")
+    sampler_paths: tuple[str, ...]  # paths the release can take
+    sort_bytes_per_logit: float
+    mrv2: Mrv2Rule | None = None  # models on Model Runner V2 by default (None: opt-in only)
+    mrv2_sampler: Literal["gumbel", "bf16", "flashinfer"] = "gumbel"  # MRV2's profile sampler pass
+    mrv2_graph_estimate: bool = False  # MRV2 profile_cudagraph_memory estimates (0.29 on; 0 before)
+    scheduler: tuple[SchedulerTier, ...]  # first tier the GPU reaches
+    seqs_capped: bool = False  # max_num_seqs = min(default, max_num_batched_tokens) (0.10.1 on)
+    chunked_prefill_always: bool  # V1; V0 chunks only past 32k (then max_num_batched_tokens = max_model_len)
+    async_scheduling: bool
+    async_with_pp: bool = True  # 0.14 turns async scheduling off with pp > 1
+    in_flight: Literal["one", "batches"] = "one"  # sliding reserve: one batch, or max_concurrent_batches (0.26 on)
+    legacy_token_log: bool  # "GPU KV cache size" = num_blocks // groups × block (before 0.21)
+    one_line_log: bool = False  # size and concurrency on one line (0.28 on)
+    concurrency_from_tokens: bool  # V0, 0.8, 0.9.0: num_blocks × block / max_model_len; later: blocks / per request
+    hybrid_kv_cache_manager: bool  # sliding layers keep their window (0.9.2 on); before, every layer is full
+    group_size_ratio: float | None = 1.5  # hybrid group size: max count if max < ratio × min, else min (None: min)
+    hybrid_groups_strided: bool = True  # groups take every n-th layer of a type (0.11 on); contiguous runs before
+    refusal: RefusalStyle
+    refusal_null_block: bool = False  # the check leaves out one block, the null block (0.29 on)
+    mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper
+    mla_block_forced: int | None = None  # Hopper MLA (FlashMLA) block size forced when none fits it (before 0.18)
+    mla_block_multiples: bool = True  # a given multiple of the forced size is kept (0.12 on)
+    mamba_prefix_caching: bool = False  # hybrids cache Mamba state for prefixes by default (align mode, 0.29 on)
+    mla_absorbed_weights: bool = False
+    decode_context_parallel: bool = False  # --decode-context-parallel-size exists (0.11 on)
+    v0_blocks_label: str = "GPU"  # V0 "# GPU blocks" (0.6), "# CUDA blocks" (0.7), "# cuda blocks" (0.8)
+    # Speculative decoding (V1): methods kvplan follows, those whose drafted tokens get KV slots ahead of the
+    # target's (scheduler num_lookahead_tokens), and the reserve rules for Mamba states and sliding windows.
+    spec_methods: tuple[str, ...] = ()
+    lookahead_methods: tuple[str, ...] = ()
+    spec_state_blocks: bool = False  # MambaSpec.num_speculative_blocks counted in max_memory_usage_bytes (0.15 on)
+    spec_sliding_retained: bool = False  # SlidingWindowSpec.extra_retained_tokens (multi-module MTP, 0.28 on)
+    # LoRA: families whose embed_tokens/lm_head get slots (models' embedding_modules), extra adapter vocabulary
+    lora_embedding_families: frozenset[str] = frozenset({"llama", "mistral", "mixtral"})
+    lora_extra_vocab: int = 256
+    lora_target_modules: bool = False  # --lora-target-modules exists (0.19 on)
+    # Multimodal profile run (V1): None = not modelled; cdiv (0.9) or floor (get_max_items, 0.10 on)
+    encoder_items_rule: Literal["cdiv", "floor"] | None = None
+    encoder_padded_to_budget: bool = False  # 0.11-0.12 expand each item's output to the encoder budget's rows
+    kv_offloading: bool = False  # --kv-offloading-size (native CPU tier through the OffloadingConnector, 0.12 on)
+    changes: tuple[Change, ...] = ()  # the rules new in this release (see rows.py)
+    source: str
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        """The release read, as numbers (0.19.0 -> (0, 19, 0)); () for V0 rows."""
+        return tuple(int(p) for p in self.release.split(".")) if self.release else ()
