@@ -18,6 +18,7 @@ from kvplan.engines.base import BudgetTerm, Device, Request
 from kvplan.errors import CapacityError, InputError
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning.capacity import CapacityResult, capacity
+from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, Memory
 from kvplan.reconcile.models import resolve_model, uncounted_of, weights_dtype_of
 from kvplan.reconcile.parse import StartupLog
@@ -213,6 +214,18 @@ def parallel(log: StartupLog, options: Options) -> tuple[int, int, list[str]]:
     return out[0], out[1], notes
 
 
+def logged_gpu(log: StartupLog) -> str | None:
+    """The GPU the log names (a MoE kernel's config lookup, a collect-env line), when the catalog knows it by
+    that name alone: it picks the attention backends (FlashMLA's 64-token blocks are Hopper's)."""
+    name = log.setting("gpu_name")
+    if name is None:
+        return None
+    try:
+        return lookup_gpu(name.replace("_", " ")).name
+    except InputError:  # not in the catalog, or in several memory sizes (A100): the memory is not guessed
+        return None
+
+
 def build_inputs(log: StartupLog, options: Options) -> Inputs:
     model, stand_in, implied = resolve_model(log, options.model)
     tp, pp, notes = parallel(log, options)
@@ -225,7 +238,7 @@ def build_inputs(log: StartupLog, options: Options) -> Inputs:
                          max_model_len=options.max_model_len or logged_max_model_len(log))
     return Inputs(model=model, named=log.setting("model"), stand_in=stand_in, cache=replace(
                   cache, max_model_len=cache.length(model)), profile=profile, settings=settings_of(log),
-                  memory=Memory(gpu=options.gpu, weights_dtype=weights_dtype_of(log, implied)),
+                  memory=Memory(gpu=options.gpu or logged_gpu(log), weights_dtype=weights_dtype_of(log, implied)),
                   notes=tuple([*notes, *([note] if note else [])]), uncounted=uncounted_of(log, implied))
 
 

@@ -138,6 +138,8 @@ VLLM_SETTINGS = (
     *setting("max_num_seqs", r"'max_num_seqs': (\d+)", r"\bmax_num_seqs=(\d+)", r"Num Sequences = (\d+)"),
     *setting("enforce_eager", r"\benforce_eager'?[=:] ?(True|False)"),
     *setting("enforce_eager", r"--enforce-eager\b", r"Enforce eager set", value="True"),
+    # the device the MoE kernels look their tuned configs up for (fused_moe.py names it in every release)
+    *setting("gpu_name", r"device_name=(NVIDIA_[\w-]+?)(?:,|\.json)", r"GPU 0: (NVIDIA [^\n(]+?)\s*(?:\(|$)"),
     *WARNINGS,
 )
 

@@ -84,14 +84,14 @@ COLLECTED: dict[str, CollectedCase] = {
     # the Qwen3.5-27B (the log names no checkpoint)
     "vllm-v019-qwen35-27b-hybrid": (
         {"model": "Qwen/Qwen3.5-27B"}, "Qwen/Qwen3.5-27B",
-        {"max_concurrency": (0, 1)}, {"kv_tokens"}),
+        {"max_concurrency": (1, 1)}, {"kv_tokens"}),
     "vllm-v0190-qwen35-9b-l40s": (
         {}, "Qwen/Qwen3.5-9B",
-        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes"}),
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
     # Nemotron-Cascade-2-30B-A3B (NVFP4): Nemotron-3-Nano-30B-A3B's layer layout (sidecar); weights not compared
     "vllm-v0191-nemotron-cascade2-30b-a3b-nvfp4-marlin-h100": (
         {"model": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"}, "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
-        {"kv_tokens": (1, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     "vllm-v0191-qwen3-8b-a100-40gb": (
         {}, "Qwen/Qwen3-8B",
         {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
@@ -102,7 +102,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # Qwen3.6-35B-A3B-NVFP4: Qwen3.5-35B-A3B's layer layout (sidecar)
     "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": (
         {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
-        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     # Qwen2.5-Omni-7B's thinker: Qwen2.5-7B's geometry
     "vllm-v0210-qwen25-omni-7b-int4-24gb": (
         {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
@@ -113,11 +113,11 @@ COLLECTED: dict[str, CollectedCase] = {
     # gemma-4-31b-it: the NVFP4 checkpoint of the same model has its geometry (weights not compared)
     "vllm-v0230-gemma4-31b-it-kaggle-95gb": (
         {"model": "nvidia/Gemma-4-31B-IT-NVFP4"}, "nvidia/Gemma-4-31B-IT-NVFP4",
-        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     # LFM2.5-1.2B-Instruct: LFM2-1.2B's layer layout (6 attention + 10 short-conv layers, sidecar)
     "vllm-v0260-lfm25-1.2b-sm90": (
         {"model": "LiquidAI/LFM2-1.2B"}, "LiquidAI/LFM2-1.2B",
-        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     # the docker command names Qwen/Qwen3-32B after the image; reconcile reads --model only
     "vllm-v0271-qwen3-32b-pp2-rtxpro6000": (
         {"model": "Qwen/Qwen3-32B"}, "Qwen/Qwen3-32B",

@@ -132,22 +132,8 @@ MISSES: dict[tuple[str, str], str] = {
         "where every release read (0.4.0-0.5.23) measures it after the distributed init (78.48)",
     ("sglang-v058-llama31-8b-lora-h100-docs", "kv_tokens"): "inputs missing: the notebook caps the pool with "
         "--max-total-tokens 20480 on a server_args line the excerpt cuts",
-    ("vllm-v019-qwen35-27b-hybrid", "max_concurrency"): f"{_RELEASE_ROW}: 0.33's Mamba page alignment gives 832-token "
-        "blocks and 49 blocks per request where 0.19 sets its own block (the log's concurrency implies ~42)",
-    ("vllm-v0190-qwen35-9b-l40s", "kv_tokens"): f"{_RELEASE_ROW}: 0.33's Mamba alignment gives 576-token blocks, 0.19 "
-        "logs 'Setting attention block size to 528 tokens'",
-    ("vllm-v0190-qwen35-9b-l40s", "max_concurrency"): "the same block size (576 against 0.19's 528)",
-    ("vllm-v0191-nemotron-cascade2-30b-a3b-nvfp4-marlin-h100", "max_concurrency"): f"{_RELEASE_ROW}: 75 blocks per "
-        "request where the log implies 67 (0.33 reserves Mamba blocks for prefix caching, 0.19 one per Mamba group)",
     ("vllm-v0191dev-glm51-fp8-tp8-h200", "weights_bytes"): "inputs missing: the log names no checkpoint (GLM-5.1-FP8 "
         "per the sidecar) and reconcile takes no weights format: kvplan counts GLM-5's bf16 weights (0.51x)",
-    ("vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb", "kv_tokens"): f"{_RELEASE_ROW}: 2112-token blocks against the "
-        "logged 'Setting attention block size to 2096 tokens'",
-    ("vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb", "max_concurrency"): "the same block size and 0.33's Mamba "
-        "reserve per request",
-    ("vllm-v0230-gemma4-31b-it-kaggle-95gb", "kv_tokens"): f"{_RELEASE_ROW}: 6,469 blocks per 32k request (0.33's "
-        "sliding reserve adds the in-flight tokens, from 0.26) where the log implies ~3,905",
-    ("vllm-v0230-gemma4-31b-it-kaggle-95gb", "max_concurrency"): "the same blocks per request",
     ("vllm-v0641-qwen25-72b-gptq-int4-8k-refusal-a40", "weights_bytes"): "inputs missing: a GPTQ-Int4 checkpoint the "
         "log does not name; kvplan counts the stand-in's bf16 weights",
     ("vllm-v071-phi4-bnb4-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
@@ -163,6 +149,14 @@ MISSES: dict[tuple[str, str], str] = {
     ("vllm-v0851-qwen3-4b-base-lora-t4", "weights_bytes"): _UNSLOTH_LORA,
     ("vllm-v0851-qwen3-4b-base-lora-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
     ("vllm-v092-qwen25-vl-7b-bnb4-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
+    ("vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb", "max_concurrency"): "the 0.20 row's 2096-token blocks match the "
+        "tokens; the logged 4.03x implies ~38 blocks per 32k request where kvplan counts 35 (the Mamba groups' "
+        "blocks under the log's prefix caching are not the 0.20 row's)",
+    ("vllm-v0260-lfm25-1.2b-sm90", "kv_tokens"): "the log states enable_prefix_caching True and mamba_cache_mode "
+        "'align'; kvplan's 0.26 row never pages a hybrid's conv state in align mode (its rows do from 0.29; 0.26's "
+        "default for hybrids is off, engine/arg_utils.py:2519-2522), so it counts 2,050 blocks per 32k request "
+        "where the logged 70.93x implies 2,052",
+    ("vllm-v0260-lfm25-1.2b-sm90", "max_concurrency"): "the same blocks per request",
 }
 
 
@@ -422,3 +416,13 @@ def test_hybrid_token_lines_lose_the_blocks_over_the_groups() -> None:
     result = run("vllm-v0102-qwen3-next-80b-a3b-tp2-h200")
     assert ranges(result, "max_concurrency") == [(7160 / 485, 7163 / 485)]
     assert result.ok
+
+
+def test_the_gpu_a_log_names_picks_the_attention_backend() -> None:
+    # fused_moe.py names the device whose tuned MoE config it looks for ("device_name=NVIDIA_L4.json"); on an L4
+    # (sm89) vLLM 0.9.2 has no FlashMLA, so DeepSeek-V2-Lite keeps 16-token blocks (the Hopper rule forces 64)
+    from kvplan.reconcile.inputs import logged_gpu
+
+    assert logged_gpu(parse_log((LOGS / "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4.log").read_text())) == "L4"
+    assert logged_gpu(parse_log((LOGS / "vllm-v0102-qwen3-next-80b-a3b-tp2-h200.log").read_text())) == "H200"
+    assert logged_gpu(parse_log((LOGS / "vllm-v0151-llama31-8b-131k-eager-a100-40gb.log").read_text())) is None
