@@ -112,6 +112,18 @@ def attention_bytes_per_token(num_kv_heads: int, head_dim: int, v_head_dim: int,
     return _whole_bytes(bits)
 
 
+def attention_formula(num_kv_heads: int, head_dim: int, v_head_dim: int, dtype: KvDtype) -> str:
+    """attention_bytes_per_token's arithmetic in words and numbers, scheme for scheme (head_bits' branches)."""
+    h, widths = num_kv_heads, f"({head_dim} + {v_head_dim})"
+    if dtype.scale == "group":
+        return f"{h} × {widths} × ({element_text(dtype)} + 2 B / {dtype.quant_group} scale)"
+    if dtype.scale == "nvfp4":
+        return f"{h} × {widths} × (0.5 B + 1 B / 16 scale)"
+    if dtype.scale == "per_token_head":
+        return f"{h} × {widths} × 1 B + 2 × {h} × 4 B fp32 scales"
+    return f"{h} × {widths} × {element_text(dtype)}"
+
+
 def mla_bytes_per_token(kv_lora_rank: int, qk_rope_head_dim: int, dtype: KvDtype) -> int:
     """(kv_lora_rank + qk_rope_head_dim) × bytes: one latent per token per layer, never ×2."""
     if dtype.scale == "ds_mla":
@@ -120,6 +132,21 @@ def mla_bytes_per_token(kv_lora_rank: int, qk_rope_head_dim: int, dtype: KvDtype
     if dtype.scale == "per_token_head":
         raise InputError(f"{dtype.name} scales K/V heads; MLA caches one latent (use fp8 or fp8_ds_mla)")
     return _whole_bytes(head_bits(kv_lora_rank + qk_rope_head_dim, dtype))
+
+
+def mla_formula(kv_lora_rank: int, qk_rope_head_dim: int, dtype: KvDtype) -> str:
+    """mla_bytes_per_token's arithmetic in words and numbers, scheme for scheme."""
+    r, rope = kv_lora_rank, qk_rope_head_dim
+    if dtype.scale == "ds_mla":
+        return f"{r} × 1 B + {r}/128 × 4 B scales + {rope} × 2 B rope ({dtype.name})"
+    scales = {"group": f" + {r + rope}/{dtype.quant_group} × 2 B scales",
+              "nvfp4": f" + {r + rope}/16 × 1 B scales"}.get(dtype.scale, "")
+    return f"({r} + {rope}) × {element_text(dtype)}{scales} (one latent, no ×2 for V)"
+
+
+def element_text(dtype: KvDtype) -> str:
+    """One element's bytes as the formulas print them: `2 B`, `0.5 B` (scales apart)."""
+    return f"{dtype.element_bits / 8:g} B"
 
 
 def _whole_bytes(bits: int) -> int:

@@ -71,14 +71,15 @@ def capacity(model: ModelArgs, cache: CapacityCache, settings: EngineArgs, memor
 
 def _show(results: list[Any], as_json: bool, explain: bool) -> bool:
     """Print the answers (one column each), their --explain lines and notes; whether an engine refuses."""
-    from kvplan.render.capacity import capacity_payload, capacity_tables, column_labels, explain_lines
+    from kvplan.render.capacity import capacity_payload, explain_lines
+    from kvplan.render.capacity_tables import capacity_tables, column_labels
 
     payloads = [capacity_payload(r) for r in results]
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     labels = column_labels(payloads) if len(payloads) > 1 else [""]
     emit(payloads if len(payloads) > 1 else payloads[0], as_json, capacity_tables, lines,
-         notes=[(label, n) for label, p in zip(labels, payloads, strict=True) for n in p["notes"]])
-    return any(p["refusal"] for p in payloads)
+         notes=[(label, n) for label, p in zip(labels, payloads, strict=True) for n in p.notes])
+    return any(p.refusal for p in payloads)
 
 
 def _plot(question: CapacityRequest, path: str, engines: list[str]) -> None:

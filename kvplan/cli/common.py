@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kvplan.render import to_json
+from kvplan.render.payload import plain
 
 
 def warn(notes: list[str] | tuple[str, ...]) -> None:
@@ -34,12 +35,14 @@ def print_notes(notes: Notes, as_json: bool) -> None:
 
 def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explain: list[str] | None = None,
          notes: Notes = ()) -> None:
-    """Print the payload as JSON, or as the tables drawn from it (and the explanation); then the notes on
-    stderr. Tables draw whole cells at the console's width: the terminal's, or PIPE_WIDTH when piped."""
+    """Print the payload (typed: kvplan.render.payload) as JSON, or as the tables drawn from it (and the
+    explanation); then the notes on stderr. With --explain the JSON object gains an "explain" list. Tables
+    draw whole cells at the console's width: the terminal's, or PIPE_WIDTH when piped."""
     if as_json:
-        if explain is not None and isinstance(payload, dict):
-            payload = {**payload, "explain": explain}
-        print(to_json(payload))
+        data = plain(payload)
+        if explain is not None and isinstance(data, dict):
+            data = {**data, "explain": list(explain)}
+        print(to_json(data))
         print_notes(notes, as_json)
         return
     from rich.console import Console

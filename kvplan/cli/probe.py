@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import torch
 
     from kvplan.probe.run import ProbeOptions
+    from kvplan.render.probe import CapacityCheckPayload, ReplicationRow
 
 CPU_BLOCKS, GPU_BLOCKS = 64, 2048
 CPU_SEQS, GPU_SEQS = 2, 64
@@ -143,17 +144,14 @@ def probe(
     if capacity and (not on_gpu or tp != 1 or len(targets) != 1):
         raise KvplanError("--capacity needs a CUDA device (--gpu N), --tp 1 and one --model")
     rank, results = _run(targets, opts, dev, tp)
-    extra: dict[str, Any] = {"skipped": skipped}
-    if tp > 1:
-        extra["replication"] = _replication(results, opts, tp)
-    if capacity:
-        extra["capacity"] = _capacity(targets, opts, dev, tp)
-    peak = peak_gbps(dev)
+    replication = _replication(results, opts, tp) if tp > 1 else None
+    check = _capacity(targets, opts, dev, tp) if capacity else None
     note = None if on_gpu else "CPU: kernels run in the Triton interpreter; no bandwidth is measured (null)"
-    payload = probe_payload(str(dev), results, tolerance, peak_gbps=peak, bandwidth_note=note, extra=extra)
+    payload = replace(probe_payload(str(dev), results, tolerance, peak_gbps=peak_gbps(dev), bandwidth_note=note),
+                      skipped=tuple(skipped), replication=replication, capacity=check)
     if rank == 0:
         emit(payload, json, probe_tables)
-    if not payload["ok"]:
+    if not payload.ok:
         raise typer.Exit(1)
 
 
@@ -173,7 +171,7 @@ def _options(on_gpu: bool, cache: CacheRequest, blocks: int | None, seqs: int | 
                         check_kernels=kernel_check, time_kernels=on_gpu)
 
 
-def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> list[dict[str, Any]]:
+def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> tuple[ReplicationRow, ...]:
     from kvplan.config import load_model
     from kvplan.formulas.per_token import StateDtypes
     from kvplan.probe.compare import predicted_group_bytes
@@ -190,14 +188,16 @@ def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> list[dict[s
     return replication_rows(results, whole)
 
 
-def _capacity(targets: list[tuple[str, str]], opts: ProbeOptions, dev: torch.device, tp: int) -> dict[str, Any]:
+def _capacity(targets: list[tuple[str, str]], opts: ProbeOptions, dev: torch.device,
+              tp: int) -> CapacityCheckPayload:
     from kvplan.config import load_model
     from kvplan.formulas import page_bytes
     from kvplan.probe.capacity import capacity_check
     from kvplan.probe.run import cache_shapes, probe_layout
+    from kvplan.render.probe import capacity_check_payload
 
     model_id, dtype = targets[0]
     layout = probe_layout(load_model(model_id), dtype, opts, tp)
     block_bytes = sum(g.num_layers * page_bytes(g.spec_per_gpu, layout.kv_dtype, opts.block_size)
                       for g in layout.groups)
-    return capacity_check(model_id, cache_shapes(layout, opts), block_bytes, tp, dtype, dev).as_dict()
+    return capacity_check_payload(capacity_check(model_id, cache_shapes(layout, opts), block_bytes, tp, dtype, dev))

@@ -102,7 +102,7 @@ def report(ctx: typer.Context, model: ModelArgs, cache: ReportCache, *, engine: 
                             engines=listed(engine, "engine", "all"), kv_dtypes=listed(kv_dtype, "kv_dtype", "auto"),
                             probes=tuple(read_probe(p) for p in probe or []))
     payload = report_payload(build(request))
-    for warning in payload["warnings"]:
+    for warning in payload.warnings:
         print(f"kvplan: {warning}", file=sys.stderr)
     if json:
         print(to_json(payload))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Annotated
 
 from kvplan.cli.common import emit
 from kvplan.cli.expand import Expand, command
@@ -10,8 +12,11 @@ from kvplan.cli.options import CACHE, OUTPUT, Explain, Json, ModelArgs, cache_op
 from kvplan.config import bundled_index, load_model
 from kvplan.errors import KvplanError
 from kvplan.formulas import CacheRequest, KvCacheResult, kv_cache
-from kvplan.render.size import model_row, models_tables, size_payload, size_tables
+from kvplan.render.size import SizePayload, model_row, models_tables, size_payload, size_tables
 from kvplan.units import parse_positive_tokens, parse_tokens
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 SharedPrefix = Annotated[str, option("--shared-prefix", "Prompt tokens all --batch requests share (prefix caching; "
                                      "paged engines share full blocks only).", CACHE, "TOKENS")]
@@ -25,19 +30,20 @@ Allocator = Annotated[str | None, option("--allocator", "contiguous, paged or ex
 SizeCache = Annotated[CacheRequest, Expand(cache_options, without=("dp",))]  # DP attention is an engine's
 
 
-def _workload(result: KvCacheResult, payload: dict[str, Any], shared_prefix: str, beam_width: int,
-              prompt_len: str | None, allocator: str | None) -> tuple[dict[str, Any], Any]:
+def _workload(result: KvCacheResult, payload: SizePayload, shared_prefix: str, beam_width: int, prompt_len: str | None,
+              allocator: str | None) -> tuple[SizePayload, Callable[[SizePayload], list[RenderableType]]]:
     """The payload and tables, with the workload section when one of its options is given."""
     prefix_tokens = parse_tokens(shared_prefix)
     if not prefix_tokens and beam_width == 1 and prompt_len is None and allocator is None:
         return payload, size_tables
-    from kvplan.render.workflows import size_and_workload_tables, workload_payload
+    from kvplan.render.workflows import size_and_workload_tables
+    from kvplan.render.workload import workload_payload
     from kvplan.workflows.size_section import size_workload
 
     memory = size_workload(result, shared_prefix_tokens=prefix_tokens, beam_width=beam_width,
                            prompt_tokens=parse_positive_tokens(prompt_len, "--prompt-len") if prompt_len else None,
                            allocator=allocator)
-    return {**payload, "workload": workload_payload(memory, allocator or "paged")}, size_and_workload_tables
+    return replace(payload, workload=workload_payload(memory, allocator or "paged")), size_and_workload_tables
 
 
 @command

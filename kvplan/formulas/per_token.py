@@ -1,14 +1,45 @@
 """Bytes per token (attention caches) and per sequence (fixed states), one layer at a time.
 
-A composite layer (``kvplan.specs.Composite``) is the sum of its parts.
+A composite layer (``kvplan.specs.Composite``) is the sum of its parts. Each cache's bytes come with
+the formula that gives them, in words and with the values put in (``PartCost``): one code path picks the
+dtype (``latent_dtype``, ``StateDtypes``) and computes both, so ``--explain`` cannot drift from the number.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.dtypes import KvDtype, attention_bytes_per_token, mla_bytes_per_token, resolve_kv_dtype
-from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, Part, parts
+from kvplan.dtypes import (
+    KvDtype,
+    attention_bytes_per_token,
+    attention_formula,
+    element_text,
+    mla_bytes_per_token,
+    mla_formula,
+    resolve_kv_dtype,
+)
+from kvplan.specs import (
+    AttnSpec,
+    Composite,
+    CrossAttn,
+    IndexerCache,
+    LayerSpec,
+    LinearState,
+    MLAAttn,
+    NoKV,
+    Part,
+    parts,
+)
+
+NO_TOKEN_CACHE = "0 (no per-token cache)"
+
+
+@dataclass(frozen=True, slots=True)
+class PartCost:
+    """The bytes of one cache (per token, or per sequence for a state) and the formula that gives them."""
+
+    bytes: int
+    formula: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,24 +77,45 @@ def latent_dtype(spec: MLAAttn, dtype: KvDtype) -> KvDtype:
     return resolve_kv_dtype("fp8_ds_mla", "bf16") if spec.sparse and dtype.name == "fp8" else dtype
 
 
-def part_bytes_per_token(spec: Part, dtype: KvDtype) -> int:
-    """Bytes one decoder token adds to one cache: K + V heads, the MLA latent, the indexer key;
-    0 for fixed states and for cross-attention (its tokens are the encoder's)."""
+def part_cost(spec: Part, dtype: KvDtype) -> PartCost:
+    """Bytes one decoder token adds to one cache, with its formula: K + V heads, the MLA latent (in the dtype
+    latent_dtype picks), the indexer key; 0 for fixed states and for cross-attention (its tokens are the
+    encoder's)."""
     match spec:
-        case CrossAttn() | LinearState():
-            return 0
+        case CrossAttn():
+            return PartCost(0, f"0 per decoder token (K/V of {spec.encoder_tokens:,} encoder tokens per sequence)")
+        case LinearState():
+            return PartCost(0, NO_TOKEN_CACHE)
         case AttnSpec():
-            return attention_bytes_per_token(spec.num_kv_heads, spec.head_dim, spec.v_head_dim, dtype)
+            heads = (spec.num_kv_heads, spec.head_dim, spec.v_head_dim, dtype)
+            return PartCost(attention_bytes_per_token(*heads), attention_formula(*heads))
         case MLAAttn():
-            return mla_bytes_per_token(spec.kv_lora_rank, spec.qk_rope_head_dim, latent_dtype(spec, dtype))
+            latent = (spec.kv_lora_rank, spec.qk_rope_head_dim, latent_dtype(spec, dtype))
+            return PartCost(mla_bytes_per_token(*latent), mla_formula(*latent))
         case IndexerCache():
-            return spec.bytes_per_token
+            return PartCost(spec.bytes_per_token, f"{spec.head_dim} × 1 B fp8 + {spec.head_dim}/128 × 4 B scales "
+                                                  "(indexer key, any KV dtype)")
     raise TypeError(f"not a layer spec: {spec!r}")
+
+
+def part_bytes_per_token(spec: Part, dtype: KvDtype) -> int:
+    return part_cost(spec, dtype).bytes
+
+
+def layer_cost(spec: LayerSpec, dtype: KvDtype) -> PartCost:
+    """Bytes one token adds to one decoder layer (all its caches; 0 for state layers), with the formula: a
+    composite's parts summed, each labelled with its kind."""
+    if isinstance(spec, Composite):
+        costs = [(p.kind, part_cost(p, dtype)) for p in spec.parts]
+        return PartCost(sum(c.bytes for _, c in costs), " + ".join(f"[{kind}] {c.formula}" for kind, c in costs))
+    if isinstance(spec, NoKV):
+        return PartCost(0, NO_TOKEN_CACHE)
+    return part_cost(spec, dtype)
 
 
 def kv_bytes_per_token(spec: LayerSpec, dtype: KvDtype) -> int:
     """Bytes one token adds to one decoder layer (all its caches); 0 for state layers."""
-    return sum(part_bytes_per_token(p, dtype) for p in parts(spec))
+    return layer_cost(spec, dtype).bytes
 
 
 def encoder_bytes_per_token(spec: LayerSpec, dtype: KvDtype) -> int:
@@ -72,11 +124,17 @@ def encoder_bytes_per_token(spec: LayerSpec, dtype: KvDtype) -> int:
                for p in parts(spec) if isinstance(p, CrossAttn))
 
 
+def state_cost(spec: LinearState, dtypes: StateDtypes) -> PartCost:
+    """A linear/Mamba state per sequence: conv elements × conv bytes + recurrent elements × recurrent bytes."""
+    recurrent = dtypes.recurrent(spec)
+    return PartCost((spec.conv_elements * dtypes.conv.element_bits + spec.ssm_elements * recurrent.element_bits) // 8,
+                    f"{spec.conv_elements:,} conv elements × {element_text(dtypes.conv)} + {spec.num_state_heads} × "
+                    f"{spec.state_rows} × {spec.state_cols} recurrent elements × {element_text(recurrent)}")
+
+
 def part_state_bytes(spec: Part, dtypes: StateDtypes) -> int:
-    """conv elements × conv bytes + recurrent elements × recurrent bytes (0 for attention caches)."""
-    if not isinstance(spec, LinearState):
-        return 0
-    return (spec.conv_elements * dtypes.conv.element_bits + spec.ssm_elements * dtypes.recurrent(spec).element_bits) // 8
+    """A state's bytes per sequence (0 for attention caches)."""
+    return state_cost(spec, dtypes).bytes if isinstance(spec, LinearState) else 0
 
 
 def state_bytes_per_sequence(spec: LayerSpec, dtypes: StateDtypes | KvDtype) -> int:

@@ -1,7 +1,8 @@
 """Results -> JSON payloads, rich tables, explanations and plots. The only place bytes become GiB.
 
-Every command builds one payload dict from a frozen result; ``--json`` prints it and the tables
-are drawn from the same dict, so the two never disagree. Nothing here builds a layout or plans
+Every command builds one typed payload (frozen dataclasses whose field names are the JSON keys) from a
+frozen result; ``--json`` prints it through ``kvplan.render.payload.plain`` and the tables read the same
+object's attributes, so the two never disagree. Nothing here builds a layout or plans
 capacity: it reads what the library returned. Plots (``plot``) need matplotlib and are imported by
 the CLI only.
 """
@@ -9,8 +10,8 @@ the CLI only.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from kvplan.render.payload import plain
 from kvplan.units import GIB, format_gib
 
 
@@ -32,5 +33,6 @@ def human_bytes(num_bytes: int | float) -> str:
     return f"{num_bytes:,} B"
 
 
-def to_json(payload: Any) -> str:
-    return json.dumps(payload, indent=2)
+def to_json(payload: object) -> str:
+    """A payload (kvplan.render.payload: typed dataclasses) as indented JSON."""
+    return json.dumps(plain(payload), indent=2)

@@ -1,34 +1,57 @@
-"""Payload and tables of ``kvplan engines``: the releases kvplan follows and what changed in each."""
+"""Typed payload and tables of ``kvplan engines``: the releases kvplan follows and what changed in each."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from kvplan.engines.listing import ReleaseInfo
+from kvplan.engines.listing import ReleaseChange, ReleaseInfo
 from kvplan.render.tables import Table
 
 
-def engines_payload(releases: list[ReleaseInfo]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleasePayload:
+    name: str
+    label: str
+    newest: bool
+    aliases: tuple[str, ...]
+    source: str
+    changes: tuple[ReleaseChange, ...]  # {rule, source}: kvplan.engines.listing's rows as they are
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineReleases:
+    engine: str
+    releases: tuple[ReleasePayload, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnginesPayload:
     """{"engines": [{"engine", "releases": [{name, label, newest, aliases, source, changes: [{rule, source}]}]}]}."""
-    engines: dict[str, list[dict[str, Any]]] = {}
+
+    engines: tuple[EngineReleases, ...]
+
+
+def engines_payload(releases: Sequence[ReleaseInfo]) -> EnginesPayload:
+    engines: dict[str, list[ReleasePayload]] = {}
     for r in releases:
-        engines.setdefault(r.engine, []).append({
-            "name": r.name, "label": r.label, "newest": r.newest, "aliases": list(r.aliases), "source": r.source,
-            "changes": [{"rule": c.rule, "source": c.source} for c in r.changes]})
-    return {"engines": [{"engine": name, "releases": rows} for name, rows in engines.items()]}
+        engines.setdefault(r.engine, []).append(ReleasePayload(name=r.name, label=r.label, newest=r.newest,
+                                                               aliases=r.aliases, source=r.source, changes=r.changes))
+    return EnginesPayload(engines=tuple(EngineReleases(engine=name, releases=tuple(rows))
+                                        for name, rows in engines.items()))
 
 
-def engines_tables(payload: dict[str, Any]) -> list[Table]:
+def engines_tables(payload: EnginesPayload) -> list[Table]:
     """One table per engine: a row per change (the release named on its first), oldest release first."""
     tables = []
-    for engine in payload["engines"]:
-        table = Table(title=f"{engine['engine']}: releases kvplan follows (--engine NAME)", title_justify="left")
+    for engine in payload.engines:
+        table = Table(title=f"{engine.engine}: releases kvplan follows (--engine NAME)", title_justify="left")
         for header, wrap in (("release", False), ("what changed from the release before", True), ("source", True)):
             table.add_column(header, wrap=wrap)
-        for r in engine["releases"]:
-            name = r["name"] + (" (newest)" if r["newest"] else "")
-            changes = r["changes"] or [{"rule": "first release kvplan follows", "source": r["source"]}]
+        for r in engine.releases:
+            name = r.name + (" (newest)" if r.newest else "")
+            changes = r.changes or (ReleaseChange(rule="first release kvplan follows", source=r.source),)
             for i, change in enumerate(changes):
-                table.add_row(name if i == 0 else "", change["rule"], change["source"])
+                table.add_row(name if i == 0 else "", change.rule, change.source)
         tables.append(table)
     return tables

@@ -1,69 +1,50 @@
 """What shares the GPU with the KV cache (speculative decoding, LoRA slots, the encoder cache) and the host
-tier behind it: JSON keys, a table and --explain lines from ``kvplan.planning.extras.Extras``.
+tier behind it: a table and --explain lines from ``kvplan.planning.extras.Extras``.
 
 JSON keys (added to ``kvplan capacity --json``; ``null`` when a feature is off): ``speculative``,
-``lora``, ``encoder_cache``, ``host_tier``. Bytes are ints; GiB appears only in table cells.
+``lora``, ``encoder_cache``, ``host_tier``: the ``Extras`` summaries themselves, field by field
+(``CapacityPayload.extras``). Bytes are ints; GiB appears only in table cells.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
-
 from kvplan.planning.extras import Extras
+from kvplan.planning.extras.speculative import SpeculativeSummary
 from kvplan.render import gib
 from kvplan.render.tables import Table
 
-if TYPE_CHECKING:
-    pass
 
-KEYS = ("speculative", "lora", "encoder_cache", "host_tier")
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+def _speculative_row(s: SpeculativeSummary) -> tuple[str, str, str]:
+    draft = s.draft_model or ("MTP layers" if s.method == "mtp" else "no model")
+    where = "in the budget" if s.draft_weights_in_budget else "not in the budget"
+    return (f"draft: {s.method}, K={s.num_speculative_tokens}", gib(s.draft_weights_bytes_per_gpu),
+            f"{draft} weights ({where}); {s.draft_kv_layers} KV layers, "
+            f"{s.draft_kv_bytes_per_token_per_gpu:,} B/token; +{s.lookahead_tokens_per_request} slots/request")
 
 
-def extras_payload(extras: Extras) -> dict[str, Any]:
-    return {key: None if (v := getattr(extras, key)) is None else _plain(asdict(v)) for key in KEYS}
-
-
-def _speculative_row(s: dict[str, Any]) -> tuple[str, str, str]:
-    draft = s["draft_model"] or ("MTP layers" if s["method"] == "mtp" else "no model")
-    where = "in the budget" if s["draft_weights_in_budget"] else "not in the budget"
-    return (f"draft: {s['method']}, K={s['num_speculative_tokens']}", gib(s["draft_weights_bytes_per_gpu"]),
-            f"{draft} weights ({where}); {s['draft_kv_layers']} KV layers, "
-            f"{s['draft_kv_bytes_per_token_per_gpu']:,} B/token; +{s['lookahead_tokens_per_request']} slots/request")
-
-
-def _rows(p: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _rows(extras: Extras) -> list[tuple[str, str, str]]:
     rows = []
-    if p["speculative"]:
-        rows.append(_speculative_row(p["speculative"]))
-    if lo := p["lora"]:
-        rows.append((f"LoRA: {lo['slots']} slots × rank {lo['rank']}", gib(lo["bytes_per_gpu"]),
-                     f"{gib(lo['bytes_per_slot_per_gpu'])} per slot, {len(lo['modules'])} modules per layer; "
-                     f"host cache {gib(lo['host_bytes_per_rank'])} per rank"))
-    if e := p["encoder_cache"]:
-        rows.append(("encoder cache (profile run)", gib(e["bytes_per_gpu"]),
-                     f"{e['items_profiled']} {e['modality']}s × {e['rows_per_item']:,} rows (budget "
-                     f"{e['budget_tokens']:,} tokens, {e['tokens_per_item']} per {e['modality']})"))
-    if h := p["host_tier"]:
-        rows.append((f"host: {h['backend']}", f"{gib(h['host_bytes_per_rank'])} host",
-                     f"{h['tokens']:,} tokens off-GPU; {gib(h['host_bytes_total'])} on {h['ranks']} rank(s); "
-                     "+0 GPU tokens"))
+    if extras.speculative:
+        rows.append(_speculative_row(extras.speculative))
+    if lo := extras.lora:
+        rows.append((f"LoRA: {lo.slots} slots × rank {lo.rank}", gib(lo.bytes_per_gpu),
+                     f"{gib(lo.bytes_per_slot_per_gpu)} per slot, {len(lo.modules)} modules per layer; "
+                     f"host cache {gib(lo.host_bytes_per_rank)} per rank"))
+    if e := extras.encoder_cache:
+        rows.append(("encoder cache (profile run)", gib(e.bytes_per_gpu),
+                     f"{e.items_profiled} {e.modality}s × {e.rows_per_item:,} rows (budget "
+                     f"{e.budget_tokens:,} tokens, {e.tokens_per_item} per {e.modality})"))
+    if h := extras.host_tier:
+        rows.append((f"host: {h.backend}", f"{gib(h.host_bytes_per_rank)} host",
+                     f"{h.tokens:,} tokens off-GPU; {gib(h.host_bytes_total)} on {h.ranks} rank(s); +0 GPU tokens"))
     return rows
 
 
-def extras_table(p: dict[str, Any]) -> Table | None:
-    rows = _rows(p)
+def extras_table(extras: Extras, engine_version: str) -> Table | None:
+    rows = _rows(extras)
     if not rows:
         return None
-    table = Table(title=f"beside the KV cache ({p['engine_version']}, per GPU)", title_justify="left")
+    table = Table(title=f"beside the KV cache ({engine_version}, per GPU)", title_justify="left")
     for name in ("what", "bytes", "how"):
         table.add_column(name, justify="right" if name == "bytes" else "left", wrap=name == "how")
     for row in rows:

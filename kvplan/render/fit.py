@@ -1,10 +1,11 @@
-"""`kvplan fit`: the payload (``--json``) and the table drawn from it, from a frozen FitResult."""
+"""`kvplan fit`: the typed payload (``--json``) and the table drawn from it, from a frozen FitResult."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kvplan.planning.fit import FitResult
+from kvplan.planning.fit import Candidate, FitResult
 from kvplan.render import gib
 from kvplan.render.tables import Table
 
@@ -12,42 +13,87 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 
-def fit_payload(result: FitResult) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetupPayload:
+    """One setup tried: replicas × (tp × pp) of a GPU with a KV dtype, and whether it serves the load."""
+
+    gpu: str
+    tp: int
+    pp: int
+    replicas: int
+    gpus_per_replica: int
+    num_gpus: int
+    kv_dtype: str
+    kv_budget_bytes_per_gpu: int
+    kv_tokens_per_replica: int
+    requests_per_replica: float
+    requests: int
+    price_per_gpu_hour: float | None
+    cost_per_hour: float | None
+    fits: bool
+    reason: str
+
+
+def setup_payload(c: Candidate) -> SetupPayload:
+    return SetupPayload(gpu=c.gpu, tp=c.tp, pp=c.pp, replicas=c.replicas, gpus_per_replica=c.gpus_per_replica,
+                        num_gpus=c.num_gpus, kv_dtype=c.kv_dtype, kv_budget_bytes_per_gpu=c.kv_budget_bytes_per_gpu,
+                        kv_tokens_per_replica=c.kv_tokens, requests_per_replica=c.requests_per_replica,
+                        requests=c.requests, price_per_gpu_hour=c.price_per_gpu_hour, cost_per_hour=c.cost_per_hour,
+                        fits=c.fits, reason=c.reason)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitPayload:
+    model: str
+    engine: str
+    gpus: tuple[str, ...]
+    context: int
+    concurrency: int
+    gpus_per_node: int
+    max_gpus: int
+    max_replicas: int | None
+    ranking: str
+    num_evaluated: int
+    fits: bool
+    best: SetupPayload | None
+    alternatives: tuple[SetupPayload, ...]
+    notes: tuple[str, ...]
+
+
+def fit_payload(result: FitResult) -> FitPayload:
     best = result.best
-    return {"model": result.model_id, "engine": result.engine, "gpus": list(result.gpus),
-            "context": result.context, "concurrency": result.concurrency, "gpus_per_node": result.gpus_per_node,
-            "max_gpus": result.max_gpus, "max_replicas": result.max_replicas, "ranking": result.ranking,
-            "num_evaluated": result.num_evaluated, "fits": best is not None,
-            "best": None if best is None else best.as_dict(),
-            "alternatives": [c.as_dict() for c in result.candidates], "notes": list(result.notes)}
+    return FitPayload(model=result.model_id, engine=result.engine, gpus=result.gpus, context=result.context,
+                      concurrency=result.concurrency, gpus_per_node=result.gpus_per_node, max_gpus=result.max_gpus,
+                      max_replicas=result.max_replicas, ranking=result.ranking, num_evaluated=result.num_evaluated,
+                      fits=best is not None, best=None if best is None else setup_payload(best),
+                      alternatives=tuple(setup_payload(c) for c in result.candidates), notes=result.notes)
 
 
-def setup_text(c: dict[str, Any]) -> str:
+def setup_text(c: SetupPayload) -> str:
     """`2 × (tp 4 pp 1) on H100-SXM, 8 GPUs, $19.92/h`."""
-    cost = "" if c["cost_per_hour"] is None else f", ${c['cost_per_hour']:,.2f}/h"
-    return (f"{c['replicas']} × (tp {c['tp']} pp {c['pp']}) on {c['gpu']}, KV {c['kv_dtype']}: "
-            f"{c['num_gpus']:,} GPU{'s' if c['num_gpus'] > 1 else ''}{cost}")
+    cost = "" if c.cost_per_hour is None else f", ${c.cost_per_hour:,.2f}/h"
+    return (f"{c.replicas} × (tp {c.tp} pp {c.pp}) on {c.gpu}, KV {c.kv_dtype}: "
+            f"{c.num_gpus:,} GPU{'s' if c.num_gpus > 1 else ''}{cost}")
 
 
-def _row(rank: int, c: dict[str, Any], priced: bool, why: bool) -> tuple[str, ...]:
-    cells = [str(rank), c["gpu"], f"{c['num_gpus']:,}", f"{c['replicas']:,}", str(c["tp"]), str(c["pp"]),
-             c["kv_dtype"], gib(c["kv_budget_bytes_per_gpu"]), f"{c['requests_per_replica']:,.2f}",
-             f"{c['requests']:,}"]
+def _row(rank: int, c: SetupPayload, priced: bool, why: bool) -> tuple[str, ...]:
+    cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", str(c.tp), str(c.pp), c.kv_dtype,
+             gib(c.kv_budget_bytes_per_gpu), f"{c.requests_per_replica:,.2f}", f"{c.requests:,}"]
     if priced:
-        cells.append("-" if c["cost_per_hour"] is None else f"{c['cost_per_hour']:,.2f}")
-    cells.append("yes" if c["fits"] else "no")
-    return (*cells, c["reason"]) if why else tuple(cells)
+        cells.append("-" if c.cost_per_hour is None else f"{c.cost_per_hour:,.2f}")
+    cells.append("yes" if c.fits else "no")
+    return (*cells, c.reason) if why else tuple(cells)
 
 
-def fit_tables(payload: dict[str, Any]) -> list[RenderableType]:
+def fit_tables(payload: FitPayload) -> list[RenderableType]:
     from rich.text import Text
 
-    best, rows = payload["best"], payload["alternatives"]
-    title = (f"{payload['model']} ({payload['engine']}): {payload['concurrency']:,} request"
-             f"{'s' if payload['concurrency'] > 1 else ''} × {payload['context']:,} tokens -> "
+    best, rows = payload.best, payload.alternatives
+    title = (f"{payload.model} ({payload.engine}): {payload.concurrency:,} request"
+             f"{'s' if payload.concurrency > 1 else ''} × {payload.context:,} tokens -> "
              + (setup_text(best) if best else "nothing fits"))
-    priced = any(c["price_per_gpu_hour"] is not None for c in rows)
-    why = any(not c["fits"] for c in rows)
+    priced = any(c.price_per_gpu_hour is not None for c in rows)
+    why = any(not c.fits for c in rows)
     table = Table(title=title)
     for name in ("rank", "GPU", "GPUs", "replicas", "tp", "pp", "KV dtype", "KV budget/GPU", "requests/replica",
                  "requests", *(("$/hour",) if priced else ()), "serves"):
@@ -56,5 +102,5 @@ def fit_tables(payload: dict[str, Any]) -> list[RenderableType]:
         table.add_column("why not", wrap=True)
     for rank, c in enumerate(rows, 1):
         table.add_row(*_row(rank, c, priced, why))
-    shown = f"{len(rows)} of {payload['num_evaluated']:,} setups on {', '.join(payload['gpus'])} shown"
-    return [table, Text(f"ranked by {payload['ranking']}"), Text(shown)]
+    shown = f"{len(rows)} of {payload.num_evaluated:,} setups on {', '.join(payload.gpus)} shown"
+    return [table, Text(f"ranked by {payload.ranking}"), Text(shown)]

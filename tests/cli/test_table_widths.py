@@ -17,15 +17,17 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from kvplan.cli import app
+from kvplan.cli import app, common
 from kvplan.planning.request import Memory
-from kvplan.render.capacity import capacity_tables
+from kvplan.render.capacity_tables import capacity_tables
 from kvplan.render.fit import fit_tables
+from kvplan.render.payload import plain
 from kvplan.render.probe import probe_tables
 from kvplan.render.reconcile import reconcile_tables
 from kvplan.render.size import models_tables, size_tables
@@ -64,10 +66,20 @@ def whole(number: str, text: str) -> bool:
     return re.search(rf"(?<![\d,.]){re.escape(number)}(?![\d,])", text) is not None
 
 
-def cli_json(*args: str, code: int = 0) -> Any:
-    result = CliRunner().invoke(app, [*args, "--json"])
+def cli_json(*args: str, code: int = 0) -> tuple[Any, Any]:
+    """(the typed payload the command's tables are drawn from, the JSON answer it prints with --json)."""
+    seen: list[Any] = []
+
+    def spy(payload: Any) -> Any:
+        seen.append(payload)
+        return plain(payload)
+
+    with mock.patch.object(common, "plain", spy):
+        result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == code, result.stderr
-    return json.loads(result.stdout)
+    answer = json.loads(result.stdout)
+    assert len(seen) == 1 and plain(seen[0]) == answer  # the tables' payload is what the JSON says
+    return seen[0], answer
 
 
 def sweep_rows() -> tuple[Any, list[dict[str, Any]]]:
@@ -79,34 +91,34 @@ def sweep_rows() -> tuple[Any, list[dict[str, Any]]]:
 
 # id -> (tables, () -> (what the tables draw, the JSON answer), numbers the table must show)
 CASES: dict[str, tuple[Callable[[Any], list[Any]], Callable[[], tuple[Any, Any]], list[str]]] = {
-    "size": (size_tables, lambda: (p := cli_json("size", "openai/gpt-oss-20b", "--tp", "2"), p),
+    "size": (size_tables, lambda: cli_json("size", "openai/gpt-oss-20b", "--tp", "2"),
              ["bytes_per_token", "total_bytes_per_gpu", "total_bytes_all_gpus"]),
-    "size-workload": (size_and_workload_tables, lambda: (p := cli_json(
-        "size", "meta-llama/Llama-3.1-8B", "--batch", "32", "--shared-prefix", "1000", "--seq-len", "1200"), p),
+    "size-workload": (size_and_workload_tables, lambda: cli_json(
+        "size", "meta-llama/Llama-3.1-8B", "--batch", "32", "--shared-prefix", "1000", "--seq-len", "1200"),
         ["total_bytes", "workload.bytes_per_gpu", "workload.unshared_bytes_per_gpu"]),
-    "models": (models_tables, lambda: (p := cli_json("models"), p), ["0.bytes_per_token", "-1.bytes_per_token"]),
-    "capacity": (capacity_tables, lambda: (p := cli_json("capacity", "Qwen/Qwen3-8B", "--kv-budget", "20GiB",
-                                                         "--max-model-len", "40960"), p),
+    "models": (models_tables, lambda: cli_json("models"), ["0.bytes_per_token", "-1.bytes_per_token"]),
+    "capacity": (capacity_tables, lambda: cli_json("capacity", "Qwen/Qwen3-8B", "--kv-budget", "20GiB",
+                                                   "--max-model-len", "40960"),
                  ["kv_tokens", "num_blocks", "page_bytes", "weights_bytes_per_gpu"]),
-    "capacity-all": (capacity_tables, lambda: (p := cli_json("capacity", "openai/gpt-oss-120b", "--gpu", "H100",
-                                                             "--engine", "all"), p),
+    "capacity-all": (capacity_tables, lambda: cli_json("capacity", "openai/gpt-oss-120b", "--gpu", "H100",
+                                                       "--engine", "all"),
                      ["0.kv_tokens", "1.kv_tokens", "2.num_blocks", "3.kv_tokens"]),
-    "fit": (fit_tables, lambda: (p := cli_json("fit", "deepseek-ai/DeepSeek-V3", "--context", "128k",
-                                               "--concurrency", "16", "--gpu", "H100,H200", "--price",
-                                               "H100=2.49,H200=3.5"), p), ["context", "concurrency", "num_evaluated"]),
-    "compare": (compare_tables, lambda: (p := cli_json(
+    "fit": (fit_tables, lambda: cli_json("fit", "deepseek-ai/DeepSeek-V3", "--context", "128k",
+                                         "--concurrency", "16", "--gpu", "H100,H200", "--price",
+                                         "H100=2.49,H200=3.5"), ["context", "concurrency", "num_evaluated"]),
+    "compare": (compare_tables, lambda: cli_json(
         "compare", "meta-llama/Llama-3.1-70B", "Qwen/Qwen2.5-72B", "deepseek-ai/DeepSeek-V3", "--seq-len", "32k",
-        "--tp", "8", "--engine", "vllm", "--gpu", "H100"), p),
+        "--tp", "8", "--engine", "vllm", "--gpu", "H100"),
         ["0.bytes_per_token", "2.bytes_per_token_per_gpu", "0.capacity.0.kv_tokens"]),
     "sweep": (sweep_tables, sweep_rows, ["0.bytes_per_token_per_gpu", "-1.kv_tokens", "0.seq_len"]),
-    "waste": (waste_tables, lambda: (p := cli_json("waste", "meta-llama/Llama-3.1-8B", "--max-seq-len", "4096",
-                                                   "--lengths", "lognormal:800,1.0:1000"), p),
+    "waste": (waste_tables, lambda: cli_json("waste", "meta-llama/Llama-3.1-8B", "--max-seq-len", "4096",
+                                             "--lengths", "lognormal:800,1.0:1000"),
               ["allocators.0.total_bytes_per_gpu", "allocators.1.kv_tokens", "max_seq_len"]),
-    "probe": (probe_tables, lambda: (p := cli_json("probe", "--device", "cpu", "--model", "meta-llama/Llama-3.1-8B",
-                                                   "--blocks", "4", "--no-kernel-check"), p),
+    "probe": (probe_tables, lambda: cli_json("probe", "--device", "cpu", "--model", "meta-llama/Llama-3.1-8B",
+                                             "--blocks", "4", "--no-kernel-check"),
               ["results.0.predicted_bytes", "results.0.measured_bytes"]),
-    "reconcile": (reconcile_tables, lambda: (p := cli_json("reconcile", str(ROOT / LOG), "--model",
-                                                           "Qwen/Qwen2.5-72B"), p), ["checks.3.logged"]),
+    "reconcile": (reconcile_tables, lambda: cli_json("reconcile", str(ROOT / LOG), "--model",
+                                                     "Qwen/Qwen2.5-72B"), ["checks.3.logged"]),
 }
 
 

@@ -34,6 +34,7 @@ from kvplan.errors import KvplanError
 from kvplan.planning.capacity import capacity
 from kvplan.planning.weights import param_count, weight_bytes_per_gpu
 from kvplan.render.capacity import capacity_payload
+from kvplan.render.payload import plain
 from kvplan.render.size import size_payload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,12 +122,12 @@ def attempt(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return f"error: {exc}"
 
 
-def _size(m: kvplan.ModelConfig, **kwargs: Any) -> dict[str, Any]:
-    return size_payload(kvplan.kv_cache(m, **kwargs))
+def _size(m: kvplan.ModelConfig, **kwargs: Any) -> Any:
+    return plain(size_payload(kvplan.kv_cache(m, **kwargs)))
 
 
-def _capacity(m: kvplan.ModelConfig, engine: str) -> dict[str, Any]:
-    return capacity_payload(capacity(m, engine=engine, kv_budget_bytes=KV_BUDGET))
+def _capacity(m: kvplan.ModelConfig, engine: str) -> Any:
+    return plain(capacity_payload(capacity(m, engine=engine, kv_budget_bytes=KV_BUDGET)))
 
 
 def answers(raw: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import kvplan
 from kvplan.cli import app
 from kvplan.config import normalize
 from kvplan.config.hf import MAX_CONFIG_BYTES
+from kvplan.render import to_json
 from kvplan.render.explain import explain
 from kvplan.render.size import size_payload
 from kvplan.units import parse_bytes, parse_tokens
@@ -45,7 +46,7 @@ def exercise(model: kvplan.ModelConfig, **args: Any) -> kvplan.KvCacheResult | N
     try:
         result = kvplan.kv_cache(model, **args)
         values = {name: getattr(result, name) for name in RESULT_FIELDS}
-        json.dumps(size_payload(result))
+        to_json(size_payload(result))
         explain(result)
     except kvplan.KvplanError as exc:
         assert_one_line(exc)

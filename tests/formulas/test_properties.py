@@ -312,10 +312,10 @@ def test_table_rows_add_up_to_the_totals(model: kvplan.ModelConfig, data: st.Dat
     except kvplan.KvplanError:  # a dtype the heads do not fit (int4 groups, MLA with per-head scales)
         return
     payload = size_payload(result)
-    rows = payload["layer_groups"]
-    assert sum(r["num_layers"] for r in rows) == model.num_layers
-    assert sum(r["bytes_per_token"] for r in rows) == payload["bytes_per_token"]
-    assert sum(r["bytes_per_token_per_gpu"] for r in rows) == payload["bytes_per_token_per_gpu"]
+    rows = payload.layer_groups
+    assert sum(r.num_layers for r in rows) == model.num_layers
+    assert sum(r.bytes_per_token for r in rows) == payload.bytes_per_token
+    assert sum(r.bytes_per_token_per_gpu for r in rows) == payload.bytes_per_token_per_gpu
 
 
 @given(models, st.data(), seq_lens)

@@ -7,6 +7,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from typing import Any
 import pytest
 
 from kvplan.render.html import DATA_ID, report_html
-from kvplan.render.report import report_payload
+from kvplan.render.payload import plain
+from kvplan.render.report import ReportPayload, report_payload
 from kvplan.workflows.probe_file import check_probe
 from kvplan.workflows.report import report
 
@@ -43,10 +45,11 @@ CASES = {
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
-def page(request: pytest.FixtureRequest) -> tuple[dict[str, Any], str]:
+def page(request: pytest.FixtureRequest) -> tuple[Any, str]:
+    """(the payload's JSON data, the page drawn from the typed payload)."""
     model, req = CASES[request.param]
     payload = report_payload(report(model, **req))
-    return payload, report_html(payload, command=f"kvplan report {model}")
+    return plain(payload), report_html(payload, command=f"kvplan report {model}")
 
 
 class Text(HTMLParser):
@@ -104,21 +107,21 @@ def shown(value: int | float, text: str) -> bool:
     return any(re.search(rf"(?<![\d,.]){re.escape(f)}(?!\d|[.,]\d)", text) for f in forms(value))
 
 
-def test_every_number_of_the_json_answer_is_on_the_page(page: tuple[dict[str, Any], str]) -> None:
+def test_every_number_of_the_json_answer_is_on_the_page(page: tuple[Any, str]) -> None:
     payload, doc = page
     text = html.unescape(" ".join(parse(doc).parts))
     missing = [f"{path} = {value}" for path, value in numbers(payload) if not shown(value, text)]
     assert not missing, missing[:20]
 
 
-def test_the_embedded_json_is_the_answer(page: tuple[dict[str, Any], str]) -> None:
+def test_the_embedded_json_is_the_answer(page: tuple[Any, str]) -> None:
     payload, doc = page
     found = re.findall(rf'<script type="application/json" id="{DATA_ID}">(.*?)</script>', doc, re.S)
     assert len(found) == 1
     assert json.loads(found[0]) == payload
 
 
-def test_nothing_is_fetched_and_nothing_runs(page: tuple[dict[str, Any], str]) -> None:
+def test_nothing_is_fetched_and_nothing_runs(page: tuple[Any, str]) -> None:
     _, doc = page
     tags = parse(doc).tags
     references = [(t, a) for t, a in tags for k in ("src", "href", "srcset", "data", "xlink:href")
@@ -133,7 +136,7 @@ def test_nothing_is_fetched_and_nothing_runs(page: tuple[dict[str, Any], str]) -
     assert not urls and "http" not in styles, urls
 
 
-def test_the_seven_sections_and_their_charts(page: tuple[dict[str, Any], str]) -> None:
+def test_the_seven_sections_and_their_charts(page: tuple[Any, str]) -> None:
     payload, doc = page
     tags = parse(doc).tags
     ids = [a.get("id") for t, a in tags if t == "section"]
@@ -145,7 +148,7 @@ def test_the_seven_sections_and_their_charts(page: tuple[dict[str, Any], str]) -
     assert doc.count('<div class="bar">') >= len({p["engine"] for p in answered}) if answered else True
 
 
-def test_formulas_and_log_lines_are_shown(page: tuple[dict[str, Any], str]) -> None:
+def test_formulas_and_log_lines_are_shown(page: tuple[Any, str]) -> None:
     payload, doc = page
     text = html.unescape(" ".join(parse(doc).parts))
     for explained in payload["explain"]["size"]:
@@ -170,13 +173,13 @@ def test_markup_in_a_model_path_stays_text(tmp_path: Path) -> None:
 
 def test_refusals_are_warnings() -> None:
     payload = report_payload(report("deepseek-ai/DeepSeek-V3", gpu="H100", max_model_len=8192))
-    assert payload["warnings"] and all("warning" in w or "error" in w for w in payload["warnings"])
+    assert payload.warnings and all("warning" in w or "error" in w for w in payload.warnings)
     assert "KV budget" in report_html(payload)
 
 
 def test_a_refusal_the_payload_carries_reads_as_one() -> None:
     """Engine profiles that report a refusal in the payload (`refusal`, `estimated_max_model_len`) show it."""
-    payload = report_payload(report("Qwen/Qwen3-8B", kv_budget_bytes=(8 * 2**30,), engines=("vllm",)))
-    payload["capacity"][0] |= {"refusal": "one 40,960-token request needs 5.6 GiB", "estimated_max_model_len": 7264}
-    text = html.unescape(report_html(payload))
+    payload: ReportPayload = report_payload(report("Qwen/Qwen3-8B", kv_budget_bytes=(8 * 2**30,), engines=("vllm",)))
+    refused = replace(payload.capacity[0], refusal="one 40,960-token request needs 5.6 GiB", estimated_max_model_len=7264)
+    text = html.unescape(report_html(replace(payload, capacity=(refused, *payload.capacity[1:]))))
     assert "refuses: one 40,960-token request needs 5.6 GiB (longest that fits: 7,264)" in text
