@@ -194,6 +194,20 @@ def _install_h100_platform() -> None:
     platforms._current_platform = FakeH100Platform()
 
 
+def _count_devices() -> None:
+    """Releases before 0.33 count GPUs with cuda_device_count_stateless() (config/parallel.py), which
+    reads CUDA_VISIBLE_DEVICES; answer as the platform does."""
+    import importlib
+
+    for name in ("vllm.utils.torch_utils", "vllm.utils"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "_cuda_device_count_stateless"):
+            module._cuda_device_count_stateless = lambda *args: 64
+
+
 def _inspect_models_in_process() -> None:
     """vLLM inspects model classes in a fresh interpreter (to keep CUDA out of
     the parent); that interpreter would not have these fakes, so run it here."""
@@ -211,5 +225,6 @@ def install() -> None:
     _stub_torch_kernels()
     _stub_torch_cuda()
     _install_h100_platform()
+    _count_devices()
     _inspect_models_in_process()
     install.done = True  # type: ignore[attr-defined]

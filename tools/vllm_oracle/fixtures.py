@@ -74,13 +74,16 @@ def model_fixture(records_file: Path, per_model: int, embed_config: bool = False
     config: Any = f"configs/{model}/config.json"
     if embed_config:
         config = json.loads((Path(records[0]["serve_args"][0]) / "config.json").read_text())
-    return {
+    fixture: dict[str, Any] = {
         "model": model,
         "config": config,
         "layers": compact_layers(layers.get("layers") or []),
         "layers_error": (layers.get("error") or "").splitlines()[0][:MAX_ERROR_CHARS] if layers.get("error") else None,
         "records": [compact_record(r) for r in records[:per_model]],
     }
+    if records[0].get("vllm_version"):  # the release that wrote the records
+        fixture["vllm_version"] = records[0]["vllm_version"]
+    return fixture
 
 
 def main(argv: list[str] | None = None) -> int:
