@@ -21,6 +21,7 @@ H100_NAME = "NVIDIA H100 80GB HBM3"
 H100_TOTAL_MEMORY = 85_520_809_984  # 81,559 MiB, as nvidia-smi / NVML report it
 H100_CAPABILITY = (9, 0)
 H100_SMS = 132
+HOST_MEMORY = 2 * 2**40  # a DGX H100 host's 2 TiB (releases before 0.19 check swap space against it)
 
 # torch.ops namespaces the CUDA wheel registers from its compiled extensions.
 KERNEL_NAMESPACES = (
@@ -208,6 +209,22 @@ def _count_devices() -> None:
             module._cuda_device_count_stateless = lambda *args: 64
 
 
+def _host_memory() -> None:
+    """Releases before 0.19 refuse a swap space (4 GiB per GPU) above 70% of the host's memory
+    (config/cache.py `Too large swap space`); answer as an 8-GPU H100 host, not this machine."""
+    import importlib
+
+    for name in ("vllm.utils.mem_utils", "vllm.utils", "vllm.config.cache"):
+        module = sys.modules.get(name)
+        if module is None and name != "vllm.config.cache":
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+        if module is not None and hasattr(module, "get_cpu_memory"):
+            module.get_cpu_memory = lambda: HOST_MEMORY
+
+
 def _inspect_models_in_process() -> None:
     """vLLM inspects model classes in a fresh interpreter (to keep CUDA out of
     the parent); that interpreter would not have these fakes, so run it here."""
@@ -226,5 +243,6 @@ def install() -> None:
     _stub_torch_cuda()
     _install_h100_platform()
     _count_devices()
+    _host_memory()
     _inspect_models_in_process()
     install.done = True  # type: ignore[attr-defined]

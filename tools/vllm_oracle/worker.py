@@ -173,8 +173,8 @@ def build_stage(engine_config: Any, pp_rank: int) -> StageResult:
         workspace(torch.device("meta"))  # gpu_worker.py does this (0.13 on)
     with fake_parallel_state(tp, pp, pp_rank), compat.require("set_current_vllm_config")(config):
         _build_model(config)
-        if hasattr(current_platform, "update_block_size_for_backend"):  # 0.18 on
-            current_platform.update_block_size_for_backend(config)
+        if callable(getattr(type(current_platform), "update_block_size_for_backend", None)):
+            current_platform.update_block_size_for_backend(config)  # 0.18 on
         specs = kv_cache_specs(config)
         backends = attention_backends(config)
     layouts_of = compat.symbol("get_supported_kv_cache_layouts")
