@@ -34,6 +34,18 @@ FIXTURES: dict[str, dict[str, dict[str, Any]]] = {
     for folder in sorted(ROOT.iterdir()) if folder.is_dir()
 } if ROOT.is_dir() else {}
 MAX_FIXTURE_BYTES = 8 * 2**20  # all releases together
+# (release, model) where kvplan's row answers otherwise than the release's code, with the rule it lacks.
+# Strict: when kvplan learns the rule the test passes, and the entry must go.
+KNOWN_DIFFERENCES = {
+    ("0.11", "deepseek-ai/DeepSeek-V2-Lite"):
+        "vLLM 0.11 forces block size 64 for FlashMLA on Hopper whatever --block-size says "
+        "(platforms/cuda.py:161-167, 'Forcing kv cache block size to 64 for FlashMLA backend.'); "
+        "kvplan's 0.11 row plans MLA with 16-token blocks",
+    ("0.11", "tiiuae/falcon-mamba-7b"):
+        "a pure Mamba model: 0.11 logs num_blocks // groups x the smallest group block, the Mamba block "
+        "= max_model_len (v1/core/kv_cache_utils.py:1079-1087); kvplan's legacy token log takes the "
+        "smallest non-Mamba block and raises ValueError when there is none",
+}
 
 
 def _engine(release: str) -> str:
@@ -62,6 +74,8 @@ def _mismatch(engine: str, model_id: str, r: dict[str, Any]) -> str | None:
         p = _plan(engine, model_id, r)
     except KvplanError as exc:
         return None if r.get("error") and r.get("error_stage") != "planning" else f"kvplan refused: {exc}"
+    except Exception as exc:  # a crash is a difference like any other
+        return f"kvplan raised {type(exc).__name__}: {exc}"
     if r.get("error_stage") == "planning":  # one max-length request does not fit
         expected = r["error"].split(": ", 1)[-1]
         if p.refusal is None:
@@ -100,9 +114,11 @@ CASES = [pytest.param(release, model_id, id=f"{release}-{model_id.split('/')[-1]
 
 
 @pytest.mark.parametrize(("release", "model_id"), CASES)
-def test_release_records(release: str, model_id: str) -> None:
+def test_release_records(release: str, model_id: str, request: pytest.FixtureRequest) -> None:
     """Every record of the model for this release: kvplan's `vllm@X` answers as vLLM X did."""
     engine = _engine(release)
+    if (release, model_id) in KNOWN_DIFFERENCES:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_DIFFERENCES[release, model_id], strict=True))
     if not base._sized(model_id):
         pytest.skip(f"{model_id} has no kvplan weight traits")
     records = [r for r in FIXTURES[release][model_id]["records"] if not _skipped(model_id, r)]
@@ -121,10 +137,44 @@ def test_release_layers(release: str, model_id: str) -> None:
     if not base._sized(model_id):
         pytest.skip(f"{model_id} has no kvplan weight traits")
     layout = kvplan.build_layout(base._model(model_id))
-    layers = FIXTURES[release][model_id]["layers"]
+    layers = [_as_newer(layer) for layer in FIXTURES[release][model_id]["layers"]]
     vllm = Counter(base._vllm_layer(layer) for layer in layers for _ in range(layer["count"]))
-    ours = Counter(base._kvplan_layer(p, layout) for spec in layout.specs for p in parts(spec))
+    states = [layer for layer in layers if layer["type"] == "MambaSpec"]
+    state_bytes = all(layer["real_page_size_bytes"] for layer in states)
+    old_types = any(layer["mamba_type"] in OLD_MAMBA_TYPES.values() for layer in states)
+    ours = Counter(_as_older(base._kvplan_layer(p, layout), state_bytes, old_types)
+                   for spec in layout.specs for p in parts(spec))
     assert ours == vllm
+
+
+def _as_newer(layer: dict[str, Any]) -> dict[str, Any]:
+    """A spec of an older release in the newer fields: one head size for K and V (head_size_v came later),
+    and no unpadded state size where the MambaSpec has none (real_page_size_bytes came later)."""
+    layer = dict(layer)
+    if layer.get("head_size") is not None:
+        layer.setdefault("head_size_v", layer["head_size"])
+    if layer["type"] == "MambaSpec":
+        layer.setdefault("real_page_size_bytes", None)
+    return layer
+
+
+# MambaSpec.mamba_type was a string before it was an enum (0.11: "mamba1", "mamba2", "short_conv", and
+# "linear_attention" for both gated DeltaNet and lightning attention).
+OLD_MAMBA_TYPES = {"MAMBA1": "mamba1", "MAMBA2": "mamba2", "SHORT_CONV": "short_conv",
+                   "GDN_ATTN": "linear_attention", "LINEAR": "linear_attention"}
+
+
+def _as_older(key: tuple[Any, ...], state_bytes: bool, old_types: bool) -> tuple[Any, ...]:
+    """kvplan's layer key in an older release's terms: no state bytes where its spec has none, and the
+    state's type by its string name."""
+    if key[0] != "mamba":
+        return key
+    kind = OLD_MAMBA_TYPES.get(key[1], key[1]) if old_types else key[1]
+    return (key[0], kind, key[2] if state_bytes else None, *key[3:])
+
+
+def test_known_differences_are_fixtures() -> None:
+    assert all(model_id in FIXTURES.get(release, {}) for release, model_id in KNOWN_DIFFERENCES)
 
 
 def test_release_fixtures_are_compact() -> None:

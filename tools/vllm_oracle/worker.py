@@ -156,6 +156,13 @@ def attention_backends(config: Any) -> list[Any]:
     return found
 
 
+def _backend_name(backend: Any) -> str:
+    try:
+        return str(backend.get_name())
+    except NotImplementedError:  # 0.11's Mamba backends name no backend; the class does
+        return str(backend.__name__)
+
+
 def _build_model(config: Any) -> None:
     initialize = compat.require("initialize_model")
     with compat.require("set_default_torch_dtype")(config.model_config.dtype), MetaDeviceMode():
@@ -179,6 +186,6 @@ def build_stage(engine_config: Any, pp_rank: int) -> StageResult:
         backends = attention_backends(config)
     layouts_of = compat.symbol("get_supported_kv_cache_layouts")
     layouts = [layout.name for layout in layouts_of(backends)] if layouts_of is not None else []
-    names = list(dict.fromkeys(b.get_name() for b in backends))
+    names = list(dict.fromkeys(_backend_name(b) for b in backends))
     return StageResult(pp_rank, specs, names, layouts,
                        settings_dict(config))
