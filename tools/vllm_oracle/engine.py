@@ -113,14 +113,16 @@ def stage_from_config(config: Any, stage: StageResult, worker_config: Any,
     """Before 0.33: a worker's bytes per block id read off the KV cache config the release planned
     (its tensors hold num_blocks blocks), and the bytes one max-length request reserves by the
     release's own function where it has one (0.12 on)."""
-    tensors = getattr(worker_config, "kv_cache_tensors", None) or []
+    # (bytes, layers) of each tensor: kv_cache_tensors from 0.9.2, one tensor per layer before
+    tensors = [(t.size, list(t.shared_by)) for t in getattr(worker_config, "kv_cache_tensors", None) or []] or \
+        [(t.size, [name]) for name, t in (getattr(worker_config, "tensors", None) or {}).items()]
     num_blocks = worker_config.num_blocks
     per_block = None
     if tensors and num_blocks:
         # before 0.19 the tensors keep the worker's own block count after the min over workers
-        allocated = tensors[0].size // _page_of(worker_config, tensors[0].shared_by[0]) \
-            if tensors[0].shared_by else num_blocks
-        per_block = sum(t.size for t in tensors) // allocated
+        size, layers = tensors[0]
+        allocated = size // _page_of(worker_config, layers[0]) if layers else num_blocks
+        per_block = sum(size for size, _ in tensors) // allocated
     needed = None
     usage = compat.symbol("_max_memory_usage_bytes_from_groups")
     if usage is not None and worker_config.kv_cache_groups:
