@@ -65,6 +65,9 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
 # Inline steps of EngineCore._initialize_kv_caches, by the first release that has each
 # (v1/engine/core.py of that release).
 CORE_STEPS: dict[str, tuple[int, ...]] = {
+    # one budget per worker (0.8.5 v1/engine/core.py:120-161); 0.8.0 plans every worker with the
+    # smallest budget, one int (v1/executor/abstract.py:65-70)
+    "budget_per_worker": (0, 8, 5),
     # core.py sets cache_config.block_size = min(group block sizes) and calls validate_block_size
     # (0.18.0 core.py:271-277)
     "block_size_from_groups": (0, 18),

@@ -151,7 +151,7 @@ def _worker_configs(config: Any, specs: list[dict[str, Any]], groups: list[Any] 
                     available: int) -> list[Any]:
     """The release's planning function: get_kv_cache_configs (0.8.0, 0.11 on; with the global
     groups in 0.33), or get_kv_cache_config per worker then unify_kv_cache_configs (0.8.5-0.10)."""
-    budgets = [available] * len(specs)
+    budgets: Any = [available] * len(specs) if compat.has_step("budget_per_worker") else available
     if (plan_all := compat.symbol("get_kv_cache_configs")) is not None:
         if groups is not None:
             return list(plan_all(config, specs, budgets, groups))
