@@ -59,6 +59,7 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
     "_max_memory_usage_bytes_from_groups": ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils"),
     "_project_kv_cache_groups_to_worker": ("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils"),
     "_pool_bytes_per_block_from_builder": ("vllm.v1.core.kv_cache_planning",),  # 0.33
+    "_pool_bytes_per_block": ("vllm.v1.core.kv_cache_utils",),  # 0.21-0.32
     "get_kv_cache_config_builder": ("vllm.v1.core.kv_cache_config_builder",),  # 0.33
 }
 

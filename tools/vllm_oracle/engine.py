@@ -9,6 +9,7 @@ exist and which inline steps run is compat.py's data.
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import re
 from dataclasses import dataclass
@@ -110,19 +111,17 @@ def stage_budget(config: Any, groups: list[Any] | None,
 
 def stage_from_config(config: Any, stage: StageResult, worker_config: Any,
                       available: int) -> dict[str, Any]:
-    """Before 0.33: a worker's bytes per block id read off the KV cache config the release planned
-    (its tensors hold num_blocks blocks), and the bytes one max-length request reserves by the
-    release's own function where it has one (0.12 on)."""
-    # (bytes, layers) of each tensor: kv_cache_tensors from 0.9.2, one tensor per layer before
-    tensors = [(t.size, list(t.shared_by)) for t in getattr(worker_config, "kv_cache_tensors", None) or []] or \
-        [(t.size, [name]) for name, t in (getattr(worker_config, "tensors", None) or {}).items()]
+    """Before 0.33: a worker's bytes per block id (the release's `_pool_bytes_per_block` from 0.21,
+    else read off the tensors of the KV cache config it planned), and the bytes one max-length
+    request reserves by the release's own function where it has one (0.12 on)."""
     num_blocks = worker_config.num_blocks
-    per_block = None
-    if tensors and num_blocks:
-        # before 0.19 the tensors keep the worker's own block count after the min over workers
-        size, layers = tensors[0]
-        allocated = size // _page_of(worker_config, layers[0]) if layers else num_blocks
-        per_block = sum(size for size, _ in tensors) // allocated
+    pool = compat.symbol("_pool_bytes_per_block")
+    if pool is not None and worker_config.kv_cache_groups:  # 0.21-0.32: the release's own divisor
+        params = len(inspect.signature(pool).parameters)
+        groups = worker_config.kv_cache_groups
+        per_block = pool(config, groups) if params == 2 else pool(groups)
+    else:
+        per_block = _bytes_per_block_of_tensors(worker_config)
     needed = None
     usage = compat.symbol("_max_memory_usage_bytes_from_groups")
     if usage is not None and worker_config.kv_cache_groups:
@@ -134,6 +133,19 @@ def stage_from_config(config: Any, stage: StageResult, worker_config: Any,
         "check_available_bytes": available,
         "num_blocks": num_blocks,
     }
+
+
+def _bytes_per_block_of_tensors(worker_config: Any) -> int | None:
+    """The tensors' bytes over the blocks they were sized for (before 0.19 a worker's tensors keep
+    their own block count after the min over workers)."""
+    # (bytes, layers) of each tensor: kv_cache_tensors from 0.9.2, one tensor per layer before
+    tensors = [(t.size, list(t.shared_by)) for t in getattr(worker_config, "kv_cache_tensors", None) or []] or \
+        [(t.size, [name]) for name, t in (getattr(worker_config, "tensors", None) or {}).items()]
+    if not tensors or not worker_config.num_blocks:
+        return None
+    size, layers = tensors[0]
+    allocated = size // _page_of(worker_config, layers[0]) if layers else worker_config.num_blocks
+    return sum(size for size, _ in tensors) // allocated
 
 
 def _page_of(worker_config: Any, layer: str) -> int:

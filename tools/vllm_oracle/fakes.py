@@ -154,6 +154,7 @@ def _stub_torch_cuda() -> None:
     torch.cuda.get_device_capability = lambda device=0: H100_CAPABILITY
     torch.cuda.get_device_name = lambda device=0: H100_NAME
     torch.cuda.empty_cache = lambda: None
+    torch.cuda.graph_pool_handle = lambda: None  # 0.10's compile backend takes a pool at model build
     torch.accelerator.empty_cache = lambda: None  # type: ignore[assignment]
 
 
