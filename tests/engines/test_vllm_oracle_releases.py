@@ -45,6 +45,28 @@ KNOWN_DIFFERENCES = {
         "a pure Mamba model: 0.11 logs num_blocks // groups x the smallest group block, the Mamba block "
         "= max_model_len (v1/core/kv_cache_utils.py:1079-1087); kvplan's legacy token log takes the "
         "smallest non-Mamba block and raises ValueError when there is none",
+    # vLLM 0.10.1.1 (the last 0.10 release before 0.10.2)
+    ("0.10", "deepseek-ai/DeepSeek-V2-Lite"):
+        "0.10 forces 64-token FlashMLA blocks on Hopper (platforms/cuda.py) and refuses an fp8 KV cache with "
+        "FlashMLA ('FlashMLA V1 with FP8 KV cache not yet supported', v1/attention/backends/mla/flashmla.py:170); "
+        "kvplan plans 16-token blocks and fp8",
+    ("0.10", "Qwen/Qwen3-Next-80B-A3B-Thinking"):
+        "0.10.1.1 does not know qwen3_next (transformers 4.55, engine/arg_utils.py:904 refuses the config); "
+        "kvplan plans it",
+    ("0.10", "google/gemma-2-9b-it"):
+        "pp 2 with sliding and full layers: 0.10 groups each stage by itself and unify_kv_cache_configs asserts "
+        "the stages' groups are equal (v1/core/kv_cache_utils.py:1144); kvplan plans",
+    ("0.10", "google/gemma-3-4b-it"):
+        "pp 2: 0.10 groups each stage by itself and logs stage 0's line before the min over stages; kvplan's "
+        "tokens and concurrency differ",
+    ("0.10", "ibm-granite/granite-4.0-tiny-preview"):
+        "0.10 refuses GraniteMoeHybrid with prefix caching, which is on by default "
+        "(model_executor/models/granitemoehybrid.py:595); kvplan plans",
+    ("0.10", "openai/gpt-oss-20b"):
+        "0.10's GptOss model does not implement SupportsPP: pp > 1 is refused; kvplan plans",
+    ("0.10", "tiiuae/falcon-mamba-7b"):
+        "0.10 asserts 'Mamba does not support prefix caching' (model_executor/models/mamba.py:200), on by default; "
+        "kvplan's legacy token log raises ValueError",
 }
 
 
@@ -148,9 +170,12 @@ def test_release_layers(release: str, model_id: str) -> None:
 
 
 def _as_newer(layer: dict[str, Any]) -> dict[str, Any]:
-    """A spec of an older release in the newer fields: one head size for K and V (head_size_v came later),
-    and no unpadded state size where the MambaSpec has none (real_page_size_bytes came later)."""
+    """A spec of an older release in the newer fields: MLA by its own spec type, one head size for K and V
+    (head_size_v came later), and no unpadded state size where the MambaSpec has none (real_page_size_bytes
+    came later)."""
     layer = dict(layer)
+    if layer.pop("use_mla", False):  # before 0.11: a FullAttentionSpec flagged use_mla
+        layer["type"] = "MLAAttentionSpec"
     if layer.get("head_size") is not None:
         layer.setdefault("head_size_v", layer["head_size"])
     if layer["type"] == "MambaSpec":
