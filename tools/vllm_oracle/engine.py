@@ -34,6 +34,9 @@ def serve_argv(model_dir: str, tp: int, pp: int, kv_cache_dtype: str,
 def create_engine_config(argv: list[str]) -> Any:
     """As entrypoints/cli/serve.py does for `vllm serve ARGV` (0.33.0: lines 56-57, 307-313)."""
     parser = compat.require("make_arg_parser")(compat.require("FlexibleArgumentParser")())
+    if not any(action.dest == "model_tag" for action in parser._actions):
+        # before 0.10 the positional model_tag is the serve subcommand's (entrypoints/cli/serve.py)
+        argv = ["--model", *argv]
     args = parser.parse_args(argv)
     if getattr(args, "model_tag", None) is not None:
         args.model = args.model_tag
