@@ -21,6 +21,7 @@ H100_NAME = "NVIDIA H100 80GB HBM3"
 H100_TOTAL_MEMORY = 85_520_809_984  # 81,559 MiB, as nvidia-smi / NVML report it
 H100_CAPABILITY = (9, 0)
 H100_SMS = 132
+HOST_MEMORY = 2 * 2**40  # a DGX H100 host's 2 TiB (releases before 0.19 check swap space against it)
 
 # torch.ops namespaces the CUDA wheel registers from its compiled extensions.
 KERNEL_NAMESPACES = (
@@ -153,6 +154,7 @@ def _stub_torch_cuda() -> None:
     torch.cuda.get_device_capability = lambda device=0: H100_CAPABILITY
     torch.cuda.get_device_name = lambda device=0: H100_NAME
     torch.cuda.empty_cache = lambda: None
+    torch.cuda.graph_pool_handle = lambda: None  # 0.10's compile backend takes a pool at model build
     torch.accelerator.empty_cache = lambda: None  # type: ignore[assignment]
 
 
@@ -194,6 +196,36 @@ def _install_h100_platform() -> None:
     platforms._current_platform = FakeH100Platform()
 
 
+def _count_devices() -> None:
+    """Releases before 0.33 count GPUs with cuda_device_count_stateless() (config/parallel.py), which
+    reads CUDA_VISIBLE_DEVICES; answer as the platform does."""
+    import importlib
+
+    for name in ("vllm.utils.torch_utils", "vllm.utils"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "_cuda_device_count_stateless"):
+            module._cuda_device_count_stateless = lambda *args: 64
+
+
+def _host_memory() -> None:
+    """Releases before 0.19 refuse a swap space (4 GiB per GPU) above 70% of the host's memory
+    (config/cache.py `Too large swap space`); answer as an 8-GPU H100 host, not this machine."""
+    import importlib
+
+    for name in ("vllm.utils.mem_utils", "vllm.utils", "vllm.config.cache"):
+        module = sys.modules.get(name)
+        if module is None and name != "vllm.config.cache":
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+        if module is not None and hasattr(module, "get_cpu_memory"):
+            module.get_cpu_memory = lambda: HOST_MEMORY
+
+
 def _inspect_models_in_process() -> None:
     """vLLM inspects model classes in a fresh interpreter (to keep CUDA out of
     the parent); that interpreter would not have these fakes, so run it here."""
@@ -211,5 +243,7 @@ def install() -> None:
     _stub_torch_kernels()
     _stub_torch_cuda()
     _install_h100_platform()
+    _count_devices()
+    _host_memory()
     _inspect_models_in_process()
     install.done = True  # type: ignore[attr-defined]

@@ -25,7 +25,8 @@ from typing import Any
 
 LAYER_KEYS = ("type", "num_kv_heads", "head_size", "head_size_v", "sliding_window", "attention_chunk_size", "dtype",
               "page_size_bytes_per_token", "cache_dtype_str", "cache_role", "mamba_type", "shapes", "dtypes",
-              "real_page_size_bytes", "num_prefill_checkpoint_blocks")
+              "real_page_size_bytes", "num_prefill_checkpoint_blocks",
+              "use_mla")  # before 0.11 an MLA layer is a FullAttentionSpec with use_mla
 RECORD_KEYS = ("tp", "pp", "kv_cache_dtype", "block_size", "max_model_len", "available_bytes", "final_block_size",
                "num_blocks", "kv_tokens", "max_concurrency", "max_concurrency_log", "page_size_bytes_total_per_block",
                "max_memory_usage_bytes_per_request", "max_num_batched_tokens", "attention_backends", "error_stage",
@@ -74,13 +75,16 @@ def model_fixture(records_file: Path, per_model: int, embed_config: bool = False
     config: Any = f"configs/{model}/config.json"
     if embed_config:
         config = json.loads((Path(records[0]["serve_args"][0]) / "config.json").read_text())
-    return {
+    fixture: dict[str, Any] = {
         "model": model,
         "config": config,
         "layers": compact_layers(layers.get("layers") or []),
         "layers_error": (layers.get("error") or "").splitlines()[0][:MAX_ERROR_CHARS] if layers.get("error") else None,
         "records": [compact_record(r) for r in records[:per_model]],
     }
+    if records[0].get("vllm_version"):  # the release that wrote the records
+        fixture["vllm_version"] = records[0]["vllm_version"]
+    return fixture
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,7 @@ warms the parent's imports before forking) and the per-layer spec file."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from . import engine, records
@@ -20,8 +21,11 @@ def model_max_len(model_dir: str) -> tuple[int | None, str | None]:
     try:
         config = engine.create_engine_config(
             engine.serve_argv(model_dir, 1, 1, "auto", None, None))
-        ModelRegistry.resolve_model_cls(config.model_config.architectures,
-                                        config.model_config)
+        resolve = ModelRegistry.resolve_model_cls
+        if len(inspect.signature(resolve).parameters) >= 2:  # the model config joined in 0.10
+            resolve(config.model_config.architectures, config.model_config)
+        else:
+            resolve(config.model_config.architectures)
     except Exception as exc:
         return None, error_text(exc)
     return config.model_config.max_model_len, None

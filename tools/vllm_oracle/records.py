@@ -11,9 +11,8 @@ import enum
 from typing import Any
 
 import torch
-from vllm.config import VllmConfig
-from vllm.utils.math_utils import cdiv
-from vllm.v1.kv_cache_interface import KVCacheGroupSpec, KVCacheSpec
+
+from . import compat
 
 SAMPLE_SPEC_KEYS = ("block_size", "num_kv_heads", "head_size", "head_size_v",
                     "sliding_window", "dtype", "page_size_bytes")
@@ -36,7 +35,7 @@ def jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def spec_dict(spec: KVCacheSpec) -> dict[str, Any]:
+def spec_dict(spec: Any) -> dict[str, Any]:
     """Sample keys first (None where a spec type lacks one), then every field."""
     out: dict[str, Any] = {"type": type(spec).__name__}
     for key in SAMPLE_SPEC_KEYS:
@@ -53,7 +52,7 @@ def spec_dict(spec: KVCacheSpec) -> dict[str, Any]:
     return out
 
 
-def count_specs(specs: dict[str, KVCacheSpec]) -> list[dict[str, Any]]:
+def count_specs(specs: dict[str, Any]) -> list[dict[str, Any]]:
     """Distinct specs in first-layer order, each with its layer count."""
     counted: list[dict[str, Any]] = []
     for layer_spec in specs.values():
@@ -67,8 +66,7 @@ def count_specs(specs: dict[str, KVCacheSpec]) -> list[dict[str, Any]]:
     return counted
 
 
-def group_dict(config: VllmConfig, worker_group: KVCacheGroupSpec,
-               scheduler_group: KVCacheGroupSpec) -> dict[str, Any]:
+def group_dict(config: Any, worker_group: Any, scheduler_group: Any) -> dict[str, Any]:
     """A KV cache group as the scheduler sees it (one representative layer)."""
     spec = scheduler_group.kv_cache_spec
     max_bytes = spec.max_memory_usage_bytes(config)
@@ -80,30 +78,37 @@ def group_dict(config: VllmConfig, worker_group: KVCacheGroupSpec,
         "page_size_bytes": spec.page_size_bytes,
         "sliding_window": getattr(spec, "sliding_window", None),
         "max_memory_usage_bytes": max_bytes,
-        "blocks_per_request": cdiv(max_bytes, spec.page_size_bytes),
+        "blocks_per_request": compat.require("cdiv")(max_bytes, spec.page_size_bytes),
         "group_page_size_bytes": worker_group.kv_cache_spec.page_size_bytes,
         "attention_chunk_size": getattr(spec, "attention_chunk_size", None),
         "layer_names": list(worker_group.layer_names),
     }
 
 
-def settings_dict(config: VllmConfig) -> dict[str, Any]:
+# Settings read as `object.attribute`; a release without one records null.
+SETTINGS = {
+    "max_num_seqs": "scheduler.max_num_seqs", "async_scheduling": "scheduler.async_scheduling",
+    "max_in_flight_tokens": "config.max_in_flight_tokens", "use_v2_model_runner": "config.use_v2_model_runner",
+    "enable_prefix_caching": "cache.enable_prefix_caching",
+    "enable_chunked_prefill": "scheduler.enable_chunked_prefill",
+    "disable_hybrid_kv_cache_manager": "scheduler.disable_hybrid_kv_cache_manager",
+    "kv_cache_layout": "cache.kv_cache_layout", "is_hybrid": "model.is_hybrid",
+    "mamba_cache_mode": "cache.mamba_cache_mode", "mamba_cache_dtype": "cache.mamba_cache_dtype",
+    "mamba_ssm_cache_dtype": "cache.mamba_ssm_cache_dtype", "mamba_block_size": "cache.mamba_block_size",
+    "mamba_page_size_padded": "cache.mamba_page_size_padded",
+}
+
+
+def settings_dict(config: Any) -> dict[str, Any]:
     """The vLLM settings that decide KV sizing, after the engine resolved them."""
-    cache, sched = config.cache_config, config.scheduler_config
-    return {
-        "model_dtype": jsonable(config.model_config.dtype),
-        "max_num_seqs": sched.max_num_seqs,
-        "async_scheduling": sched.async_scheduling,
-        "max_in_flight_tokens": config.max_in_flight_tokens,
-        "use_v2_model_runner": config.use_v2_model_runner,
-        "enable_prefix_caching": cache.enable_prefix_caching,
-        "enable_chunked_prefill": sched.enable_chunked_prefill,
-        "disable_hybrid_kv_cache_manager": sched.disable_hybrid_kv_cache_manager,
-        "kv_cache_layout": cache.kv_cache_layout,
-        "is_hybrid": config.model_config.is_hybrid,
-        "mamba_cache_mode": cache.mamba_cache_mode,
-        "mamba_cache_dtype": cache.mamba_cache_dtype,
-        "mamba_ssm_cache_dtype": cache.mamba_ssm_cache_dtype,
-        "mamba_block_size": cache.mamba_block_size,
-        "mamba_page_size_padded": cache.mamba_page_size_padded,
-    }
+    owners = {"config": config, "cache": config.cache_config, "scheduler": config.scheduler_config,
+              "model": config.model_config}
+    out: dict[str, Any] = {"model_dtype": jsonable(config.model_config.dtype)}
+    for key, path in SETTINGS.items():
+        owner, attr = path.split(".")
+        try:
+            value = getattr(owners[owner], attr, None)
+        except Exception:  # a property that a release computes from missing state
+            value = None
+        out[key] = jsonable(value)
+    return out

@@ -10,9 +10,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm.config import VllmConfig
-
-from . import engine, records
+from . import compat, engine, records
 from .worker import StageResult, build_stage
 
 KV_LOG_PREFIX = "GPU KV cache size:"
@@ -57,6 +55,7 @@ def base_record(point: BuildPoint) -> dict[str, Any]:
         "max_model_len_requested": point.max_model_len, "error_stage": None,
         "error_message": None, "error_where": None, "stages": None,
         "settings": None, "worker_settings": None, "vllm_log": [],
+        "vllm_version": compat.installed(),
         "serve_args": engine.serve_argv(point.model_dir, point.tp, point.pp,
                                         point.kv_cache_dtype, point.block_size,
                                         point.max_model_len),
@@ -97,7 +96,7 @@ def kept_log(capture: engine.LogCapture) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def build_fields(config: VllmConfig, stages: list[StageResult]) -> dict[str, Any]:
+def build_fields(config: Any, stages: list[StageResult]) -> dict[str, Any]:
     """What a successful build contributes to every budget's record."""
     backends = [name for stage in stages for name in stage.backends]
     return {
@@ -109,7 +108,7 @@ def build_fields(config: VllmConfig, stages: list[StageResult]) -> dict[str, Any
     }
 
 
-def copy_for_planning(config: VllmConfig) -> VllmConfig:
+def copy_for_planning(config: Any) -> Any:
     """The engine core's config, fresh for each budget (planning mutates it);
     the layer objects in the forward context are not needed for planning."""
     compilation = config.compilation_config
@@ -121,24 +120,39 @@ def copy_for_planning(config: VllmConfig) -> VllmConfig:
         compilation.static_forward_context = layers
 
 
-def plan_fields(config: VllmConfig, stages: list[StageResult], available: int,
+def plan_fields(config: Any, stages: list[StageResult], available: int,
                 capture: engine.LogCapture) -> dict[str, Any]:
     """Plan with `available` bytes per worker; vLLM's numbers, or its refusal."""
     config = copy_for_planning(config)
     out: dict[str, Any] = {"available_bytes": available}
     try:
         groups = engine.prepare_groups(config, stages)
-        out["stages"] = [engine.stage_budget(config, groups, s, available) for s in stages]
-        for stage, info in zip(stages, out["stages"], strict=True):
-            info["specs"] = records.count_specs(stage.specs)
-        plan = engine.plan(config, groups, stages, available)
+        budgets = [engine.stage_budget(config, groups, s, available) for s in stages]
+        out["stages"] = budgets if all(b is not None for b in budgets) else None
+        plan = engine.plan(config, groups, stages, available, capture)
     except Exception as exc:  # vLLM's refusal, recorded verbatim
+        if out.get("stages"):
+            _add_stage_specs(out["stages"], stages)
         return {**out, **error_fields(exc, "planning"),
                 "settings": records.settings_dict(config)}
+    if out["stages"] is None:
+        out["stages"] = [engine.stage_from_config(config, s, c, available)
+                         for s, c in zip(stages, plan.configs, strict=True)]
+    _add_stage_specs(out["stages"], stages)
     return {**out, **plan_result_fields(config, plan, out["stages"], capture)}
 
 
-def plan_result_fields(config: VllmConfig, plan: engine.Plan,
+def _add_stage_specs(infos: list[dict[str, Any]], stages: list[StageResult]) -> None:
+    for stage, info in zip(stages, infos, strict=True):
+        info["specs"] = records.count_specs(stage.specs)
+
+
+def _max_of(stages: list[dict[str, Any]], key: str) -> int | None:
+    values = [s[key] for s in stages if s[key] is not None]
+    return max(values) if values else None
+
+
+def plan_result_fields(config: Any, plan: engine.Plan,
                        stages: list[dict[str, Any]],
                        capture: engine.LogCapture) -> dict[str, Any]:
     worker_groups = plan.configs[0].kv_cache_groups
@@ -146,12 +160,10 @@ def plan_result_fields(config: VllmConfig, plan: engine.Plan,
         "final_block_size": plan.final_block_size,
         "num_blocks": plan.num_blocks, "kv_tokens": plan.kv_tokens,
         "max_concurrency": plan.max_concurrency,
-        "max_concurrency_log": f"{plan.max_concurrency:.2f}x",
+        "max_concurrency_log": plan.max_concurrency_log,
         "log_line": capture.find(KV_LOG_PREFIX),
-        "page_size_bytes_total_per_block":
-            max(s["page_size_bytes_total_per_block"] for s in stages),
-        "max_memory_usage_bytes_per_request":
-            max(s["max_memory_usage_bytes_per_request"] for s in stages),
+        "page_size_bytes_total_per_block": _max_of(stages, "page_size_bytes_total_per_block"),
+        "max_memory_usage_bytes_per_request": _max_of(stages, "max_memory_usage_bytes_per_request"),
         "kv_cache_groups": [
             records.group_dict(config, worker, scheduler)
             for worker, scheduler in zip(worker_groups, plan.scheduler.kv_cache_groups, strict=False)

@@ -1,7 +1,7 @@
 """The worker side: build the model of one pipeline stage on the meta device,
 as TP rank 0 of that stage, and collect its per-layer KV cache specs.
 
-Mirrors, for one rank, vLLM 0.33.0's
+Mirrors, for one rank, the installed release's worker start-up; in vLLM 0.33.0:
   v1/executor/multiproc_executor.py:780-802 (init_device, load_model,
   update_block_size_for_backend) and
   v1/worker/gpu/attn_utils.py:138 get_kv_cache_spec (model runner V2; the V1
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,17 +21,10 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
-from vllm.config import VllmConfig, set_current_vllm_config
 from vllm.distributed import parallel_state
-from vllm.distributed.kv_transfer.kv_connector.utils import get_current_attn_backends
-from vllm.model_executor.model_loader.utils import initialize_model
 from vllm.platforms import current_platform
-from vllm.utils.torch_utils import set_default_torch_dtype
-from vllm.v1.attention.backends.utils import get_supported_kv_cache_layouts
-from vllm.v1.kv_cache_interface import KVCacheSpec
-from vllm.v1.worker.gpu.attn_utils import get_kv_cache_spec
-from vllm.v1.worker.workspace import init_workspace_manager
 
+from . import compat
 from .records import settings_dict
 
 # Tensors made from Python values stay on the CPU, so that a constructor can
@@ -100,7 +94,7 @@ def fake_parallel_state(tp: int, pp: int, pp_rank: int) -> Iterator[None]:
         _EP=_fake_group(tp_ranks, rank, "ep"),
     )
     groups.update(_ETP=groups["_TP"], _INNER_DP_WORLD=groups["_WORLD"], _NODE_COUNT=1)
-    saved = {name: getattr(parallel_state, name) for name in groups}
+    saved = {name: getattr(parallel_state, name, None) for name in groups}
     for name, value in groups.items():
         setattr(parallel_state, name, value)
     try:
@@ -113,27 +107,85 @@ def fake_parallel_state(tp: int, pp: int, pp_rank: int) -> Iterator[None]:
 @dataclass
 class StageResult:
     pp_rank: int
-    specs: dict[str, KVCacheSpec]
+    specs: dict[str, Any]
     backends: list[str]
     layouts: list[str]
     settings: dict[str, Any]  # the worker's config after its block-size update
 
 
-def build_stage(engine_config: VllmConfig, pp_rank: int) -> StageResult:
+def _runner_view(config: Any) -> Any:
+    """The attributes GPUModelRunner.get_kv_cache_spec reads (model runner V1), set as the
+    release's GPUModelRunner.__init__ sets them; the runner itself allocates device buffers."""
+    model_config, cache_config = config.model_config, config.cache_config
+    dtype = model_config.dtype
+    if cache_config.cache_dtype == "auto":
+        kv_cache_dtype = dtype
+    else:
+        kv_cache_dtype = compat.require("STR_DTYPE_TO_TORCH_DTYPE")[cache_config.cache_dtype]
+    return types.SimpleNamespace(
+        vllm_config=config, model_config=model_config, cache_config=cache_config,
+        scheduler_config=config.scheduler_config, parallel_config=config.parallel_config,
+        speculative_config=config.speculative_config, dtype=dtype, kv_cache_dtype=kv_cache_dtype,
+        attention_chunk_size=getattr(model_config, "attention_chunk_size", None),
+        shared_kv_cache_layers={}, runner_only_attn_layers=set(), kv_sharing_fast_prefill_eligible_layers=set(),
+    )
+
+
+def kv_cache_specs(config: Any) -> dict[str, Any]:
+    """The worker's per-layer specs, by the model runner the release uses: V2's get_kv_cache_spec
+    (v1/worker/gpu/attn_utils.py) where the config selects it, else GPUModelRunner.get_kv_cache_spec."""
+    v2 = compat.symbol("get_kv_cache_spec")
+    if v2 is not None and getattr(config, "use_v2_model_runner", False):
+        return dict(v2(config))
+    return dict(compat.require("GPUModelRunner").get_kv_cache_spec(_runner_view(config)))
+
+
+def attention_backends(config: Any) -> list[Any]:
+    """The attention backend classes of the built layers (0.18 on: vLLM's own helper)."""
+    helper = compat.symbol("get_current_attn_backends")
+    if helper is not None:
+        return list(helper(config))
+    layers = compat.require("get_layers_from_vllm_config")(config, compat.require("AttentionLayerBase"))
+    found = []
+    for layer in layers.values():
+        backend = getattr(layer, "attn_backend", None)
+        if backend is None and hasattr(layer, "get_attn_backend"):
+            backend = layer.get_attn_backend()
+        if backend is not None and backend not in found:
+            found.append(backend)
+    return found
+
+
+def _backend_name(backend: Any) -> str:
+    try:
+        return str(backend.get_name())
+    except NotImplementedError:  # 0.11's Mamba backends name no backend; the class does
+        return str(backend.__name__)
+
+
+def _build_model(config: Any) -> None:
+    initialize = compat.require("initialize_model")
+    with compat.require("set_default_torch_dtype")(config.model_config.dtype), MetaDeviceMode():
+        initialize(vllm_config=config)
+
+
+def build_stage(engine_config: Any, pp_rank: int) -> StageResult:
     """Load one stage's model (no weights) and read its KV cache specs."""
     parallel = engine_config.parallel_config
     tp, pp = parallel.tensor_parallel_size, parallel.pipeline_parallel_size
     # UniProcExecutor shares the engine's config object; multiproc workers
     # get a pickled copy (so their block-size updates stay in the worker).
     config = engine_config if tp * pp == 1 else copy.deepcopy(engine_config)
-    init_workspace_manager(torch.device("meta"))  # gpu_worker.py:558 does this
-    with fake_parallel_state(tp, pp, pp_rank), set_current_vllm_config(config):
-        with set_default_torch_dtype(config.model_config.dtype), MetaDeviceMode():
-            initialize_model(vllm_config=config)
-        current_platform.update_block_size_for_backend(config)
-        specs = get_kv_cache_spec(config)
-        backends = get_current_attn_backends(config)
-    layouts = [layout.name for layout in get_supported_kv_cache_layouts(backends)]
-    names = list(dict.fromkeys(b.get_name() for b in backends))
+    if (workspace := compat.symbol("init_workspace_manager")) is not None:
+        workspace(torch.device("meta"))  # gpu_worker.py does this (0.13 on)
+    with fake_parallel_state(tp, pp, pp_rank), compat.require("set_current_vllm_config")(config):
+        _build_model(config)
+        if callable(getattr(type(current_platform), "update_block_size_for_backend", None)):
+            current_platform.update_block_size_for_backend(config)  # 0.18 on
+        specs = kv_cache_specs(config)
+        backends = attention_backends(config)
+    layouts_of = compat.symbol("get_supported_kv_cache_layouts")
+    layouts = [layout.name for layout in layouts_of(backends)] if layouts_of is not None else []
+    names = list(dict.fromkeys(_backend_name(b) for b in backends))
     return StageResult(pp_rank, specs, names, layouts,
                        settings_dict(config))
