@@ -23,7 +23,7 @@ import pytest
 import test_vllm_oracle_fixtures as base
 
 import kvplan
-from kvplan.engines import REGISTRY, Request, Settings
+from kvplan.engines import REGISTRY, Request
 from kvplan.errors import KvplanError
 from kvplan.planning.capacity import plan_request
 from kvplan.specs import parts
@@ -79,9 +79,9 @@ def _engine(release: str) -> str:
 
 def _plan(engine: str, model_id: str, r: dict[str, Any]) -> Any:
     m = base._model(model_id)
-    request = Request(model=m, tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_cache_dtype"],
-                      max_model_len=r.get("max_model_len") or m.max_model_len or 2048,
-                      settings=Settings(block_size=r.get("block_size")))
+    request = Request.of(m, tp=r["tp"], pp=r["pp"], kv_dtype=r["kv_cache_dtype"],
+                         max_model_len=r.get("max_model_len") or m.max_model_len or 2048,
+                         block_size=r.get("block_size"))
     return plan_request(request, (r.get("available_bytes") or 40 * 2**30,), engine)
 
 
