@@ -100,7 +100,8 @@ def notes(req: Request, rel: SglangRelease, layout: Layout, tokens: int) -> tupl
         return ()
     real = sum(kv_bytes_per_token(s, layout.kv_dtype) for s in d.specs_per_gpu)
     where = ("inside the pool's cell (sized at the target's per-layer KV)" if rel.spec_rule == "cell" else
-             "outside the fraction (the default fraction's draft reserve)")
+             "outside the fraction (the default fraction's draft reserve)" if any(rel.spec_reserve_mib) else
+             "outside the fraction (this release's default reserves nothing for it)")
     return (f"speculative ({d.method}, K={d.num_speculative_tokens}): the draft pool holds the same {tokens:,} "
             f"tokens at {real:,} B per token per GPU, {tokens * real:,} B, {where}; its weights load after the pool "
             "and come out of the memory the fraction leaves",)
