@@ -1,8 +1,7 @@
 """Real SGLang and TensorRT-LLM start-up logs against the release rows: each logged pool size, default fraction
 and allocation line recomputed from the numbers the log prints, or a miss pinned with its reason.
 
-Logs in tests/data/logs are read from there; the others are quoted below verbatim (the lines used, in source
-order) with their source, under the file name they carry in the collected logs (``<id>.log`` with its ``.json``).
+The logs are tests/data/logs/<id>.log (their sources in the .json beside each, and below).
 Logged GB values are GiB at two decimals, so a recomputation is a range: each printed value ± 0.005.
 """
 
@@ -51,12 +50,7 @@ def _default_fraction(engine: str, model: Any, device: Device, **kw: Any) -> flo
 
 # sglang-v041-llama31-8b-h100-docs.log: a web clipping of docs.sglang.ai 'Quick Start: Sending Requests' (created
 # 2025-01-23; search-index file id 18084549501), server launched without --mem-fraction-static; ~0.4.1.
-V041 = """\
-[2025-01-23 19:35:15 TP0] Load weight begin. avail mem=78.81 GB
-[2025-01-23 19:35:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.72 GB
-[2025-01-23 19:35:20 TP0] KV Cache is allocated. K size: 27.13 GB, V size: 27.13 GB.
-[2025-01-23 19:35:27 TP0] max_total_num_tokens=444500, max_prefill_tokens=16384, max_running_requests=2049, context_len=131072
-"""
+V041 = (LOGS / "sglang-v041-llama31-8b-h100-docs.log").read_text()
 
 
 def test_v041_llama31_8b_h100() -> None:
@@ -75,11 +69,7 @@ def test_v041_llama31_8b_h100() -> None:
 
 # sglang-v043post4-qwq-32b-tp4-l4.log: README of an 'llms-in-clouds' SGLang-on-AWS-ECS project (g6.12xlarge, 4 × L4;
 # Dockerfile SGL_VERSION="0.4.3.post4"; search-index file id 47376055009). TP0 lines.
-V043 = """\
-[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB
-[2025-03-08 12:29:21 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=6.09 GB, mem usage=15.54 GB.
-[2025-03-08 12:29:21 TP0] KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB
-"""
+V043 = (LOGS / "sglang-v043post4-qwq-32b-tp4-l4.log").read_text()
 
 
 def test_v043_qwq_32b_tp4_l4() -> None:
@@ -99,11 +89,7 @@ def test_v043_qwq_32b_tp4_l4() -> None:
 
 # sglang-v058-llama31-8b-lora-h100-docs.log: a rendered SGLang documentation notebook on LoRA serving (Feb-2026 CI
 # build, max_total_tokens 20480; search-index file id 14968382678); ~0.5.8.
-V058_LORA = """\
-    [2026-02-09 03:50:57] Load weight begin. avail mem=78.43 GB
-    [2026-02-09 03:51:01] Load weight end. elapsed=3.26 s, type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.41 GB, mem usage=15.02 GB.
-    [2026-02-09 03:51:05] KV Cache is allocated. #tokens: 20480, K size: 1.25 GB, V size: 1.25 GB
-"""
+V058_LORA = (LOGS / "sglang-v058-llama31-8b-lora-h100-docs.log").read_text()
 
 
 def test_v058_llama31_8b_lora_docs_is_capped() -> None:
@@ -171,13 +157,7 @@ def test_qwen3_235b_tp4_sizes_only() -> None:
 
 # sglang-2026aug-qwen3-30b-a3b-fp8-h100.log: a long server log of an Aug-2026 build (search-index file id
 # 69624180828; Qwen3-MoE FP8, 128 experts; H100 80GB HBM3; mem_fraction_static=0.83 in its server_args).
-AUG2026 = """\
-[2026-08-27 03:45:39] Init torch distributed ends. elapsed=0.05 s, mem usage=0.09 GB
-[2026-08-27 03:45:41] Load weight begin. avail mem=78.48 GB
-[2026-08-27 03:45:53] Load weight end. elapsed=12.02 s, type=Qwen3MoeForCausalLM, quant=fp8, fmt=e4m3, avail mem=49.33 GB, mem usage=29.15 GB.
-[2026-08-27 03:45:54] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 392920, K size: 17.99 GB, V size: 17.99 GB
-[2026-08-27 03:45:55] Capture target prefill CUDA graph begin. backend=breakable, num_tokens=[4, 8, 12, 16, 20, 24, 28, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 832, 896, 960, 1024, 1280, 1536, 1792, 2048, 2304, 2560, 2816, 3072, 3328, 3584, 3840, 4096, 4608, 5120, 5632, 6144, 6656, 7168, 7680, 8192], avail mem=12.59 GB
-"""
+AUG2026 = (LOGS / "sglang-2026aug-qwen3-30b-a3b-fp8-h100.log").read_text()
 
 
 def test_aug2026_qwen3_30b_h100() -> None:
@@ -201,13 +181,7 @@ def test_aug2026_qwen3_30b_h100() -> None:
 
 # trtllm-1.1.0rc3-gpt-oss-120b-gb10-pytorch.log: playbook 'Install and use TensorRT-LLM for GPT-OSS 120B with the
 # OpenAI-compatible API on the DGX Spark' (search-index file id 2263047771); 1.1.0rc3, PyTorch backend.
-TRT_110RC3 = """\
-[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV cache (8224).
-[12/20/2025-04:21:51] [TRT-LLM] [I] Peak memory during memory usage profiling (torch + non-torch): 113.65 GiB, available KV cache memory when calculating max tokens: 5.95 GiB, fraction is set 0.8999999761581421, kv size is 73728. device total memory 119.70 GiB, , tmp kv_mem 0.56 GiB
-[12/20/2025-04:21:51] [TRT-LLM] [I] Estimated max memory in KV cache : 5.95 GiB
-[12/20/2025-04:21:51] [TRT-LLM] [W] Both free_gpu_memory_fraction and max_tokens are set (to 0.8999999761581421 and 86711, respectively). The smaller value will be used.
-[TensorRT-LLM][INFO] [MemUsageChange] Allocated 5.95 GiB for max tokens in paged KV cache (86720).
-"""
+TRT_110RC3 = (LOGS / "trtllm-1.1.0rc3-gpt-oss-120b-gb10-pytorch.log").read_text()
 
 
 def test_trtllm_110rc3_gpt_oss_120b() -> None:
@@ -228,13 +202,7 @@ def test_trtllm_110rc3_gpt_oss_120b() -> None:
 # trtllm-1.2.1-smollm2-135m-rtx4070super-pytorch.log: design doc of an 'LM7' project (search-index file id
 # 61586403107); pip install tensorrt-llm==1.2.1, trtllm-serve (PyTorch), --max-model-len 2048; the author wrapped
 # the two long lines (kept as published).
-TRT_121 = """\
-[TRT-LLM] [I] Estimated max memory in KV cache : 9.06 GiB
-[TensorRT-LLM][INFO] Max KV cache blocks per sequence: 65 [window size=2049],
-  tokens per block=32, primary blocks=13189, max sequence length=2049
-[TensorRT-LLM][INFO] [MemUsageChange] Allocated 9.06 GiB for max tokens in paged
-  KV cache (422048).
-"""
+TRT_121 = (LOGS / "trtllm-1.2.1-smollm2-135m-rtx4070super-pytorch.log").read_text()
 
 
 def test_trtllm_121_smollm2_135m() -> None:
@@ -262,12 +230,7 @@ def test_trtllm_120rc2_qwen3_8b_lines() -> None:
 
 # trtllm-0.20.0-llama31-8b-fp8-h100-bench.log: NVIDIA/TensorRT-LLM#6294 (issue body, 07/23/2025 run; 0.20.0 per the
 # author's follow-up); trtllm-bench, PyTorch backend.
-TRT_0200 = """\
-[07/23/2025-09:16:03] [TRT-LLM] [W] Both free_gpu_memory_fraction and max_tokens are set (to 0.800000011920929 and 860308, respectively). The smaller value will be used.
-[TensorRT-LLM][INFO] Max KV cache pages per sequence: 5 [window size=157]
-[TensorRT-LLM][INFO] Number of tokens per block: 32.
-[TensorRT-LLM][INFO] [MemUsageChange] Allocated 52.51 GiB for max tokens in paged KV cache (860320).
-"""
+TRT_0200 = (LOGS / "trtllm-0.20.0-llama31-8b-fp8-h100-bench.log").read_text()
 
 
 def test_trtllm_0200_llama31_8b_bench_lines() -> None:
@@ -301,3 +264,9 @@ def test_trtllm_130rc7_kimi_lines_follow_the_1x_manager() -> None:
     p = _plan(load_model("moonshotai/Kimi-K2-Instruct"), "trtllm", 5_073_376 * 35_136, tp=8, kv_dtype="fp8",
               max_model_len=262144)
     assert all(line in text for line in p.log_lines)
+
+
+def test_every_sglang_and_trtllm_log_is_checked_here() -> None:
+    source = Path(__file__).read_text()
+    names = {p.stem for p in LOGS.glob("*.log") if p.stem.startswith(("sglang-", "trtllm-"))}
+    assert names and all(f'"{n}' in source for n in names), sorted(n for n in names if f'"{n}' not in source)
