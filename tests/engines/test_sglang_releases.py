@@ -336,3 +336,16 @@ def test_the_refusal_by_release(model: Any) -> None:
     assert SglangEngine("0.5.13").no_memory(req).message == found["0.5.10"]
     assert SglangEngine("0.5.14").no_memory(req).message.startswith(
         "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.5")
+
+
+def test_kvplan_engines_lists_each_minor_with_its_step() -> None:
+    from kvplan.engines.listing import engine_releases
+
+    found = {r.name: r for r in engine_releases(["sglang"])}
+    assert list(found) == [f"sglang@{v}" for v in MINORS]  # oldest first, every minor once
+    step = found["sglang@0.5.10"].changes[0]
+    assert "prefill piecewise CUDA graphs" in step.rule and step.source.startswith("0.5.10.post1 server_args.py:1078")
+    assert found["sglang@0.5.5"].changes[0].rule.startswith("no rule kvplan follows changed")
+    assert found["sglang@0.5.23"].newest and "sglang@0.5" in found["sglang@0.5.23"].aliases
+    trt = [r.name for r in engine_releases(["trtllm"])]
+    assert trt == ["trtllm@0.20", "trtllm@1", "trtllm@1.1", "trtllm@1.2"]
