@@ -38,17 +38,25 @@ VLLM_RELEASES = ("0.33", "0.32", "0.31", "0.30", "0.29", "0.28", "0.27", "0.26",
 # name -> (module, class, release key)
 REGISTRY: dict[str, tuple[str, str, str]] = {
     "vllm": (*_VLLM, VLLM_RELEASES[0]), **{f"vllm@{key}": (*_VLLM, key) for key in VLLM_RELEASES},
-    "sglang": (*_SGLANG, "0.5.23"), "sglang@0.5": (*_SGLANG, "0.5.23"), "sglang@0.5.23": (*_SGLANG, "0.5.23"),
-    "sglang@0.5.2": (*_SGLANG, "0.5.2"), "sglang@0.4": (*_SGLANG, "0.4"),
-    "trtllm": (*_TRTLLM, "1"), "trtllm@1": (*_TRTLLM, "1"),
+    "sglang": (*_SGLANG, "0.5.23"), "sglang@0.5": (*_SGLANG, "0.5.23"), "sglang@0.4": (*_SGLANG, "0.4.0"),
+    # every SGLang minor on PyPI, 0.4.0-0.5.23 (there is no 0.5.0): kvplan.engines.sglang.releases.MINORS
+    **{f"sglang@{v}": (*_SGLANG, v) for v in (*(f"0.4.{n}" for n in range(11)), *(f"0.5.{n}" for n in range(1, 24)))},
+    "trtllm": (*_TRTLLM, "1"), "trtllm@1": (*_TRTLLM, "1"), "trtllm@1.2": (*_TRTLLM, "1.2"),
+    "trtllm@1.1": (*_TRTLLM, "1.1"), "trtllm@0.20": (*_TRTLLM, "0.20"),
     "hf": (*_HF, "5"), "hf@5": (*_HF, "5"),
 }
 ALIASES = {"trt-llm": "trtllm", "tensorrt-llm": "trtllm", "transformers": "hf"}
 
 
+# Engines whose releases are named by this many numbers (SGLang 0.5.6, TRT-LLM 1.2): a longer version matches on
+# exactly that prefix, never a shorter one (sglang@0.4.11 is unknown, not 0.4's row); vLLM: the longest prefix.
+MINOR_DEPTH = {"sglang": 3, "trtllm": 2}
+
+
 def _lookup(name: str) -> tuple[str, str, str] | None:
     """`vllm@v0.10.1.1` -> the row of `vllm@0.10`: the version itself, else the longest dotted prefix of its
-    numbers that has a row (`0.19.1rc1.dev5` -> 0.19.1 -> 0.19); never a release outside that prefix."""
+    numbers that has a row (`0.19.1rc1.dev5` -> 0.19.1 -> 0.19); never a release outside that prefix. SGLang and
+    TRT-LLM match on their minor exactly (``MINOR_DEPTH``): `sglang@0.5.6.post2` -> 0.5.6, `trtllm@1.2.0rc2` -> 1.2."""
     base, at, version = name.strip().lower().partition("@")
     base = ALIASES.get(base, base)
     if not at:
@@ -64,6 +72,9 @@ def _lookup(name: str) -> tuple[str, str, str] | None:
         numbers.append(digits.group())
         if digits.group() != part:  # 1rc1, 0+cu128: what follows is not a release number
             break
+    depth = MINOR_DEPTH.get(base)
+    if depth is not None:
+        return REGISTRY.get(f"{base}@{'.'.join(numbers[:depth])}")
     for end in range(len(numbers), 0, -1):
         row = REGISTRY.get(f"{base}@{'.'.join(numbers[:end])}")
         if row:

@@ -59,6 +59,15 @@ def _diff(row: Any, previous: Any) -> tuple[ReleaseChange, ...]:
                  and getattr(row, f.name) != getattr(previous, f.name))
 
 
+def _own(row: Any) -> tuple[ReleaseChange, ...]:
+    """A row's own change list: vLLM's (rule, source) pairs, or one sentence and the row's source (SGLang, TRT-LLM).
+    A release that follows the previous release's row (SGLang 0.5.5 on 0.5.4's) has none of its own."""
+    changes = getattr(row, "changes", ()) or ()
+    if isinstance(changes, str):
+        return (ReleaseChange(rule=changes, source=str(getattr(row, "source", ""))),)
+    return tuple(ReleaseChange(rule=c.rule, source=c.source) for c in changes)
+
+
 def _selected(engines: list[str] | None) -> tuple[set[str], set[tuple[str, str]]]:
     """(engines, (module, release key) rows) asked for; an unknown name is an input error naming the known ones."""
     names: set[str] = set()
@@ -90,7 +99,8 @@ def engine_releases(engines: list[str] | None = None) -> list[ReleaseInfo]:
         mine.sort(key=lambda r: _order(str(getattr(r[3], "release", "") or r[0][2])))
         previous = None
         for (module, _, key), called, label, row in mine:
-            own = tuple(ReleaseChange(rule=c.rule, source=c.source) for c in getattr(row, "changes", ()) or ())
+            own = _own(row) if row is not previous else (ReleaseChange(
+                rule="no rule kvplan follows changed (the release before's row)", source=str(getattr(row, "source", ""))),)
             info = ReleaseInfo(engine=engine, name=f"{engine}@{key}", key=key, label=label,
                                newest=engine in called, source=str(getattr(row, "source", "") or ""),
                                changes=own or _diff(row, previous), aliases=tuple(n for n in called if "@" in n

@@ -74,13 +74,16 @@ class SglangSettings:
 
     mem_fraction_static: float | None = None  # fraction of free memory, weights included (default: by GPU)
     chunked_prefill_size: int | None = None  # by GPU memory class (its memory reserve follows it)
+    cuda_graph_max_bs: int | None = None  # decode CUDA-graph max batch size (default by GPU class; 0.5.3 on it is
+    # in the default fraction's reserve)
+    max_total_tokens: int | None = None  # --max-total-tokens: caps the pool's N
     swa_full_tokens_ratio: float = 0.8  # hybrid SWA pool: full-attention tokens / sliding tokens
     hicache_ratio: float | None = None  # --enable-hierarchical-cache: host pool = ratio × device pool (2.0)
 
     def __post_init__(self) -> None:
         _fraction(self, "mem_fraction_static")
         _fraction(self, "swa_full_tokens_ratio")
-        _positive(self, "chunked_prefill_size", "hicache_ratio")
+        _positive(self, "chunked_prefill_size", "cuda_graph_max_bs", "max_total_tokens", "hicache_ratio")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,9 +91,11 @@ class TrtllmSettings:
     """TensorRT-LLM's own knobs."""
 
     free_gpu_memory_fraction: float | None = None  # KvCacheConfig: fraction of memory free after load (0.9)
+    max_tokens: int | None = None  # KvCacheConfig.max_tokens: caps the cache's tokens (trtllm-bench sets it)
 
     def __post_init__(self) -> None:
         _fraction(self, "free_gpu_memory_fraction")
+        _positive(self, "max_tokens")
 
 
 @dataclass(frozen=True, kw_only=True)

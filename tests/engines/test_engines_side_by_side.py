@@ -26,8 +26,10 @@ FIVE = [
     pytest.param("deepseek-ai/DeepSeek-V3", 8, 163840, (38_199, 611_184, "3.73x"), (611_191, 611_191),
                  (611_191, 19_100), id="deepseek-v3-tp8"),
     # gpt-oss-20b tp1, M 131,072: 109,226 blocks, 8,192 + 1,033 per request, int(109,226 / 9,225 × 131,072)
-    # = 1,551,920, 11.84x; SGLang N = 873,813 -> full 970,903; TRT all layers full: 49,152 B -> 873,813, 27,307
-    pytest.param("openai/gpt-oss-20b", 1, 131072, (109_226, 1_551_920, "11.84x"), (873_813, 970_903),
+    # = 1,551,920, 11.84x; SGLang 0.5.23 N = full = 40 GiB // (24,576 + 0.8 × 24,576) = 970,903 (0.5.11 on:
+    # max_total_num_tokens is the full-layer count; 0.5.10 logged N = 873,813); TRT all layers full: 49,152 B ->
+    # 873,813, 27,307
+    pytest.param("openai/gpt-oss-20b", 1, 131072, (109_226, 1_551_920, "11.84x"), (970_903, 970_903),
                  (873_813, 27_307), id="gpt-oss-20b-tp1"),
     # Gemma-2-9B tp1, M 8,192: block 21 × 131,072 = 2,752,512 -> 15,603 blocks; per request 512 + (cdiv(min(4,095
     # + 16,384, 8,192), 16) + 1 = 513) = 1,025; 15.22x, int(15,603 / 1,025 × 8,192) = 124,702; no SWA pool in

@@ -23,9 +23,15 @@ def test_sglang_deepseek_v3_tp8(model: Any) -> None:
 
 
 def test_sglang_gpt_oss_20b_swa_pool(model: Any) -> None:
-    # N = 40·2^30 // 49,152 = 873,813; full = int(873,813 × 24 / (0.8 × 12 + 12)) = 970,903; swa = int(× 0.8)
-    p = plan(model, "openai/gpt-oss-20b", "sglang", 40 * GIB)
+    # 0.5.8-0.5.10 (layer-token and memory-weighted splits): N = 40·2^30 // 49,152 = 873,813;
+    # full = int(873,813 × 24 / (0.8 × 12 + 12)) = 970,903; swa = int(× 0.8)
+    p = plan(model, "openai/gpt-oss-20b", "sglang@0.5.10", 40 * GIB)
     assert p.num_blocks == 873_813 and p.kv_tokens == 970_903
+    assert any("swa_layer_tokens=776722" in n for n in p.notes)
+    # 0.5.11 on (pool_configurator.py:184-284): N itself is the full-layer count, 40·2^30 // (24,576 + 0.8 × 24,576)
+    # = 970,903 (max_total_num_tokens = full_tokens); the pools are the same
+    p = plan(model, "openai/gpt-oss-20b", "sglang", 40 * GIB)
+    assert p.num_blocks == 970_903 and p.kv_tokens == 970_903
     assert any("swa_layer_tokens=776722" in n for n in p.notes)
 
 

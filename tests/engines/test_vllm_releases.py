@@ -34,13 +34,17 @@ B200 = Device(name="B200", memory_bytes=191_510_855_680)  # 178.36 GiB
     ("vllm@0.10.1.1", "vLLM 0.10"), ("vllm@0.9.2", "vLLM 0.9"), ("vllm@0.8.5", "vLLM 0.8"),
     ("vllm@0.8-v0", "vLLM 0.8 (V0 engine)"), ("vllm@0.7.3", "vLLM 0.7 (V0 engine)"),
     ("vllm@0.6.4.post1", "vLLM 0.6.4 (V0 engine)"), ("sglang", "SGLang 0.5.23"), ("sglang@0.5.2", "SGLang 0.5.2"),
-    ("SGLang@0.5", "SGLang 0.5.23"), ("trt-llm", "TensorRT-LLM 1.x (PyTorch backend)"), ("transformers", "transformers 5.x"),
+    ("SGLang@0.5", "SGLang 0.5.23"), ("trt-llm", "TensorRT-LLM 1.x (PyTorch backend)"),
+    ("trtllm@1.2.0rc2", "TensorRT-LLM 1.2 (PyTorch backend)"), ("trtllm@1.1.0rc3", "TensorRT-LLM 1.1 (PyTorch backend)"),
+    ("trtllm@0.20.0", "TensorRT-LLM 0.20 (PyTorch backend)"), ("sglang@0.5.6.post2", "SGLang 0.5.6"),
+    ("sglang@v0.4.3.post4", "SGLang 0.4.3"), ("sglang@0.4", "SGLang 0.4.0"), ("transformers", "transformers 5.x"),
 ])
 def test_engine_names_resolve_to_releases(name: str, version: str) -> None:
     assert get_engine(name).version == version
 
 
-@pytest.mark.parametrize("name", ["vllm@0.34", "vllm@0.6", "vllm@0.5.4", "vllm@", "sglang@0.3", "trtllm@0.19", "vllm11"])
+@pytest.mark.parametrize("name", ["vllm@0.34", "vllm@0.6", "vllm@0.5.4", "vllm@", "sglang@0.3", "trtllm@0.19", "vllm11",
+                                  "sglang@0.4.11", "sglang@0.5.0", "sglang@0.5.24", "trtllm@1.0.0", "trtllm@1.3.0rc7"])
 def test_releases_kvplan_does_not_follow_are_input_errors(name: str) -> None:
     with pytest.raises(InputError, match="unknown"):
         get_engine(name)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kvplan.engines import Settings
-from kvplan.engines.sglang_extras import vlm_factor
+from kvplan.engines.sglang.extras import vlm_factor
 from kvplan.planning.capacity import capacity
 from kvplan.planning.extras.encoder import tokens_per_image
 

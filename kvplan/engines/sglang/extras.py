@@ -1,33 +1,30 @@
 """SGLang's rules for what shares the GPU with its token pool: a speculative draft, LoRA buffers, a vision
-tower. The release row (``SglangRelease``) says which rule applies; ``sglang.py`` plans with them.
+tower. The release row (``SglangRelease``) says which rule applies; the package plans with them.
 
-- Draft (EAGLE, EAGLE-3, NEXTN/MTP, STANDALONE): the draft worker is built after the target's pool and
-  reuses its token count for a pool of its own; its weights come out of the memory the fraction leaves.
-  0.5.23 sizes the target's cell for both: ``cell += int(cell × draft layers / target layers)``, i.e. it
-  assumes the draft's per-layer KV is the target's (``model_executor/pool_configurator.py:259-314``;
-  draft layers: ``num_nextn_predict_layers`` or the draft config's layers, ``spec_aux_hidden_state.py:146-176``;
-  the draft reuses max_total_num_tokens, ``mem_cache/kv_cache_configurator.py:528-551``). 0.5.2 sizes the
-  pool for the target alone, then adds headroom for draft and verify tokens, ``N + reqs × (steps × topk +
-  draft tokens) + 100`` with ``reqs = min(max(int(N / context_len × 512), 2048), 4096)``
-  (``model_executor/model_runner.py:1252-1285``), and reserves 2 GiB more (6 GiB for STANDALONE) when it
-  picks mem_fraction_static (``server_args.py:485-492``). kvplan drafts a chain: steps K, top-k 1, K + 1
-  draft tokens.
+- Draft (EAGLE, EAGLE-3, NEXTN/MTP, STANDALONE, NGRAM): the draft worker is built after the target's pool and
+  reuses its token count for a pool of its own. ``spec_rule`` by release:
+  ``headroom`` (0.4.3-0.5.6): the pool is sized for the target alone, then target and draft share ``N + reqs ×
+  (steps × topk + draft tokens) + 100`` slots with ``reqs = min(max(int(N / context_len × 512), 2048), 4096)``
+  (0.4.3.post4 ``model_executor/model_runner.py:672-692``, 0.5.6.post2 :1692-1713; EAGLE and STANDALONE only);
+  ``reuse`` (0.5.7-0.5.13): no headroom, the draft reuses N (``model_runner_kv_cache_mixin.py``);
+  ``cell`` (0.5.14 on): ``cell += int(cell × draft layers / target layers)``, the draft's per-layer KV assumed
+  the target's (0.5.14 ``model_executor/pool_configurator.py:108-233``, 0.5.23 :259-314; draft layers:
+  ``num_nextn_predict_layers`` or the draft config's layers). Before 0.5.14 the default fraction reserves memory
+  for the draft instead (``fraction.spec_reserve_mib``). kvplan drafts a chain: steps K, top-k 1, K + 1 draft tokens.
 - LoRA: ``max_loras_per_batch`` (8) slots of A and B buffers per target module and layer
   (``lora/mem_pool.py:424-573``), allocated after the weights and before the pool is sized
   (``model_runner.py:715-733``): they count like weights.
 - Vision tower: the default mem_fraction_static is scaled by ``0.95 × clamp(1 − 0.1 × (L·h² / (24 ·
-  1024²) − 1), 0.8, 1.05)`` (the tower's layers L and width h against ViT-L/14; ``server_args.py:2513-2550``
-  in 0.5.2, ``arg_groups/memory_hook.py:417-462`` in 0.5.23).
+  1024²) − 1), 0.8, 1.05)`` (the tower's layers L and width h against ViT-L/14; ``server_args.py:1952-1992``
+  in 0.4.9.post6, :2513-2550 in 0.5.2, ``arg_groups/memory_hook.py:417-462`` in 0.5.23).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from kvplan.config.defaults import class_defaults, sub_config_type
 from kvplan.config.model import ModelConfig
 from kvplan.engines.base import LoraRule, Request
+from kvplan.engines.sglang.releases import SglangRelease
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import kv_bytes_per_token
@@ -36,39 +33,24 @@ MAX_LORAS_PER_BATCH, DEFAULT_LORA_RANK = 8, 16  # SGLang's default slots; kvplan
 HEADROOM_TOKENS = 100  # 0.5.2 model_runner: "buffer"
 
 
-@dataclass(frozen=True, kw_only=True)
-class SglangRelease:
-    key: str
-    label: str
-    fraction_rule: Literal["tp-table", "tiers", "reserve"]
-    unknown_gpu_fraction: float  # the fraction when the GPU's memory cannot be read
-    spec_rule: Literal["headroom", "cell"] | None = None  # how the pool makes room for a draft (None: not modelled)
-    spec_reserve_mib: tuple[int, int] = (0, 0)  # reserve added for a draft: (EAGLE/NEXTN, STANDALONE)
-    logs_dtype: bool = False  # the pool's allocation line names its torch dtype (memory_pool.py, 0.5.23)
-    source: str
-
-
 def check(rel: SglangRelease, req: Request) -> None:
-    if req.draft is not None and rel.spec_rule is None:
-        raise InputError(f"kvplan follows SGLang's speculative decoding (speculative_method) in 0.5.2 and 0.5.23, "
-                         f"not {rel.label}", arg="speculative_method")
-
-
-def spec_reserve_mib(rel: SglangRelease, req: Request) -> int:
-    if req.draft is None:
-        return 0
-    eagle, standalone = rel.spec_reserve_mib
-    return standalone if req.draft.method == "draft_model" else eagle
+    if req.draft is not None and req.draft.method not in rel.spec_methods:
+        takes = ", ".join(rel.spec_methods) or "none kvplan follows"
+        raise InputError(f"{rel.label} takes speculative_method {takes}, not {req.draft.method}",
+                         arg="speculative_method")
 
 
 def vlm_factor(model: ModelConfig) -> float:
-    """The default fraction's scale for a vision tower (1 without one)."""
+    """The default fraction's scale for a vision tower (1 without one). Kimi-K2.5's MoonViT names its depth and width
+    ``vt_num_hidden_layers`` / ``vt_hidden_size``: its 27 × 1,152 give 0.909736328125, and SGLang 0.5.8.post1 logged
+    mem_fraction_static 0.8260405859375 = 0.908 × that factor on MI355X (tests/data/logs/sglang-v058post1-*)."""
     config = model.raw.get("vision_config")
     if not isinstance(config, dict):
         return 1.0
     kind = config.get("model_type") or sub_config_type(model.model_type, "vision_config")
     fields = {**class_defaults(kind), **config}
-    layers, width = int(fields.get("num_hidden_layers") or 24), int(fields.get("hidden_size") or 1024)
+    layers = int(fields.get("num_hidden_layers") or fields.get("vt_num_hidden_layers") or 24)
+    width = int(fields.get("hidden_size") or fields.get("vt_hidden_size") or 1024)
     ratio = layers * width**2 / (24 * 1024**2)
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
@@ -87,7 +69,7 @@ def _kv_layers(layout: Layout, stage: int) -> int:
 
 
 def cells(req: Request, rel: SglangRelease, layout: Layout, cells: list[int]) -> list[int]:
-    """0.5.23: the last stage's cell grows by the draft's layers at the target's per-layer size."""
+    """0.5.14 on: the last stage's cell grows by the draft's layers at the target's per-layer size."""
     if req.draft is None or rel.spec_rule != "cell" or not req.draft.num_layers:
         return cells
     last = len(cells) - 1
@@ -96,8 +78,8 @@ def cells(req: Request, rel: SglangRelease, layout: Layout, cells: list[int]) ->
 
 
 def headroom(req: Request, rel: SglangRelease, tokens: int, lines: list[str]) -> int:
-    """0.5.2: N + reqs × (steps × topk + draft tokens) + 100 slots for draft and verify tokens."""
-    if req.draft is None or rel.spec_rule != "headroom":
+    """0.4.3-0.5.6: N + reqs × (steps × topk + draft tokens) + 100 slots for draft and verify tokens."""
+    if req.draft is None or rel.spec_rule != "headroom" or req.draft.method == "ngram":
         return tokens
     k = req.draft.num_speculative_tokens
     reqs = min(max(int(tokens / req.max_model_len * 512), 2048), 4096)
@@ -118,7 +100,8 @@ def notes(req: Request, rel: SglangRelease, layout: Layout, tokens: int) -> tupl
         return ()
     real = sum(kv_bytes_per_token(s, layout.kv_dtype) for s in d.specs_per_gpu)
     where = ("inside the pool's cell (sized at the target's per-layer KV)" if rel.spec_rule == "cell" else
-             f"outside the fraction (the {spec_reserve_mib(rel, req) // 1024} GiB draft reserve)")
+             "outside the fraction (the default fraction's draft reserve)" if any(rel.spec_reserve_mib) else
+             "outside the fraction (this release's default reserves nothing for it)")
     return (f"speculative ({d.method}, K={d.num_speculative_tokens}): the draft pool holds the same {tokens:,} "
             f"tokens at {real:,} B per token per GPU, {tokens * real:,} B, {where}; its weights load after the pool "
             "and come out of the memory the fraction leaves",)
