@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 from kvplan.config.model import ModelConfig
@@ -120,12 +121,16 @@ class Split:
 
 def shard_shape(part: Part, tp: int, num_kv_heads: int, *, heads: int = 0) -> tuple[int, ...]:
     """The shape one TP rank holds (experts: one expert's, cut by `tp`)."""
-    first, rest = part.shape[0], part.shape[1:]
-    rule = part.tp.removeprefix("expert-")
+    return _shard(part.shape, part.tp, tp, num_kv_heads, heads)
+
+
+def _shard(shape: tuple[int, ...], tp_rule: TpRule, tp: int, num_kv_heads: int, heads: int) -> tuple[int, ...]:
+    first, rest = shape[0], shape[1:]
+    rule = tp_rule.removeprefix("expert-")
     if rule == "column":
         return (cdiv(first, tp), *rest)
     if rule == "row":
-        return (first, cdiv(rest[0], tp), *rest[1:]) if rest else part.shape
+        return (first, cdiv(rest[0], tp), *rest[1:]) if rest else shape
     if rule == "kv":
         return (first // num_kv_heads * kv_heads_per_rank(num_kv_heads, tp), *rest)
     if rule == "qkv" and heads and first % (heads + 2 * num_kv_heads) == 0:
@@ -135,21 +140,30 @@ def shard_shape(part: Part, tp: int, num_kv_heads: int, *, heads: int = 0) -> tu
         return (cdiv(first, tp), *rest)
     if rule == "vocab":
         return (cdiv(cdiv(first, VOCAB_PADDING) * VOCAB_PADDING, tp), *rest)
-    return part.shape
+    return shape
 
 
 def part_bytes(part: Part, split: Split) -> int:
     """Bytes of `part` on one rank, scales included."""
-    expert = part.tp.startswith("expert-")
-    count = cdiv(part.count, split.ep) if expert and split.tp is not None else part.count
+    quantized = part.is_linear and part.bits is None and split.fmt.is_quantized(part.name)
+    return _shaped_bytes(part.shape, part.tp, part.count, part.bits, quantized, split)
+
+
+@lru_cache(maxsize=8192)
+def _shaped_bytes(shape: tuple[int, ...], rule: TpRule, count: int, bits: int | None, quantized: bool,
+                  split: Split) -> int:
+    """part_bytes without the name: the decoder layers repeat their shapes, so a layout's count is a few
+    dozen of these (fit tries every layout of a model, and counted DeepSeek-V3's 61 layers part by part)."""
+    expert = rule.startswith("expert-")
+    if expert and split.tp is not None:
+        count = cdiv(count, split.ep)
     tp = max(1, split.tp // split.ep) if expert and split.tp is not None else split.tp
-    shape = part.shape if tp is None else shard_shape(part, tp, split.kv_heads, heads=split.heads)
-    if part.bits is not None:
+    shape = shape if tp is None else _shard(shape, rule, tp, split.kv_heads, split.heads)
+    if bits is not None:
         elements = count
         for dim in shape:
             elements *= dim
-        return cdiv(elements * part.bits, 8)
-    quantized = part.is_linear and split.fmt.is_quantized(part.name)
+        return cdiv(elements * bits, 8)
     return tensor_bytes(shape, count, split.fmt, quantized=quantized)
 
 
