@@ -143,6 +143,9 @@ class EnginePlan:
     log_lines: tuple[str, ...] = ()  # what the engine logs about its cache (vLLM), refusal included
     refusal: Refusal | None = None  # the engine refuses to start with this memory (the numbers above still hold)
     lookahead_tokens_per_request: int = 0  # KV slots a running request holds for drafted tokens (speculative)
+    # per GPU: what the engine's start-up check counts for one max_model_len request where that is not the
+    # reserve (vLLM 0.14-0.18 count a hybrid's first KV-cache group only); None: the reserve
+    check_bytes_per_request: int | None = None
 
 
 TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",

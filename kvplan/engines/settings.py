@@ -54,7 +54,7 @@ class VllmSettings:
     entry_point: EntryPoint = "serve"  # `vllm serve` or the `LLM` class (their scheduler defaults differ)
     async_scheduling: bool | None = None  # 0.33 default: one more batch in flight
     in_flight_batches: int | None = None  # batches a request may have scheduled (0.33: pp + async; before: 1)
-    prefix_caching: bool | None = None  # None = its default (on; off for attention-free models)
+    prefix_caching: bool | None = None  # None: default (on; off attention-free, hybrids before vLLM 0.28)
     hybrid_kv_cache_manager: bool = True  # --disable-hybrid-kv-cache-manager turns it off
     legacy_token_log: bool | None = None  # before 0.33: tokens = num_blocks // groups × block
     sampler: str | None = None  # top-k/top-p path of the profile run (SAMPLER_PATHS; default: the release's)

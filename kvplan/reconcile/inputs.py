@@ -167,6 +167,11 @@ def _float(log: StartupLog, name: str) -> float | None:
     return float(value) if value is not None else None
 
 
+def _bool(log: StartupLog, name: str) -> bool | None:
+    value = log.setting(name)
+    return value == "True" if value is not None else None
+
+
 def kv_dtype_of(log: StartupLog, flag: str | None) -> str:
     """--kv-dtype, else the log's KV dtype ("auto" is the model dtype the log states), else auto."""
     if flag is not None:
@@ -179,7 +184,8 @@ def kv_dtype_of(log: StartupLog, flag: str | None) -> str:
 
 def settings_of(log: StartupLog) -> Settings:
     """The engine knobs the log states, and those its warnings imply: "Hybrid KV cache manager is disabled"
-    (every layer counted as full), the Marlin FP4 MoE path (padded MXFP4 experts)."""
+    (every layer counted as full), the Marlin FP4 MoE path (padded MXFP4 experts), prefix caching (which decides
+    how a hybrid's Mamba states are paged)."""
     backend = (log.setting("moe_backend") or "").lower() or None
     lora = log.setting("enable_lora") == "True"
     return settings_from({"max_lora_rank": _int(log, "max_lora_rank") if lora else None,
@@ -190,6 +196,7 @@ def settings_of(log: StartupLog) -> Settings:
                           "max_num_seqs": _int(log, "max_num_seqs"),
                           "chunked_prefill_size": _int(log, "chunked_prefill_size"),
                           "enforce_eager": log.setting("enforce_eager") == "True",
+                          "prefix_caching": _bool(log, "prefix_caching"),
                           "hybrid_kv_cache_manager": log.setting("hybrid_kv_cache_manager") != "off",
                           "moe_backend": backend if backend in ("marlin", "triton") else None})
 

@@ -136,6 +136,10 @@ VLLM_SETTINGS = (
     *setting("max_loras", r"'max_loras': (\d+)", r"\bmax_loras=(\d+)"),
     *setting("max_num_batched_tokens", r"max_num_batched_tokens[=:] ?(\d+)", r"'max_num_batched_tokens': (\d+)"),
     *setting("max_num_seqs", r"'max_num_seqs': (\d+)", r"\bmax_num_seqs=(\d+)", r"Num Sequences = (\d+)"),
+    # the resolved value in the engine's config line, or the non-default args; Mamba states follow it
+    *setting("prefix_caching", r"\benable_prefix_caching'?[=:] ?(True|False)"),
+    *setting("prefix_caching", r"--enable-prefix-caching\b", value="True"),
+    *setting("prefix_caching", r"--no-enable-prefix-caching\b", value="False"),
     *setting("enforce_eager", r"\benforce_eager'?[=:] ?(True|False)"),
     *setting("enforce_eager", r"--enforce-eager\b", r"Enforce eager set", value="True"),
     # the device the MoE kernels look their tuned configs up for (fused_moe.py names it in every release)

@@ -37,14 +37,6 @@ MAX_FIXTURE_BYTES = 8 * 2**20  # all releases together
 # (release, model) where kvplan's row answers otherwise than the release's code, with the rule it lacks.
 # Strict: when kvplan learns the rule the test passes, and the entry must go.
 KNOWN_DIFFERENCES = {
-    ("0.11", "deepseek-ai/DeepSeek-V2-Lite"):
-        "vLLM 0.11 forces block size 64 for FlashMLA on Hopper whatever --block-size says "
-        "(platforms/cuda.py:161-167, 'Forcing kv cache block size to 64 for FlashMLA backend.'); "
-        "kvplan's 0.11 row plans MLA with 16-token blocks",
-    ("0.11", "tiiuae/falcon-mamba-7b"):
-        "a pure Mamba model: 0.11 logs num_blocks // groups x the smallest group block, the Mamba block "
-        "= max_model_len (v1/core/kv_cache_utils.py:1079-1087); kvplan's legacy token log takes the "
-        "smallest non-Mamba block and raises ValueError when there is none",
     # vLLM 0.10.1.1 (the last 0.10 release before 0.10.2)
     ("0.10", "deepseek-ai/DeepSeek-V2-Lite"):
         "0.10 forces 64-token FlashMLA blocks on Hopper (platforms/cuda.py) and refuses an fp8 KV cache with "
@@ -66,7 +58,7 @@ KNOWN_DIFFERENCES = {
         "0.10's GptOss model does not implement SupportsPP: pp > 1 is refused; kvplan plans",
     ("0.10", "tiiuae/falcon-mamba-7b"):
         "0.10 asserts 'Mamba does not support prefix caching' (model_executor/models/mamba.py:200), on by default; "
-        "kvplan's legacy token log raises ValueError",
+        "kvplan plans it",
 }
 
 
@@ -115,7 +107,10 @@ def _mismatch(engine: str, model_id: str, r: dict[str, Any]) -> str | None:
     ours: dict[str, Any] = {"num_blocks": p.num_blocks, "kv_tokens": p.kv_tokens,
                             "max_concurrency_log": f"{p.max_concurrency:.2f}x", "final_block_size": p.block_size,
                             "page_size_bytes_total_per_block": p.page_bytes,
-                            "max_memory_usage_bytes_per_request": p.reserve_bytes_per_request}
+                            # the release's _max_memory_usage_bytes_from_groups: its start-up check's bytes per
+                            # request, which 0.14-0.18 count from the first group only (the reserve otherwise)
+                            "max_memory_usage_bytes_per_request": p.reserve_bytes_per_request
+                            if p.check_bytes_per_request is None else p.check_bytes_per_request}
     diffs = [f"{k} {v} vs vLLM {r[k]}" for k, v in ours.items() if r.get(k) is not None and v != r[k]]
     if r.get("max_concurrency") is not None and p.max_concurrency != pytest.approx(r["max_concurrency"], rel=1e-12):
         diffs.append(f"max_concurrency {p.max_concurrency} vs vLLM {r['max_concurrency']}")
@@ -163,8 +158,8 @@ def test_release_layers(release: str, model_id: str) -> None:
     vllm = Counter(base._vllm_layer(layer) for layer in layers for _ in range(layer["count"]))
     states = [layer for layer in layers if layer["type"] == "MambaSpec"]
     state_bytes = all(layer["real_page_size_bytes"] for layer in states)
-    old_types = any(layer["mamba_type"] in OLD_MAMBA_TYPES.values() for layer in states)
-    ours = Counter(_as_older(base._kvplan_layer(p, layout), state_bytes, old_types)
+    names = OLD_MAMBA_TYPES.get(release)
+    ours = Counter(_as_older(base._kvplan_layer(p, layout), state_bytes, names)
                    for spec in layout.specs for p in parts(spec))
     assert ours == vllm
 
@@ -183,18 +178,22 @@ def _as_newer(layer: dict[str, Any]) -> dict[str, Any]:
     return layer
 
 
-# MambaSpec.mamba_type was a string before it was an enum (0.11: "mamba1", "mamba2", "short_conv", and
-# "linear_attention" for both gated DeltaNet and lightning attention).
-OLD_MAMBA_TYPES = {"MAMBA1": "mamba1", "MAMBA2": "mamba2", "SHORT_CONV": "short_conv",
-                   "GDN_ATTN": "linear_attention", "LINEAR": "linear_attention"}
+# MambaSpec.mamba_type was a string before it was an enum (0.21): "mamba1", "mamba2", "short_conv",
+# "linear_attention" for lightning attention, and for Qwen's gated DeltaNet "linear_attention" in 0.11
+# (0.11.0 model_executor/models/qwen3_next.py:184), "gdn_attention" in 0.12-0.20 (0.12.0 qwen3_next.py:220,
+# 0.19.0 model_executor/layers/mamba/gdn_linear_attn.py:206).
+_STRINGS = {"MAMBA1": "mamba1", "MAMBA2": "mamba2", "SHORT_CONV": "short_conv", "LINEAR": "linear_attention"}
+OLD_MAMBA_TYPES = {"0.10": {**_STRINGS, "GDN_ATTN": "linear_attention"},
+                   "0.11": {**_STRINGS, "GDN_ATTN": "linear_attention"},
+                   **{f"0.{minor}": {**_STRINGS, "GDN_ATTN": "gdn_attention"} for minor in range(12, 21)}}
 
 
-def _as_older(key: tuple[Any, ...], state_bytes: bool, old_types: bool) -> tuple[Any, ...]:
+def _as_older(key: tuple[Any, ...], state_bytes: bool, names: dict[str, str] | None) -> tuple[Any, ...]:
     """kvplan's layer key in an older release's terms: no state bytes where its spec has none, and the
-    state's type by its string name."""
+    state's type by the string name the release gives it."""
     if key[0] != "mamba":
         return key
-    kind = OLD_MAMBA_TYPES.get(key[1], key[1]) if old_types else key[1]
+    kind = names.get(key[1], key[1]) if names else key[1]
     return (key[0], kind, key[2] if state_bytes else None, *key[3:])
 
 

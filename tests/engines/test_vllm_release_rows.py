@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from kvplan.engines import REGISTRY, VLLM_RELEASES, get_engine
+from kvplan.engines.vllm.rows import MAMBA_ALL_MODE
 from kvplan.engines.vllm.rows_late import NEWEST, RELEASES, V1_ROWS
 from kvplan.errors import InputError
 from kvplan.planning.capacity import capacity
@@ -61,7 +62,16 @@ RULES = [
     ("legacy_token_log", "0.21", True, False), ("one_line_log", "0.28", False, True),
     ("async_scheduling", "0.14", False, True), ("mxfp4_backend", "0.12", "marlin", "triton"),
     ("persistent_sampler_buffers", "0.27", False, True), ("refusal_null_block", "0.29", False, True),
-    ("in_flight", "0.26", "one", "batches"), ("mamba_prefix_caching", "0.29", False, True),
+    ("in_flight", "0.26", "one", "batches"),
+    ("mamba_align_mode", "0.15", False, True),  # 0.15.0 model_executor/models/config.py:332-338
+    ("hybrid_prefix_caching", "0.28", False, True),  # 0.28.0 engine/arg_utils.py:2650, config/model.py:2072-2074
+    ("mamba_all_mode_architectures", "0.12", frozenset(), MAMBA_ALL_MODE),  # 0.12.0 models/config.py:292-312
+    ("mamba_all_mode_architectures", "0.28", MAMBA_ALL_MODE, frozenset()),  # 0.28.0 models/config.py:602-604
+    ("hybrid_block_legacy", "0.29", True, False),  # 0.29.0 platforms/interface.py:883-916
+    ("mamba_checkpoint_mixers", "0.32", frozenset(), frozenset({"mamba2"})),  # 0.32.0 mamba_mixer2.py:1100-1108
+    ("mamba_checkpoint_mixers", "0.33", frozenset({"mamba2"}), frozenset({"mamba2", "gdn"})),
+    ("check_first_group", "0.14", False, True), ("check_first_group", "0.19", True, False),  # kv_cache_utils.py
+    ("block_size_from_groups", "0.18", False, True),  # 0.18.0 v1/engine/core.py:271-275
     ("mla_block_forced", "0.18", 64, None), ("group_size_ratio", "0.12", None, 1.25),
     ("group_size_ratio", "0.18", 1.25, 1.5), ("absolute_peak", "0.9", True, False),
 ]

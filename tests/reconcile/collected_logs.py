@@ -102,7 +102,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # Qwen3.6-35B-A3B-NVFP4: Qwen3.5-35B-A3B's layer layout (sidecar)
     "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": (
         {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
-        {"kv_tokens": (1, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     # Qwen2.5-Omni-7B's thinker: Qwen2.5-7B's geometry
     "vllm-v0210-qwen25-omni-7b-int4-24gb": (
         {"model": "Qwen/Qwen2.5-7B"}, "Qwen/Qwen2.5-7B",
@@ -117,7 +117,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # LFM2.5-1.2B-Instruct: LFM2-1.2B's layer layout (6 attention + 10 short-conv layers, sidecar)
     "vllm-v0260-lfm25-1.2b-sm90": (
         {"model": "LiquidAI/LFM2-1.2B"}, "LiquidAI/LFM2-1.2B",
-        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     # the docker command names Qwen/Qwen3-32B after the image; reconcile reads --model only
     "vllm-v0271-qwen3-32b-pp2-rtxpro6000": (
         {"model": "Qwen/Qwen3-32B"}, "Qwen/Qwen3-32B",

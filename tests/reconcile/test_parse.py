@@ -259,3 +259,12 @@ def test_warnings_that_change_the_arithmetic_are_settings() -> None:
                        "disabled for this hybrid model, This means we do not enable any optimizations for saving KV "
                        "cache memory\nGPU KV cache size: 1,024 tokens")
     assert hybrid.setting("hybrid_kv_cache_manager") == "off"
+
+
+def test_prefix_caching_is_a_setting() -> None:
+    # a hybrid's Mamba states are paged by it (align mode, 0.15 on): the engine config line's resolved value
+    assert load("vllm-v0260-lfm25-1.2b-sm90").setting("prefix_caching") == "True"  # 'enable_prefix_caching': True
+    assert load("vllm-v0190-qwen35-9b-l40s").setting("prefix_caching") == "False"  # enable_prefix_caching=False
+    flags = parse_log("INFO 01-01 00:00:00 [utils.py:1] non-default args: {} vllm serve m --no-enable-prefix-caching")
+    assert flags.setting("prefix_caching") == "False"
+    assert parse_log("vllm serve m --enable-prefix-caching --enforce-eager").setting("prefix_caching") == "True"

@@ -149,14 +149,6 @@ MISSES: dict[tuple[str, str], str] = {
     ("vllm-v0851-qwen3-4b-base-lora-t4", "weights_bytes"): _UNSLOTH_LORA,
     ("vllm-v0851-qwen3-4b-base-lora-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
     ("vllm-v092-qwen25-vl-7b-bnb4-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
-    ("vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb", "max_concurrency"): "the 0.20 row's 2096-token blocks match the "
-        "tokens; the logged 4.03x implies ~38 blocks per 32k request where kvplan counts 35 (the Mamba groups' "
-        "blocks under the log's prefix caching are not the 0.20 row's)",
-    ("vllm-v0260-lfm25-1.2b-sm90", "kv_tokens"): "the log states enable_prefix_caching True and mamba_cache_mode "
-        "'align'; kvplan's 0.26 row never pages a hybrid's conv state in align mode (its rows do from 0.29; 0.26's "
-        "default for hybrids is off, engine/arg_utils.py:2519-2522), so it counts 2,050 blocks per 32k request "
-        "where the logged 70.93x implies 2,052",
-    ("vllm-v0260-lfm25-1.2b-sm90", "max_concurrency"): "the same blocks per request",
 }
 
 

@@ -14,6 +14,10 @@
   align mode (64 for FlashInfer GDN, else 1); ``block = a · cdiv(state page, a · attention page of one
   token)`` rounded up to the kernel block, never below the block size asked for; every state page is
   padded to ``block × attention page of one token``.
+
+Earlier releases differ by row (``VllmRelease``): which mixers have a checkpoint block (none before 0.32,
+Mamba-2 in 0.32), whether hybrids default to prefix caching (0.28 on), whether prefix caching gives
+"align" (0.15 on) and the 16-token hybrid block rule before 0.29.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ MLA_HYBRID_MIN_BLOCK = 128  # interface.py: TRTLLM/FlashInfer MLA decode kernels
 class MambaRules:
     align: bool  # mamba_cache_mode == "align"
     gdn_flashinfer: bool  # Qwen gated DeltaNet prefill on FlashInfer
-    legacy: bool = False  # a release before 0.33: alignment to 16 only, no prefix caching of states
+    legacy: bool = False  # a release before 0.29: the hybrid block by 16-token alignment only
+    checkpoints: frozenset[str] = frozenset({"mamba2", "gdn"})  # mixers with a prefill checkpoint block (0.32 on)
 
 
 def gdn_flashinfer(gpu_name: str | None, linear_key_head_dim: int) -> bool:
@@ -44,9 +49,9 @@ def gdn_flashinfer(gpu_name: str | None, linear_key_head_dim: int) -> bool:
 
 def checkpoint_blocks(state: LinearState, rules: MambaRules) -> int:
     """C: the prefill checkpoint block a state layer adds to a request in align mode."""
-    if not rules.align:
+    if not rules.align or state.mixer not in rules.checkpoints:
         return 0
-    return int(state.mixer == "mamba2" or (state.mixer == "gdn" and rules.gdn_flashinfer))
+    return int(state.mixer != "gdn" or rules.gdn_flashinfer)
 
 
 def state_blocks(state: LinearState, rules: MambaRules) -> int:
@@ -57,7 +62,8 @@ def state_blocks(state: LinearState, rules: MambaRules) -> int:
 def checkpoint_alignment(states: list[LinearState], rules: MambaRules) -> int:
     """lcm of the layers' prefill checkpoint alignments, 1 unless every state layer declares one
     (vllm/model_executor/layers/mamba/abstract.py:98-113): only FlashInfer GDN does (64)."""
-    if not rules.align or not all(s.mixer == "gdn" and rules.gdn_flashinfer for s in states):
+    if not rules.align or "gdn" not in rules.checkpoints or \
+            not all(s.mixer == "gdn" and rules.gdn_flashinfer for s in states):
         return 1
     return FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
 

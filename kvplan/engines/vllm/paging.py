@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.engines.base import Request
-from kvplan.engines.vllm.backends import attention_backend, is_hopper
+from kvplan.engines.vllm.backends import DEFAULT_BLOCK_SIZE, attention_backend, is_hopper
 from kvplan.engines.vllm.groups import PagedSpec, Specs, modules, paged_spec
 from kvplan.engines.vllm.mamba import (
     MambaRules,
@@ -21,7 +21,9 @@ from kvplan.engines.vllm.mamba import (
     hybrid_block_size,
     state_blocks,
 )
+from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
 from kvplan.engines.vllm.speculative import worker_stages
+from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
 from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, parts
@@ -50,29 +52,45 @@ def max_num_batched_tokens(req: Request) -> int:
     return batched
 
 
-def prefix_caching(req: Request, layout: Layout) -> bool:
-    """vLLM's default: on, except for attention-free models (pure Mamba) and encoder-decoders."""
+def prefix_caching(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) -> bool:
+    """vLLM's default: on, except for attention-free models (pure Mamba), encoder-decoders, and hybrids before 0.28
+    (ModelConfig.is_prefix_caching_supported: hybrids out in 0.12.0 config/model.py:1839-1843 to 0.25.0 :1883-1887,
+    in from 0.26 where 0.26-0.27 engine/arg_utils.py:2519-2522 leave them out of the default; 0.28.0
+    engine/arg_utils.py:2650, config/model.py:2072-2074)."""
     if req.settings.vllm.prefix_caching is not None:
         return req.settings.vllm.prefix_caching
     kinds = {type(p) for s in layout.specs for p in parts(s)}
-    return bool(kinds - {LinearState}) and CrossAttn not in kinds
+    hybrid = LinearState in kinds and len(kinds) > 1
+    return bool(kinds - {LinearState}) and CrossAttn not in kinds and (rel.hybrid_prefix_caching or not hybrid)
 
 
-def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True,
-           mla_block: tuple[int, bool] | None = None) -> Paging:
+def mamba_rules(req: Request, layout: Layout, rel: VllmRelease, states: list[LinearState]) -> MambaRules:
+    """The release's Mamba cache mode for this request: "align" where prefix caching is on and the release has
+    it (0.15 on), else one state block per request; a model vLLM gives mode "all" is refused (not modelled)."""
+    cached = prefix_caching(req, layout, rel)
+    archs = req.model.raw.get("architectures") or []
+    all_mode = [a for a in archs if a in rel.mamba_all_mode_architectures]
+    if cached and all_mode:
+        raise InputError(f"{rel.label} caches {all_mode[0]}'s Mamba states per block under prefix caching "
+                         "(0.15-0.27 mamba_cache_mode 'all', model_executor/models/config.py), which kvplan does not model; "
+                         "plan it with prefix caching off", arg="prefix_caching")
+    return MambaRules(cached and rel.mamba_align_mode, _gdn_flashinfer(req, states), legacy=rel.hybrid_block_legacy,
+                      checkpoints=rel.mamba_checkpoint_mixers)
+
+
+def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) -> Paging:
     """Backend and block size, then every module's paged spec (Mamba hybrids raise the block size).
 
-    `mamba_prefix_caching`: the release caches Mamba state for prefixes (0.33's align mode). Before
-    (0.10, 0.11) a state is one block per request and the hybrid block is 16 · cdiv(state page,
-    16 · attention page per token) (vllm 0.11 model_executor/models/config.py:315-400). A draft's KV
-    layers follow the target's on the last stage: they register in the same forward context and share
-    its pool (speculative.py). `mla_block`: (size, keeps multiples) of the FlashMLA block releases before 0.18
-    force on Hopper (0.11 platforms/cuda.py:161-167 whatever the size; 0.12-0.17 unless a multiple)."""
+    `rel`: the release's Mamba cache mode (``mamba_rules``) and hybrid block rule; before 0.29 the hybrid
+    block is 16 · cdiv(state page, 16 · attention page per token) (vllm 0.11 model_executor/models/config.py:
+    315-400). A draft's KV layers follow the target's on the last stage: they register in the same forward
+    context and share its pool (speculative.py). The FlashMLA block releases before 0.18 force on Hopper:
+    0.11 platforms/cuda.py:161-167 whatever the size, 0.12-0.17 unless a multiple (``_forced_mla_block``)."""
     per_gpu = (*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ()))
     mods = modules(per_gpu, worker_stages(req, layout))
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
     head_size = max((p.head_dim for p in mods.parts if isinstance(p, AttnSpec)), default=0)
-    asked = _forced_mla_block(req, bool(mla) and not any(p.sparse for p in mla), mla_block)
+    asked = _forced_mla_block(req, bool(mla) and not any(p.sparse for p in mla), rel)
     backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, asked, req.gpu_name,
                                             sparse=any(p.sparse for p in mla), head_size=head_size)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
@@ -81,8 +99,7 @@ def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True,
     states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)]
     if not states:
         return Paging(specs, mods.stages, backend, bs, None)
-    rules = MambaRules(mamba_prefix_caching and prefix_caching(req, layout), _gdn_flashinfer(req, states),
-                       legacy=not mamba_prefix_caching)
+    rules = mamba_rules(req, layout, rel, states)
     attention = [s for s in specs if s and not isinstance(s.spec, (LinearState, CrossAttn, IndexerCache))]
     if not attention:  # attention-free: unpadded states, block = 16 (align) or max_model_len
         block = MAMBA_ALIGN_BLOCK if rules.align else req.max_model_len
@@ -97,12 +114,20 @@ def paging(req: Request, layout: Layout, mamba_prefix_caching: bool = True,
                   mods.stages, backend, block, alignment, rules.align)
 
 
-def _forced_mla_block(req: Request, dense_mla: bool, rule: tuple[int, bool] | None) -> int | None:
-    asked = req.cache.block_size
-    if rule is None or not dense_mla or not is_hopper(req.gpu_name):
+def kept_block_size(req: Request, rel: VllmRelease, pages: Paging) -> int:
+    """The block size vLLM keeps after planning: from 0.18 the smallest group block (0.18.0 v1/engine/core.py:271-275);
+    before, the config's, which the hybrid alignment raises but an attention-free model leaves as asked (16)."""
+    attention_free = all(s is None or s.kind == "mamba" for s in pages.specs)
+    if rel.block_size_from_groups or not attention_free or rel.refusal == "v0":
+        return pages.block_size
+    return req.cache.block_size or DEFAULT_BLOCK_SIZE
+
+
+def _forced_mla_block(req: Request, dense_mla: bool, rel: VllmRelease) -> int | None:
+    asked, size = req.cache.block_size, rel.mla_block_forced
+    if size is None or not dense_mla or not is_hopper(req.gpu_name):
         return asked
-    size, keeps_multiples = rule
-    return asked if asked and (asked == size or (keeps_multiples and asked % size == 0)) else size
+    return asked if asked and (asked == size or (rel.mla_block_multiples and asked % size == 0)) else size
 
 
 def _gdn_flashinfer(req: Request, states: list[LinearState]) -> bool:

@@ -22,10 +22,11 @@ from kvplan.engines.vllm.groups import (
     SpecReserve,
     Specs,
     blocks_needed,
+    group_width,
     kv_cache_groups,
     stage_block_bytes,
 )
-from kvplan.engines.vllm.paging import Paging, paging
+from kvplan.engines.vllm.paging import Paging, kept_block_size, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layout import Layout
@@ -61,6 +62,7 @@ class Blocks:
     in_flight: int
     stages: tuple[range, ...]  # the layers of each worker's stage (the last holds any draft layers)
     reserve: SpecReserve = NO_SPEC
+    first_group_check: bool = False  # the start-up check counts the first group's blocks only (0.14-0.18)
 
 
 def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
@@ -100,12 +102,6 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
 
 
-def _mla_block(rel: VllmRelease) -> tuple[int, bool] | None:
-    """Hopper MLA block forcing before 0.18 (platforms/cuda.py: FlashMLA takes 64-token blocks): the forced size,
-    and whether a given multiple of it is kept (0.12 on)."""
-    return (rel.mla_block_forced, rel.mla_block_multiples) if rel.mla_block_forced else None
-
-
 def in_flight_tokens(req: Request) -> int:
     """Tokens a running request may add before it is scheduled again: its batches in flight (0.33: one per PP
     stage, +1 with async scheduling; before 0.33 one) × max_num_batched_tokens (both set by the release)."""
@@ -125,7 +121,7 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(_group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve)
+    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, rel.check_first_group)
 
 
 def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,
@@ -137,7 +133,13 @@ def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tupl
 
 
 def request_bytes(req: Request, specs: Specs, stage: range, length: int, paged: Blocks) -> int:
-    """Bytes one request of `length` tokens reserves on a worker of this stage."""
+    """Bytes the start-up check counts for one request of `length` tokens on a worker of this stage: what it
+    reserves; 0.14-0.18 (``check_first_group``) the group width × page × the first group's blocks only
+    (0.14.0 v1/core/kv_cache_utils.py:1342-1351)."""
+    if paged.first_group_check and len(paged.groups) > 1:
+        first = paged.groups[0].spec
+        need = blocks_needed(first, length, paged.in_flight, req.dcp, paged.reserve)
+        return group_width(paged.groups, stage) * first.page_bytes * need
     return sum(blocks_needed(v, length, paged.in_flight, req.dcp, paged.reserve) * v.page_bytes
                for i, v in enumerate(specs) if v is not None and i in stage)
 
@@ -177,7 +179,7 @@ def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
     """GPU KV cache size: int(concurrency × max_model_len); before 0.33: num_blocks // groups × block × dcp."""
     if not req.settings.vllm.legacy_token_log:
         return int(concurrency * req.max_model_len)
-    block = min(g.spec.block_size for g in paged.groups if g.spec.kind != "mamba")
+    block = min(g.spec.block_size for g in paged.groups)  # a Mamba group's too (0.11 kv_cache_utils.py:1076-1080)
     return paged.num_blocks // len(paged.groups) * block * req.dcp
 
 
@@ -206,7 +208,7 @@ def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float,
 
 def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmRelease = RELEASES[NEWEST]) -> EnginePlan:
     check_request(req, layout, rel)
-    pages = paging(req, layout, mamba_prefix_caching=rel.mamba_prefix_caching, mla_block=_mla_block(rel))
+    pages = paging(req, layout, rel)
     paged = blocks(req, pages, budgets, rel)
     concurrency = max_concurrency(req, rel, pages, paged)
     tokens = logged_tokens(req, paged, concurrency)
@@ -214,9 +216,11 @@ def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmReleas
     steady = (layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
               + speculative.draft_sequence_bytes(req, layout, pages.block_size))
     return EnginePlan(
-        engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=pages.block_size,
+        engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=kept_block_size(req, rel, pages),
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
+        check_bytes_per_request=max(request_bytes(req, pages.specs, r, req.max_model_len, paged) for r in paged.stages)
+        if paged.first_group_check else None,
         steady_bytes_per_request=steady, groups=rows(paged), notes=(*notes(req, pages, paged),
                                                                      *speculative.notes(req, rel, pages.block_size)),
         explain=explain(req, rel, pages, paged, budgets, (concurrency, tokens)),

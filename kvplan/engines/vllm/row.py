@@ -90,7 +90,18 @@ class VllmRelease:
     mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper
     mla_block_forced: int | None = None  # Hopper MLA (FlashMLA) block size forced when none fits it (before 0.18)
     mla_block_multiples: bool = True  # a given multiple of the forced size is kept (0.12 on)
-    mamba_prefix_caching: bool = False  # hybrids cache Mamba state for prefixes by default (align mode, 0.29 on)
+    # Mamba states under prefix caching: hybrids turn it on by default (0.28 on); what it gives a model without
+    # Mamba "all" support: one state block per request as without it (before 0.15: 0.12-0.14 switch prefix caching
+    # off for it), or "align" (0.15 on: two state blocks, plus a prefill checkpoint block for the mixers listed);
+    # the architectures that get mamba_cache_mode "all" instead (SupportsMambaPrefixCaching, 0.12-0.27; kvplan does
+    # not model "all" and refuses them); the 16-token hybrid block rule (before 0.29) or the kernel-block one
+    hybrid_prefix_caching: bool = False
+    mamba_align_mode: bool = False
+    mamba_checkpoint_mixers: frozenset[str] = frozenset()
+    mamba_all_mode_architectures: frozenset[str] = frozenset()
+    hybrid_block_legacy: bool = True
+    check_first_group: bool = False  # the start-up check counts the first group's blocks only (0.14-0.18)
+    block_size_from_groups: bool = False  # the logged block size is the smallest group's (0.18 on; before the config's)
     mla_absorbed_weights: bool = False
     decode_context_parallel: bool = False  # --decode-context-parallel-size exists (0.11 on)
     v0_blocks_label: str = "GPU"  # V0 "# GPU blocks" (0.6), "# CUDA blocks" (0.7), "# cuda blocks" (0.8)

@@ -35,6 +35,13 @@ _V1 = (SchedulerTier(min_memory_bytes=70 * GIB, excludes_a100=True, serve=(8192,
 _V028 = (SchedulerTier(min_memory_bytes=160 * GIB, excludes_a100=False, serve=(16384, 1024), llm=(16384, 1024)),
          *_V1)
 _SPEC = ("eagle", "eagle3", "mtp", "ngram")
+# Architectures whose class declares SupportsMambaPrefixCaching (0.12.0-0.27.0 model_executor/models/*.py; Bamba
+# until 0.23, its model file gone in 0.24), with the registry's aliases of those classes (0.22.0 model_executor/models/registry.py:110, 181): under
+# prefix caching they cache states per block: 0.12-0.14 with mamba_block_size = block_size (0.12.0
+# model_executor/models/config.py:292-303), 0.15-0.27 as mamba_cache_mode "all" (0.15.0 models/config.py:332-337).
+MAMBA_ALL_MODE = frozenset({"BambaForCausalLM", "FalconH1ForCausalLM", "FalconMambaForCausalLM",
+                            "GraniteMoeHybridForCausalLM", "JambaForCausalLM", "Mamba2ForCausalLM", "MambaForCausalLM",
+                            "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Zamba2ForCausalLM"})
 
 V0_065 = VllmRelease(
     key="0.7", label="vLLM 0.7 (V0 engine)", gpu_memory_utilization=0.9, usable_rounding="floor",
@@ -155,7 +162,11 @@ V1_012 = _after(V1_011, "0.12", "0.12.0", (
      "v1/core/kv_cache_utils.py:1254-1296; platforms/cuda.py:150-252"),
     ("no extra LoRA vocabulary; --kv-offloading-size; Model Runner V2 exists (opt-in)",
      "config/lora.py (0.11.0 :47 removed); config/cache.py:139; envs.py:1550-1552"),
-), mla_block_multiples=True, mxfp4_backend="triton", group_size_ratio=1.25, lora_extra_vocab=0, kv_offloading=True)
+    ("prefix caching on: models with Mamba prefix-caching support (SupportsMambaPrefixCaching) cache states per "
+     "block (the later 'all' mode, not modelled: refused), for the others vLLM turns prefix caching off",
+     "model_executor/models/config.py:292-312; model_executor/models/interfaces.py"),
+), mla_block_multiples=True, mxfp4_backend="triton", group_size_ratio=1.25, lora_extra_vocab=0, kv_offloading=True,
+    mamba_all_mode_architectures=MAMBA_ALL_MODE)
 V1_013 = _after(V1_012, "0.13", "0.13.0", (
     ("refusals end with the conserving_memory docs link", "v1/core/kv_cache_utils.py:688-720"),
     ("multimodal dummy outputs no longer expanded to the encoder budget", "v1/worker/gpu_model_runner.py:4424-4487"),
@@ -166,13 +177,20 @@ V1_014 = _after(V1_013, "0.14", "0.14.0", (
     ("async scheduling on by default (not with pp > 1)", "config/vllm.py:588-628"),
     ("GiB printed as round(x, 2); the estimate glued to 'Try'; the check takes min(budgets) against the whole "
      "model's groups (PP refusals not modelled)", "v1/core/kv_cache_utils.py:609-643, 1318-1351"),
-), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14")
+    ("the check's bytes per request (_max_memory_usage_bytes_from_groups) = group width × page × the FIRST group's "
+     "blocks (a hybrid's other groups are left out; the scheduler still reserves them)",
+     "v1/core/kv_cache_utils.py:1342-1351, 1514-1524"),
+), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14", check_first_group=True)
 V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("async scheduling with pp > 1 too", "config/vllm.py:589-622"),
     ("draft-model speculative decoding in V1 (0.14 refused it); Mamba reserves one block per speculative token",
      "v1/kv_cache_interface.py:293-300; 0.14.0 engine/arg_utils.py:1794 removed"),
     ("MistralForCausalLM has its own class without embedding LoRA", "model_executor/models/mistral.py:238-240"),
-), async_with_pp=True, spec_methods=("draft_model", *_SPEC), lookahead_methods=("draft_model", "eagle", "eagle3", "mtp"),
+    ("prefix caching on: mamba_cache_mode 'align' for a model without Mamba prefix-caching support (two state "
+     "blocks per request, Mamba block = attention block), 'all' for the others",
+     "model_executor/models/config.py:332-372; v1/kv_cache_interface.py:293-300"),
+), async_with_pp=True, mamba_align_mode=True, spec_methods=("draft_model", *_SPEC),
+    lookahead_methods=("draft_model", "eagle", "eagle3", "mtp"),
     spec_state_blocks=True, lora_embedding_families=frozenset({"llama", "mixtral"}))
 V1_016 = _after(V1_015, "0.16", "0.16.0", (
     ("Qwen3 and Qwen3-MoE get embedding LoRA", "model_executor/models/qwen3.py:274"),

@@ -36,11 +36,14 @@ V1_018 = _after(V1_017, "0.18", "0.18.0", (
     ("hybrid group size threshold 1.5 × the smallest count", "v1/core/kv_cache_utils.py:956-1075"),
     ("no MLA block forcing: block 16 unless the backend needs another (FLASH_ATTN_MLA on Hopper with auto dtype)",
      "platforms/interface.py:426-474; v1/attention/backend.py:188-197"),
-), graph_estimate="logged", group_size_ratio=1.5, mla_block_forced=None)
+    ("the block size the engine keeps is the smallest group block (an attention-free model's: its Mamba block, "
+     "max_model_len without prefix caching)", "v1/engine/core.py:271-275"),
+), graph_estimate="logged", group_size_ratio=1.5, mla_block_forced=None, block_size_from_groups=True)
 V1_019 = _after(V1_018, "0.19", "0.19.0", (
     ("--lora-target-modules (LoRAConfig.target_modules); budget rules unchanged from 0.18 (0.19.1 diffed: same)",
      "config/lora.py:46; envs.py:1654-1656"),
-), lora_target_modules=True)
+    ("the start-up check counts every group's blocks again", "v1/core/kv_cache_utils.py:1332-1366"),
+), lora_target_modules=True, check_first_group=False)
 V1_020 = _after(V1_019, "0.20", "0.20.0", (
     ("gpu_memory_utilization default 0.92", "config/cache.py:66"),
     ("CUDA-graph estimate subtracted by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; its own log says "
@@ -97,15 +100,18 @@ V1_028 = _after(V1_027, "0.28", "0.28.0", (
     ("MRV2 default sampler pass does no logits processing (bf16 logits only)",
      "v1/worker/gpu/sample/sampler.py:192-196"),
     ("sliding windows keep extra_retained_tokens (multi-module MTP)", "v1/kv_cache_interface.py:539-544"),
-), scheduler=_V028, one_line_log=True, mrv2_sampler="bf16", spec_sliding_retained=True)
+    ("prefix caching on by default for hybrids too, their Mamba states in 'align' mode ('all' only when asked)",
+     "engine/arg_utils.py:2650; config/model.py:2072-2074; model_executor/models/config.py:602-604"),
+), scheduler=_V028, hybrid_prefix_caching=True, mamba_all_mode_architectures=frozenset(), one_line_log=True,
+    mrv2_sampler="bf16", spec_sliding_retained=True)
 V1_029 = _after(V1_028, "0.29", "0.29.0", (
     ("Model Runner V2 default for all models (V1 only for unsupported features); its CUDA-graph estimate is real",
      "config/vllm.py:644-677; v1/worker/gpu/model_runner.py:896-898"),
     ("the start-up check leaves out the null block; bytes per block = max over groups",
      "v1/core/kv_cache_utils.py:1358-1370, 2214-2367"),
-    ("prefix caching on by default for hybrids too: Mamba state cached in align mode",
-     "engine/arg_utils.py:2766; config/model.py:2128-2130"),
-), mrv2=Mrv2Rule(every_model=True), mrv2_graph_estimate=True, refusal_null_block=True, mamba_prefix_caching=True)
+    ("hybrid block = max(kernel block, block size)-aligned, at least 128 with MLA (kvplan's 16-token rule before)",
+     "platforms/interface.py:883-916"),
+), mrv2=Mrv2Rule(every_model=True), mrv2_graph_estimate=True, refusal_null_block=True, hybrid_block_legacy=False)
 V1_030 = _after(V1_029, "0.30", "0.30.0", (
     ("V1 Triton top-k/top-p for any row count; MRV2 warmup_kernels before capture; '%s KV cache size' (GPU)",
      "v1/sample/ops/topk_topp_sampler.py:368-378; v1/core/kv_cache_utils.py:2386-2402"),
@@ -116,14 +122,19 @@ V1_031 = _after(V1_030, "0.31", "0.31.0", (
 ))
 V1_032 = _after(V1_031, "0.32", "0.32.0", (
     ("request_memory subtracts externally held weights (not modelled)", "v1/worker/utils.py:716-763"),
-))
+    ("Mamba-2 layers add a prefill checkpoint block per request in align mode",
+     "model_executor/layers/mamba/mamba_mixer2.py:1100-1108; v1/kv_cache_interface.py:1076-1080"),
+), mamba_checkpoint_mixers=frozenset({"mamba2"}))
 V1_033 = _after(V1_032, "0.33", "0.33.0", (
     ("cuBLAS/cuBLASLt handles created before the snapshot", "v1/worker/gpu_worker.py:519-531"),
     ("MRV2 profile runs the sampler twice, the second with for_sampler_warmup() params (fp32 + FlashInfer "
      "top-k/top-p)", "v1/worker/gpu/model_runner.py:992-1014"),
     ("an A100 (and GB10) never reaches the >= 70 GiB tier; removed architectures refused",
      "engine/arg_utils.py:2940-3005; model_executor/models/registry.py:841-895"),
-), mrv2_sampler="flashinfer")
+    ("Qwen gated DeltaNet on FlashInfer prefill adds a checkpoint block, its 64-token checkpoint grid aligns the "
+     "hybrid block", "model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py:736-760; "
+     "model_executor/layers/mamba/abstract.py:98-113"),
+), mrv2_sampler="flashinfer", mamba_checkpoint_mixers=frozenset({"mamba2", "gdn"}))
 
 V1_ROWS: tuple[VllmRelease, ...] = (
     V1_080, V1_08, V1_090, V1_09, V1_010, V1_011, V1_012, V1_013, V1_014, V1_015, V1_016, V1_017, V1_018, V1_019,
