@@ -1,4 +1,4 @@
-"""Redraw the README's two screenshots of `kvplan report` from the issue's first command.
+"""Redraw the two screenshots of `kvplan report` on docs/howto/report.md from the issue's first command.
 
     python docs/screenshots.py        # needs playwright, Debian's chromium and pillow
 
