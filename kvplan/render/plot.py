@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvplan.errors import InputError
-from kvplan.units import GIB
+from kvplan.units import GIB, format_floor
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -208,7 +208,7 @@ def _label_points(ax: Axes, series: Series) -> None:
     for points in series.values():
         for x, y in points:
             if y > 0:
-                ax.annotate(f"{y:,.2f}", (x, y), xytext=(0, 5), textcoords="offset points", ha="center",
+                ax.annotate(format_floor(y), (x, y), xytext=(0, 5), textcoords="offset points", ha="center",
                             fontsize="x-small")
 
 
