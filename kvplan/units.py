@@ -6,6 +6,7 @@ Byte suffixes follow their names: `GiB` = 2**30, `GB` = 10**9.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -104,6 +105,17 @@ def check_memory_size(value: int, text: str, name: str) -> None:
         match = _NUMBER.match(text)
         hint = f"did you mean {match.group(1)}GiB?" if match and not match.group(2) else "give at least 1MiB"
         raise InputError(f"{name} {text.strip()!r} is {value:,} B, under 1 MiB: {hint}", arg=name)
+
+
+def format_floor(value: float, digits: int = 2) -> str:
+    """`70.995` -> `70.99`, with thousands separators: a count shown with decimals is cut, never rounded up, so
+    it cannot read more than the whole requests beside it (70.995 requests per replica serve 70, not "71.00")."""
+    if not math.isfinite(value):
+        return f"{value:,.{digits}f}"
+    from decimal import ROUND_FLOOR, Decimal
+
+    cut = Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_FLOOR)  # repr: 0.29 stays 0.29
+    return f"{cut:,.{digits}f}"
 
 
 def format_gib(num_bytes: float, digits: int = 2, grouped: bool = False) -> str:

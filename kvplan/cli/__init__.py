@@ -60,7 +60,22 @@ def _switch(option: Any) -> Any:
     return option
 
 
+def unwrapped(text: str | None) -> str | None:
+    """A docstring's paragraphs each on one line: typer keeps a docstring's line breaks in the commands panel
+    and past the first paragraph, so at 80 columns a sentence broke where the source did ("concurrency,⏎ the
+    lines it logs"); rich wraps the joined text at the terminal's width instead."""
+    if not text:
+        return text
+    import inspect
+
+    return "\n\n".join(" ".join(part.split()) for part in inspect.cleandoc(text).split("\n\n"))
+
+
 class Command(TyperCommand):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = unwrapped(self.help)
+
     def get_help_option(self, ctx: Any) -> Any:
         return _switch(super().get_help_option(ctx))
 
@@ -68,8 +83,20 @@ class Command(TyperCommand):
 class AliasGroup(TyperGroup):
     """Parses SGLang's and trtllm-serve's spellings of a flag as kvplan's primary name (options.FLAG_ALIASES)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = unwrapped(self.help)
+
     def get_help_option(self, ctx: Any) -> Any:
         return _switch(super().get_help_option(ctx))
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        """--version and the completion switches show no <bool> beside them, as every command's switches."""
+        params: list[Any] = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+        return params
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         from kvplan.cli.options import primary_flags
@@ -122,8 +149,12 @@ def _as_typed(exc: Any, args: list[str]) -> str:
     message = " ".join(str(exc.format_message()).split())
     for old, new in zip(args, primary_flags(args), strict=True):
         if old != new:
-            message = message.replace(f"'{new.partition('=')[0]}'", f"'{new.partition('=')[0]}' (given as "
-                                      f"{old.partition('=')[0]})")
+            typed, primary = old.partition("=")[0], new.partition("=")[0]
+            message = message.replace(f"'{primary}'", f"'{primary}' (given as {typed})")
+            if message.startswith(f"No such option: {primary}"):  # click names it unquoted here
+                message = message.replace(primary, f"{primary} (given as {typed})", 1)
+    if args[:1] == ["probe"] and message.startswith("Got unexpected extra argument"):  # every other command's
+        message += "; probe takes its models as --model NAME (repeatable)"            # model is positional
     return message
 
 

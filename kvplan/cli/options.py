@@ -293,9 +293,16 @@ def kv_budget(text: str | None) -> tuple[int, ...] | None:
     """--kv-budget: `20GiB`, or one size per PP stage (`12.13GiB,11GiB`), each at least 1 MiB (or 0)."""
     if text is None:
         return None
+    from kvplan.errors import InputError
     from kvplan.planning.budget import parse_budget
+    from kvplan.planning.request import MAX_GPU_MEMORY_BYTES
 
-    return parse_budget(text)
+    budgets = parse_budget(text)
+    for value in budgets:  # one GPU's KV memory (the library takes more: reconcile plans on an unlimited budget)
+        if value > MAX_GPU_MEMORY_BYTES:
+            raise InputError(f"kv_budget_bytes {value / MAX_GPU_MEMORY_BYTES:,.2f} TiB: more than any GPU's memory "
+                             "(at most 1 TiB); it is one GPU's KV memory", arg="kv_budget_bytes")
+    return budgets
 
 
 def size_gib(text: str | None, name: str) -> int | None:

@@ -64,6 +64,8 @@ class CacheRequest:
         if not KNOWN_NAMES.issuperset(_DTYPES(self)):  # the spellings users type: one set lookup each
             for name in ("kv_dtype", "state_dtype", "ssm_state_dtype"):
                 check_dtype_name(getattr(self, name), name)
+        for name in ("state_dtype", "ssm_state_dtype"):
+            _check_state_dtype(getattr(self, name), name)
 
     @property
     def layout_fields(self) -> tuple[Any, ...]:
@@ -96,6 +98,17 @@ def _check_positive(name: str, value: int, most: int) -> None:
         raise InputError(f"{name} must be a whole number, got {value!r}", arg=name)
     if not 0 < value <= most:
         raise InputError(f"{name} must be positive and at most {most:,}, got {value}", arg=name)
+
+
+# A Mamba/linear state is kept in a float type: vLLM 0.33 config/cache.py:175 MambaDType = Literal["auto", "float32",
+# "float16", "bfloat16"] (0.10 had only auto and float32); an fp8 or int4 state (accepted before) is no engine's.
+STATE_DTYPE_NAMES = frozenset({"auto", "fp32", "float32", "float", "bf16", "bfloat16", "fp16", "float16", "half"})
+
+
+def _check_state_dtype(value: str, name: str) -> None:
+    if value.lower() not in STATE_DTYPE_NAMES:
+        raise InputError(f"{name} {value!r}: a Mamba/linear state is kept in auto, fp32, bf16 or fp16 (vLLM's "
+                         "mamba_cache_dtype choices)", arg=name)
 
 
 def _check_block_size(value: int) -> None:

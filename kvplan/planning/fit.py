@@ -26,7 +26,7 @@ from kvplan.errors import InputError, KvplanError
 from kvplan.planning.capacity import plan_capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, capacity_request
-from kvplan.units import cdiv
+from kvplan.units import cdiv, format_floor
 
 ANY_KV_DTYPES = ("auto", "fp8")
 MAX_SHOWN = 12
@@ -114,7 +114,7 @@ def replicate(c: Candidate, load: Load) -> Candidate:
     per_replica = int(c.requests_per_replica)
     if per_replica < 1:
         return replace(c, reason=f"one {load.context:,}-token request does not fit "
-                                 f"({c.requests_per_replica:.2f} per replica)")
+                                 f"({format_floor(c.requests_per_replica)} per replica)")
     replicas = cdiv(load.concurrency, per_replica)
     limit = replicas if load.max_replicas is None else load.max_replicas
     fitted = replace(c, replicas=replicas)

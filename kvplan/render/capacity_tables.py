@@ -12,6 +12,7 @@ from kvplan.render.capacity import CapacityPayload, FloorPayload
 from kvplan.render.extras import extras_table
 from kvplan.render.size import GroupPayload
 from kvplan.render.tables import Table
+from kvplan.units import format_floor
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 def _summary_rows(p: CapacityPayload, compact: bool) -> list[tuple[str, str]]:
     def b(v: int | None) -> str:
         return "-" if v is None else gib(v) if compact else f"{v:,} ({gib(v)})"
-    conc = p.max_concurrency_log or f"({p.requests_at_max_model_len:,.0f} fit)"
+    conc = p.max_concurrency_log or f"({format_floor(p.requests_at_max_model_len, 0)} fit)"
     verdict = ("refuses" + (f" (max len {p.estimated_max_model_len:,})" if p.estimated_max_model_len else "")
                if p.refusal else "error" if p.error else "starts")
     return [("version", p.engine_version), ("verdict", verdict), ("GPU", f"{p.gpu or '-'}"),

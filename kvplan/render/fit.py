@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from kvplan.planning.fit import Candidate, FitResult
 from kvplan.render import gib
 from kvplan.render.tables import Table
+from kvplan.units import format_floor
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -78,7 +79,7 @@ def setup_text(c: SetupPayload) -> str:
 
 def _row(rank: int, c: SetupPayload, priced: bool, why: bool) -> tuple[str, ...]:
     cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", str(c.tp), str(c.pp), c.kv_dtype,
-             gib(c.kv_budget_bytes_per_gpu), f"{c.requests_per_replica:,.2f}", f"{c.requests:,}"]
+             gib(c.kv_budget_bytes_per_gpu), format_floor(c.requests_per_replica), f"{c.requests:,}"]
     if priced:
         cells.append("-" if c.cost_per_hour is None else f"{c.cost_per_hour:,.2f}")
     cells.append("yes" if c.fits else "no")

@@ -110,7 +110,9 @@ def _budget_defaults(report: Report) -> list[str]:
         out.append("overhead per GPU: kvplan's budget terms (section 3: CUDA context, NCCL, profile-run activations "
                    f"of {v.max_num_batched_tokens or 0:,} tokens, CUDA graphs; estimates are marked)")
     if "vllm" in report.engines and asked.vllm.gpu_memory_utilization is None:
-        out.append(f"vLLM gpu_memory_utilization {v.vllm.gpu_memory_utilization} (the release's default)")
+        util = v.vllm.gpu_memory_utilization  # filled in by the release's resolve (engines/vllm/releases.py)
+        out.append(f"vLLM gpu_memory_utilization {util} (the release's default)" if util is not None else
+                   "vLLM gpu_memory_utilization: the release's default (section 3 shows the value)")
     if "sglang" in report.engines and asked.sglang.mem_fraction_static is None:
         out.append("SGLang mem_fraction_static: its default for this GPU and TP (section 3 shows the value)")
     if "trtllm" in report.engines and asked.trtllm.free_gpu_memory_fraction is None:

@@ -85,6 +85,9 @@ class SizePayload:
     max_model_len: int | None
     model_dtype: str
     notes: tuple[str, ...]
+    # the recurrent (Mamba/linear) state one sequence holds whatever its length: inside bytes_per_sequence
+    state_bytes_per_sequence: int
+    state_bytes_per_sequence_per_gpu: int
     workload: WorkloadPayload | None = field(default=None, metadata=OMIT_NONE)  # size's workload options only
 
     def totals(self) -> tuple[tuple[int, int], ...]:
@@ -130,10 +133,11 @@ def group_payload(group: Group, result: KvCacheResult) -> GroupPayload:
 def size_payload(result: KvCacheResult) -> SizePayload:
     """The `kvplan size --json` contract."""
     layout = result.layout
+    groups = tuple(group_payload(g, result) for g in layout.groups)
     return SizePayload(
         model=layout.model.model_id, source=layout.model.source, attention=layout.attention,
         kv_dtype=layout.kv_dtype.name, parallel=Parallel(layout.tp, layout.pp, layout.dcp),
-        layer_groups=tuple(group_payload(g, result) for g in layout.groups), bytes_per_token=result.bytes_per_token,
+        layer_groups=groups, bytes_per_token=result.bytes_per_token,
         bytes_per_token_per_gpu=result.bytes_per_token_per_gpu, seq_len=result.max_model_len, batch=result.batch,
         block_size=layout.block_size, bytes_per_sequence=result.bytes_per_sequence,
         bytes_per_sequence_per_gpu=result.bytes_per_sequence_per_gpu,
@@ -142,30 +146,48 @@ def size_payload(result: KvCacheResult) -> SizePayload:
         total_bytes_per_gpu=result.total_bytes_per_gpu, total_bytes_paged=result.total_bytes_paged,
         total_bytes_paged_per_gpu=result.total_bytes_paged_per_gpu, total_bytes_all_gpus=result.total_bytes_all_gpus,
         num_gpus=layout.num_gpus, max_model_len=layout.model.max_model_len, model_dtype=layout.model.dtype,
-        notes=tuple(result.notes))
+        notes=tuple(result.notes), state_bytes_per_sequence=sum(g.state_bytes_per_sequence for g in groups),
+        state_bytes_per_sequence_per_gpu=sum(g.state_bytes_per_sequence_per_gpu for g in groups))
 
 
 TOTAL_LABELS = ("bytes / token", "bytes / sequence", "bytes / sequence, paged", "total", "total, paged")
 
 
+def _group_cells(g: GroupPayload, states: bool) -> tuple[str, ...]:
+    """A layer group's row: "-" where it has no attention heads (a Mamba/linear group), its state per sequence."""
+    h = g.heads
+    heads = ("-", "-") if h.num_kv_heads == h.head_dim == 0 else (f"{h.num_kv_heads} ({h.num_kv_heads_per_gpu})",
+                                                                  f"{h.head_dim}/{h.v_head_dim}")
+    state = (_or_dash(g.state_bytes_per_sequence), _or_dash(g.state_bytes_per_sequence_per_gpu)) if states else ()
+    return (str(g.num_layers), g.kind, *heads, "-" if g.window is None else f"{g.window:,}",
+            f"{g.bytes_per_token:,}", f"{g.bytes_per_token_per_gpu:,}", *state)
+
+
+def _or_dash(num_bytes: int) -> str:
+    return f"{num_bytes:,}" if num_bytes else "-"
+
+
 def size_tables(payload: SizePayload) -> list[RenderableType]:
-    """The `kvplan size` table: one row per layer group, then the totals."""
+    """The `kvplan size` table: one row per layer group (a state's bytes per sequence in columns of their own
+    when a group holds one), then the totals."""
     par = payload.parallel
     title = f"{payload.model}: {payload.attention}, KV {payload.kv_dtype}, tp {par.tp} pp {par.pp} dcp {par.dcp}"
     groups = Table(title=title, title_justify="left")
-    for name in ("layers", "kind", "KV heads (per GPU)", "head dim K/V", "window", "B/token", "B/token/GPU"):
+    states = payload.state_bytes_per_sequence > 0
+    for name in ("layers", "kind", "KV heads (per GPU)", "head dim K/V", "window", "B/token", "B/token/GPU",
+                 *(("state B/seq", "state B/seq/GPU") if states else ())):
         groups.add_column(name, justify="left" if name == "kind" else "right")
     for g in payload.layer_groups:
-        window = "-" if g.window is None else f"{g.window:,}"
-        groups.add_row(str(g.num_layers), g.kind, f"{g.heads.num_kv_heads} ({g.heads.num_kv_heads_per_gpu})",
-                       f"{g.heads.head_dim}/{g.heads.v_head_dim}", window, f"{g.bytes_per_token:,}",
-                       f"{g.bytes_per_token_per_gpu:,}")
+        groups.add_row(*_group_cells(g, states))
     totals = Table(title=f"{payload.batch} × {payload.seq_len:,} tokens, block size {payload.block_size}",
                    title_justify="left")
     for i, name in enumerate(("", "whole model (B)", "", "per GPU (B)", "")):
         totals.add_column(name, justify="right" if i else "left")
     for label, (whole, per_gpu) in zip(TOTAL_LABELS, payload.totals(), strict=True):
         totals.add_row(label, f"{whole:,}", human_bytes(whole), f"{per_gpu:,}", human_bytes(per_gpu))
+        if label == "bytes / sequence" and states:
+            whole, per_gpu = payload.state_bytes_per_sequence, payload.state_bytes_per_sequence_per_gpu
+            totals.add_row("  of which state", f"{whole:,}", human_bytes(whole), f"{per_gpu:,}", human_bytes(per_gpu))
     gpus, all_gpus = payload.num_gpus, payload.total_bytes_all_gpus
     totals.add_row(f"total, all {gpus} GPUs" if gpus > 1 else "total, 1 GPU", f"{all_gpus:,}", human_bytes(all_gpus),
                    "", "")
@@ -185,6 +207,7 @@ class ModelRow:
     kv_dtype: str
     max_model_len: int | None
     layer_kinds: dict[str, int]  # layer kind -> layers: the kinds a model has (an open set)
+    state_bytes_per_sequence: int  # a Mamba/linear state per sequence, whatever its length (0: none)
 
 
 def model_row(result: KvCacheResult) -> ModelRow:
@@ -194,15 +217,17 @@ def model_row(result: KvCacheResult) -> ModelRow:
     return ModelRow(id=payload.model, attention=payload.attention, num_layers=sum(g.num_layers for g in groups),
                     num_kv_heads=first.heads.num_kv_heads if first else 0, head_dim=first.heads.head_dim if first else 0,
                     bytes_per_token=payload.bytes_per_token, kv_dtype=payload.kv_dtype,
-                    max_model_len=payload.max_model_len, layer_kinds={g.kind: g.num_layers for g in groups})
+                    max_model_len=payload.max_model_len, layer_kinds={g.kind: g.num_layers for g in groups},
+                    state_bytes_per_sequence=payload.state_bytes_per_sequence)
 
 
 def models_tables(rows: Sequence[ModelRow]) -> list[RenderableType]:
     """`kvplan models`: one row per bundled model."""
     table = Table(title="bundled models (KV dtype auto)", title_justify="left")
-    for name in ("id", "attention", "layers", "kv heads", "head dim", "bytes/token", "max len"):
+    for name in ("id", "attention", "layers", "kv heads", "head dim", "bytes/token", "state bytes/seq", "max len"):
         table.add_column(name, justify="left" if name in ("id", "attention") else "right")
     for r in rows:
-        table.add_row(r.id, r.attention, str(r.num_layers), str(r.num_kv_heads), str(r.head_dim),
-                      f"{r.bytes_per_token:,}", f"{r.max_model_len:,}" if r.max_model_len else "-")
+        heads = ("-", "-") if r.num_kv_heads == r.head_dim == 0 else (str(r.num_kv_heads), str(r.head_dim))
+        table.add_row(r.id, r.attention, str(r.num_layers), *heads, f"{r.bytes_per_token:,}", _or_dash(r.state_bytes_per_sequence),
+                      f"{r.max_model_len:,}" if r.max_model_len else "-")
     return [table]

@@ -138,6 +138,19 @@ def _items(pairs: list[tuple[str, str]]) -> list[str]:
     return items or [""]
 
 
+def wrap_line(text: str, width: int, indent: str = "  ") -> list[str]:
+    """A long line (an engine's log line, a note, reconcile's rules) cut at spaces into lines of at most `width`
+    cells, the rest indented: a number or a path is never split (one longer than a line stands alone)."""
+    import textwrap
+
+    out: list[str] = []
+    for line in text.splitlines() or [""]:
+        lead = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, max(width, 20), subsequent_indent=lead + indent, break_long_words=False,
+                             break_on_hyphens=False) or [line]
+    return out
+
+
 def pack(items: list[str], width: int) -> list[str]:
     """Items joined by SEPARATOR into lines of at most `width` cells; an item longer than a line stands alone
     (the terminal then wraps it between words)."""

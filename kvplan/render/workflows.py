@@ -18,6 +18,7 @@ from kvplan.render.payload import INLINE, OMIT_NONE
 from kvplan.render.size import Parallel, SizePayload, size_payload, size_tables
 from kvplan.render.tables import Table
 from kvplan.render.workload import AllocatorPayload, allocator_payload, allocator_table, plural, workload_tables
+from kvplan.units import format_floor
 from kvplan.workflows.capacity_curve import CapacityPoint
 from kvplan.workflows.compare import Comparison
 from kvplan.workflows.sweep import Sweep
@@ -69,6 +70,11 @@ def _dash(value: int | float | None, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _count(value: float | None, unit: str = "") -> str:
+    """Requests with two decimals, cut rather than rounded (70.995 -> 70.99: 70 fit, not 71)."""
+    return "-" if value is None else format_floor(value) + unit
+
+
 def _capacity_table(rows: list[CompareRow]) -> Table:
     table = allocator_table("capacity per engine (max_model_len = seq len)", ("model", "engine", "GiB KV budget/GPU",
                             "KV tokens", "max concurrency", "requests at seq len"), left=2)
@@ -76,7 +82,7 @@ def _capacity_table(rows: list[CompareRow]) -> Table:
         for c in r.capacity or ():
             budget = "-" if c.kv_budget_bytes_per_gpu is None else _gib(c.kv_budget_bytes_per_gpu)
             table.add_row(r.size.model, c.engine, budget, _dash(c.kv_tokens, "{:,}"),
-                          _dash(c.max_concurrency, "{:.2f}x"), _dash(c.requests_at_max_len, "{:,.2f}"))
+                          _count(c.max_concurrency, "x"), _count(c.requests_at_max_len))
     return table
 
 
@@ -142,8 +148,8 @@ def _engine_cells(row: SweepRow) -> tuple[str, ...]:
     """The capacity columns of an engine sweep row ("-" where the engine refused)."""
     fits = "-" if row.fits is None else "yes" if row.fits else "no"
     budget = "-" if row.kv_budget_bytes_per_gpu is None else _gib(row.kv_budget_bytes_per_gpu)
-    return (str(row.engine), budget, _dash(row.kv_tokens, "{:,}"), _dash(row.max_concurrency, "{:.2f}x"),
-            _dash(row.requests_at_max_len, "{:,.2f}"), fits)
+    return (str(row.engine), budget, _dash(row.kv_tokens, "{:,}"), _count(row.max_concurrency, "x"),
+            _count(row.requests_at_max_len), fits)
 
 
 def sweep_tables(result: Sweep) -> list[Table]:

@@ -123,6 +123,11 @@ USAGE_CASES = [
     ("missing-model", ["size"], "model"),
     ("missing-option-value", ["size", LLAMA, "--tp"], "--tp"),
     ("unknown-command", ["sizes", LLAMA], "sizes"),
+    # issue 25, second round: a flag click names unquoted was not named as typed; probe's model is not positional
+    ("fit-tp-named-as-typed", ["fit", LLAMA, "--max-model-len", "8k", "--batch", "4", "--tp", "2"],
+     "No such option: --tensor-parallel-size (given as --tp)"),
+    ("models-tp-named-as-typed", ["models", "--tp", "2"], "(given as --tp)"),
+    ("probe-positional-model", ["probe", LLAMA, "--device", "cpu"], "probe takes its models as --model NAME"),
 ]
 ONE_PER_CLASS = {"unknown-model", "seq-len-negative", "seq-len-bad-suffix", "unknown-kv-dtype", "tp-not-dividing-heads",
                  "dcp-with-sliding-window", "pp-more-than-layers", "tp-zero", "config-truncated", "config-no-layers"}

@@ -41,6 +41,13 @@ def one_error_line(code: int, out: str, err: str) -> str:
                  ["any (auto, then fp8) stands alone"], id="fit-any-in-a-list"),
     pytest.param(["waste", LLAMA, "--max-model-len", "4k", "--lengths", "normal:1,2"],
                  ["it needs a count, KIND:PARAMS:N"], id="waste-spec-without-count"),
+    # a second round at 80 columns (issue 25's "look for more"): accepted with exit 0, or a message that misled
+    pytest.param(["size", "tiiuae/falcon-mamba-7b", "--mamba-ssm-cache-dtype", "int4"],
+                 ["--mamba-ssm-cache-dtype 'int4'", "auto, fp32, bf16 or fp16"], id="ssm-state-int4"),  # was exit 0
+    pytest.param(["size", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--mamba-cache-dtype", "fp8"],
+                 ["--mamba-cache-dtype 'fp8'"], id="conv-state-fp8"),  # was exit 0; vLLM's MambaDType has no fp8
+    pytest.param(["capacity", LLAMA, "--kv-budget", "100TiB"], ["--kv-budget 100.00 TiB: more than any GPU's memory"],
+                 id="kv-budget-100tib"),  # was exit 0, while --gpu-mem 10TiB is refused
 ])
 def test_bad_input_is_refused_in_one_line(run_cli: Any, args: list[str], needles: list[str]) -> None:
     line = one_error_line(*run_cli(*args))
@@ -90,3 +97,24 @@ def test_waste_takes_a_comma_list_of_lengths(run_cli: Any) -> None:
     code, out, err = run_cli("waste", LLAMA, "--max-model-len", "32k", "--lengths", "100,100,2000,30000", "--json")
     assert code == 0, err
     assert json.loads(out)["num_sequences"] == 4  # each length one request, repeats included
+
+
+def test_help_sentences_are_not_broken_where_the_source_wrapped() -> None:
+    """`kvplan --help` at 80 columns broke the capacity line after "concurrency," (the docstring's own line
+    break), and showed <bool> beside --version and the completion switches."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "TERMINAL_WIDTH": "80"}
+    done = subprocess.run([sys.executable, "-m", "kvplan", "--help"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0 and "<bool>" not in done.stdout, done.stdout
+    from typer.main import get_command
+
+    from kvplan.cli import app, unwrapped
+
+    group = get_command(app)
+    assert group.help is not None and "\n" not in group.help.split("\n\n")[1]
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        assert all("\n" not in part for part in (command.help or "").split("\n\n")), name
+    assert unwrapped("a\n  b\n\nc\nd") == "a b\n\nc d"

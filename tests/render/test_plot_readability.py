@@ -5,6 +5,7 @@ its values, small layer-group segments stay visible and labelled, and plot comma
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,44 @@ def test_capacity_plot_says_what_it_wrote(run_cli, tmp_path: Path) -> None:
     code, stdout, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--kv-budget", "20GiB", "--plot", str(out))
     assert code == 0, err
     assert out.exists() and f"kvplan: wrote {out}" in err and "KV tokens" in stdout
+
+
+def _label_boxes(fig: Any) -> tuple[list[Any], list[Any], Any]:
+    """(the value labels' boxes, the markers' boxes, the axes' box), measured by the figure's own renderer."""
+    from matplotlib.transforms import Bbox
+
+    from kvplan.render.plot import CAPACITY_MARKER_PT
+
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    labels = [t.get_window_extent(renderer) for t in ax.texts]
+    radius = CAPACITY_MARKER_PT / 2 * fig.dpi / 72
+    markers = [Bbox.from_extents(x - radius, y - radius, x + radius, y + radius)
+               for line in ax.get_lines() for x, y in ax.transData.transform(line.get_xydata())]
+    return labels, markers, ax.get_window_extent(renderer)
+
+
+CROWDED = {  # four engines whose values nearly coincide at every length (issue 25: labels drawn over each other)
+    "vllm tp1": [(4096, 109.79), (8192, 54.89), (16384, 27.44), (32768, 13.72), (65536, 6.86), (131072, 3.43)],
+    "sglang tp1": [(4096, 100.0), (8192, 50.0), (16384, 25.0), (32768, 12.0), (65536, 6.0), (131072, 3.0)],
+    "vllm tp1 other": [(4096, 96.33), (8192, 48.16), (16384, 24.08), (32768, 12.04)],
+    "sglang tp1 other": [(4096, 88.0), (8192, 44.0), (16384, 22.0), (32768, 11.0), (65536, 5.0), (131072, 2.0)],
+}
+
+
+@pytest.mark.parametrize("series", [CROWDED, {"vllm tp4": [(32768, 14.91), (65536, 7.46), (131072, 3.73)]}])
+def test_value_labels_overlap_no_label_and_no_marker(series: dict[str, list[tuple[int, float]]],
+                                                     tmp_path: Path) -> None:
+    from kvplan.render.plot import capacity_figure
+
+    fig = capacity_figure(series, title="concurrency")
+    labels, markers, axes = _label_boxes(fig)
+    points = sum(len(p) for p in series.values())
+    assert len(labels) == points  # every value found a clear spot here
+    for i, box in enumerate(labels):
+        assert not any(box.overlaps(other) for other in labels[i + 1:]), (i, box)
+        assert not any(box.overlaps(m) for m in markers), (i, box)
+        assert axes.x0 <= box.x0 and box.x1 <= axes.x1 and axes.y0 <= box.y0 and box.y1 <= axes.y1
+    before = fig.axes[0].get_position().bounds
+    fig.savefig(tmp_path / "c.svg")  # saving keeps the layout the labels were placed in
+    assert fig.axes[0].get_position().bounds == before

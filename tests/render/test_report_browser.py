@@ -102,3 +102,45 @@ def test_the_page_prints(browser: Any, pages: dict[str, Path]) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= PAPER_PX
     pdf = page.pdf(format="A4", print_background=True)
     assert pdf.startswith(b"%PDF") and 5 <= len(re.findall(rb"/Type\s*/Page[^s]", pdf)) <= 40
+
+
+FIT = """() => {
+    const out = [];
+    for (const t of document.querySelectorAll('table')) {
+        const box = t.closest('.wrap') || t.parentElement;
+        if (t.scrollWidth > box.clientWidth + 1)
+            out.push(`table in #${t.closest('section').id}: ${t.scrollWidth} px in ${box.clientWidth} px`);
+        for (const c of t.querySelectorAll('td, th')) {
+            const shown = getComputedStyle(c).display !== 'none' && c.getClientRects().length > 0;
+            if (shown && c.scrollWidth > c.clientWidth + 1)
+                out.push(`cell cut in #${t.closest('section').id}: ${c.textContent.slice(0, 60)}`);
+            const r = c.getBoundingClientRect();
+            if (shown && r.right > box.getBoundingClientRect().right + 1)
+                out.push(`cell past the edge in #${t.closest('section').id}: ${c.textContent.slice(0, 60)}`);
+        }
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("name", ["llama70b", "dsv3", "qwen-probe"])
+def test_every_table_fits_a_1280_px_page(browser: Any, pages: dict[str, Path], name: str) -> None:
+    """Issue 25: at 1280 px the capacity and "how it is known" tables were wider than the page, TensorRT-LLM's
+    numbers cut at the scroll edge ("85,018,542,08"), the transformers column off-screen. Now every table fits
+    its column with no cell cut and none past the edge (numbers do not break: they hold no space)."""
+    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(pages[name].as_uri())
+    assert page.evaluate(FIT) == []
+    headers = page.evaluate("[...document.querySelectorAll('#capacity thead th')].map(th => th.textContent)")
+    assert any(h.startswith("transformers") for h in headers) and any(h.startswith("TensorRT-LLM") for h in headers)
+    context.close()
+
+
+def test_every_table_fits_a4(browser: Any, pages: dict[str, Path]) -> None:
+    """Printed on A4 (700 px between the margins), no table is wider than the paper and no cell is cut."""
+    for name in pages:
+        page = browser.new_context(offline=True, viewport={"width": PAPER_PX, "height": 900}).new_page()
+        page.goto(pages[name].as_uri())
+        page.emulate_media(media="print")
+        assert page.evaluate(FIT) == [], name

@@ -183,3 +183,21 @@ def test_a_refusal_the_payload_carries_reads_as_one() -> None:
     refused = replace(payload.capacity[0], refusal="one 40,960-token request needs 5.6 GiB", estimated_max_model_len=7264)
     text = html.unescape(report_html(replace(payload, capacity=(refused, *payload.capacity[1:]))))
     assert "refuses: one 40,960-token request needs 5.6 GiB (longest that fits: 7,264)" in text
+
+
+def test_the_assumptions_name_the_values_they_rest_on(page: tuple[Any, str]) -> None:
+    """Issue 25: the assumptions said "gpu_memory_utilization None (the release's default)"."""
+    payload, doc = page
+    assumed = payload["inputs"]["assumed"]
+    assert not any("None" in line for line in assumed), assumed
+    if "vllm" in [p["engine"] for p in payload["capacity"]] and payload["inputs"]["kv_budget_bytes"] is None:
+        # vLLM 0.33's default: rows_late.py cites vllm config/cache.py:66 (gpu_memory_utilization = 0.92)
+        assert "vLLM gpu_memory_utilization 0.92 (the release's default)" in assumed
+        assert "gpu_memory_utilization 0.92 (the release&#x27;s default)" in doc
+
+
+def test_resolved_vllm_settings_carry_the_release_default() -> None:
+    import kvplan
+
+    answer = kvplan.capacity("Qwen/Qwen3-8B", engine="vllm", gpu="H100")
+    assert answer.settings is not None and answer.settings.vllm.gpu_memory_utilization == 0.92

@@ -96,7 +96,8 @@ def resolve(rel: VllmRelease, req: Request) -> Request:
         v, sampler=sampler, async_scheduling=async_, in_flight_batches=v.in_flight_batches or in_flight(rel, req, async_),
         legacy_token_log=rel.legacy_token_log if v.legacy_token_log is None else v.legacy_token_log,
         hybrid_kv_cache_manager=v.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
-        moe_backend=v.moe_backend or rel.mxfp4_backend)
+        moe_backend=v.moe_backend or rel.mxfp4_backend,
+        gpu_memory_utilization=v.gpu_memory_utilization or rel.gpu_memory_utilization)
     settings = replace(s, max_num_batched_tokens=s.max_num_batched_tokens or tokens,
                        max_num_seqs=s.max_num_seqs or seqs, vllm=vllm)
     return replace(req, settings=settings)

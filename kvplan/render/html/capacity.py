@@ -109,7 +109,7 @@ def capacity_section(payload: ReportPayload) -> Html:
     caps = payload.capacity
     groups = [_group_row(p, g) for p in caps for g in p.layer_groups if not p.error]
     body = [_side_by_side(caps), tag("h3", "Layer groups as each engine caches them (most loaded GPU)"),
-            table(GROUP_HEADERS, groups, numeric=range(3, len(GROUP_HEADERS)), cls="nowrap"),
+            table(GROUP_HEADERS, groups, numeric=range(3, len(GROUP_HEADERS))),
             tag("h3", "What each engine will print at start-up"), _logs(payload), _arithmetic(payload)]
     return section("capacity", 4, "Capacity per engine", "Blocks, tokens and concurrency each engine reaches on "
                    "the KV budget of section 3. The admission reserve is what an engine sets aside to admit one "

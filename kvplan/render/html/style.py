@@ -49,14 +49,14 @@ dl.kv dd { margin: 0; overflow-wrap: anywhere; }
 .wrap { overflow-x: auto; margin: 6px 0 14px; -webkit-overflow-scrolling: touch; }
 table { border-collapse: collapse; font-size: 13.5px; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
-thead th { background: var(--soft); font-weight: 600; white-space: nowrap; }
-td.n, th.n { text-align: right; white-space: nowrap; }
-tbody th { font-weight: 500; color: var(--muted); white-space: nowrap; }
+thead th { background: var(--soft); font-weight: 600; }
+td.n, th.n { text-align: right; }
+table.wide, .charts table { font-size: 12.5px; }
+table.wide th, table.wide td, .charts th, .charts td { padding: 4px 6px; }
+@@CHART_CARDS@@tbody th { font-weight: 500; color: var(--muted); }
 tr.total td { font-weight: 600; border-top: 2px solid #94a3b8; }
 tr.sub td { color: var(--muted); font-style: italic; }
 tr.mine td { background: #eef4ff; }
-table.nowrap td { white-space: nowrap; }
-tbody td:first-child { white-space: nowrap; }
 .u { display: block; color: var(--muted); font-size: 12px; }
 .formula { white-space: nowrap; }
 code, pre, .mono, .formula { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
@@ -147,4 +147,6 @@ def cards(table: str) -> str:
 """
 
 
-CSS = CSS_TEMPLATE.replace("@@PHONE_CARDS@@", cards("table.cards")).replace("@@PRINT_CARDS@@", cards("table.wide"))
+# A chart's numbers sit in half the page: a wide table of them is laid out as cards there, at any width.
+CSS = (CSS_TEMPLATE.replace("@@PHONE_CARDS@@", cards("table.cards")).replace("@@PRINT_CARDS@@", cards("table.wide"))
+       .replace("@@CHART_CARDS@@", cards(".charts table.wide").replace("\n  ", "\n").lstrip()))
