@@ -105,9 +105,9 @@ def _with_notes(payload: Any, launch: Any, result: Any) -> Any:
     """The command's notes (no effect on memory, not modelled) join the answer's."""
     if launch is None:
         return payload
-    from kvplan.launch.read import prefix_note
+    from kvplan.launch.read import model_notes
 
-    return replace(payload, notes=(*prefix_note(launch, result.model), *payload.notes))
+    return replace(payload, notes=(*model_notes(launch, result.model), *payload.notes))
 
 
 def _print_commands(payloads: list[Any]) -> None:

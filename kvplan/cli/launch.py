@@ -66,7 +66,7 @@ def resolve(asked: Asked, engines: list[str]) -> tuple[Any, Any, list[str]]:
 def manifest(payload: Any) -> dict[str, Any]:
     """--format yaml: one answer as a deployment takes it (None where kvplan has no command for its release)."""
     layout = payload.layout or {}
-    return {"model": payload.model, "engine": payload.engine, "release": payload.engine_version,
+    return {"model": payload.model, "engine": payload.engine, "release": payload.command_release,
             "gpu": payload.gpu, "gpus_per_replica": layout.get("tp", 1) * layout.get("pp", 1) * (
                 1 if layout.get("dp", 1) == 1 or (payload.flags or {}).get("--enable-dp-attention") else layout["dp"]),
             "replicas": 1, "layout": dict(layout), "command": payload.command, "flags": dict(payload.flags or {}),

@@ -55,10 +55,13 @@ def words_of(words: list[str]) -> list[str]:
 
 
 def is_command(words: list[str]) -> bool:
-    """Whether the words are a launch command (rather than one model id)."""
-    words = words_of(words)
-    return len(words) > 1 or bool(words and (_ENV.fullmatch(words[0]) or _executable(words[0]) in (
-        "vllm", "sglang", "trtllm-serve") or _PYTHON.fullmatch(_executable(words[0]))))
+    """Whether the words are a launch command rather than one model id: more than one word, or one string that
+    starts with an engine's executable, python, env or NAME=value (a path with a space is a model)."""
+    if len(words) > 1:
+        return True
+    split = words_of(words)
+    return bool(split) and (split[0] == "env" or bool(_ENV.fullmatch(split[0])) or _executable(split[0]) in (
+        "vllm", "sglang", "trtllm-serve") or bool(_PYTHON.fullmatch(_executable(split[0]))))
 
 
 def _executable(word: str) -> str:

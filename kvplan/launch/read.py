@@ -165,14 +165,29 @@ def question_of(launch: Launch, question: CapacityRequest) -> CapacityRequest:
     return replace(question, cache=cache, settings=settings, memory=memory)
 
 
-def prefix_note(launch: Launch, model: ModelConfig) -> tuple[str, ...]:
-    """The notes, with vLLM's --enable-prefix-caching said to have no effect where the model has no Mamba or
-    linear-attention layer (its only memory effect is the align-mode state blocks of those: 0.33
-    ``v1/core/single_type_kv_cache_manager.py`` MambaManager; attention blocks are the same pool either way)."""
+def model_notes(launch: Launch, model: ModelConfig) -> tuple[str, ...]:
+    """The notes for this model: vLLM's --enable-prefix-caching has no effect where the model has no Mamba or
+    linear-attention layer (its only memory effect is the align-mode state blocks of those, planning.md §3;
+    attention blocks are one pool either way); a replica layout kvplan does not plan per rank yet is said."""
     prefix = [g.typed for g in launch.command.given if g.dest == "enable_prefix_caching"]
-    if not prefix or "linear" in model.layer_kinds:
-        return launch.notes
-    where = label(launch.command.table)
-    head = f"no effect on memory ({where}): "
-    notes = [n for n in launch.notes if not n.startswith(head)]
-    return (*notes, head + ", ".join(dict.fromkeys((*launch.no_effect, *prefix))))
+    notes = list(launch.notes)
+    if prefix and "linear" not in model.layer_kinds:
+        head = f"no effect on memory ({label(launch.command.table)}): "
+        notes = [n for n in notes if not n.startswith(head)]
+        notes.insert(0, head + ", ".join(dict.fromkeys((*launch.no_effect, *prefix))))
+    return (*notes, *_layout_notes(launch, bool(model.field("num_experts"))))
+
+
+def _layout_notes(launch: Launch, moe: bool) -> list[str]:
+    """DP replicas and expert parallelism as read: carried into the command written, not yet planned per rank."""
+    layout, cache = launch.part("layout"), launch.part("cache")
+    out = []
+    dp, ep = int(layout.get("dp", 1) or 1), layout.get("ep")
+    if dp > 1 and "dp" not in cache:
+        out.append(f"{dp} data-parallel ranks: each plans its own KV cache as this answer (per GPU)" +
+                   ("; warning: their MoE layers span DP × TP ranks, kvplan splits the experts by TP only" if moe
+                    else ""))
+    if ep is True or (not isinstance(ep, bool) and isinstance(ep, int) and ep > 1):
+        out.append("warning: expert parallelism is carried into the command but not planned: the weights per GPU "
+                   "are kvplan's TP split")
+    return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from kvplan.launch.tables import FlagTable, flag_table, table_release
@@ -55,13 +56,17 @@ class Written:
 
 
 def engine_name(result: CapacityResult) -> str:
-    """The kvplan release name whose profile gave the answer (`vLLM 0.33` -> `vllm@0.33`)."""
+    """The kvplan release name whose profile gave the answer (`vLLM 0.33` -> `vllm@0.33`, `SGLang 0.5.23` ->
+    `sglang@0.5.23`: the most specific name of that row)."""
+    return _release_name(result.engine, result.plan.version)
+
+
+@cache
+def _release_name(engine: str, version: str) -> str:
     from kvplan.engines import REGISTRY, get_engine
 
-    for name in REGISTRY:
-        if name.startswith(f"{result.engine}@") and get_engine(name).version == result.plan.version:
-            return name
-    return result.engine
+    names = [n for n in REGISTRY if n.startswith(f"{engine}@") and get_engine(n).version == version]
+    return max(names, key=len) if names else engine
 
 
 def _entry(engine: str, model: str) -> list[str]:

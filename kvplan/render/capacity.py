@@ -130,6 +130,7 @@ class CapacityPayload:
     flags: Mapping[str, Any] | None = None  # its flags and values, in order (a switch: true)
     layout: Mapping[str, int] | None = None  # tp, pp, dp, ep, dcp, nodes, gpus_per_node of one replica
     command_notes: tuple[str, ...] = ()  # knobs the command could not carry (no flag in that release)
+    command_release: str | None = None  # the kvplan engine release the command is for (vllm@0.33)
 
 
 def _engine_group(size: GroupPayload | GroupKind, row: GroupRow | None, kind: str) -> CapacityGroup:
@@ -218,7 +219,8 @@ def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = N
         decode_step_floor=_floor(result), extras=result.extras,
         log_line=", ".join(plan.log_lines) if plan.log_lines and not refusal else None,
         command=written.command if written else None, flags=written.flags if written else None,
-        layout=written.layout if written else None, command_notes=written.notes if written else ())
+        layout=written.layout if written else None, command_notes=written.notes if written else (),
+        command_release=written.engine if written else None)
 
 
 def explain_lines(result: CapacityResult) -> list[str]:
