@@ -95,13 +95,13 @@ def _newer(release: str, first: str) -> bool:
 def _model(engine: str, entry: str, given: list[Given], positional: list[str], table: FlagTable) -> str:
     """The model the command serves: each entry point's own way of naming it."""
     named = [g.value for g in given if g.dest in ("model", "model_path")]
+    if entry == "api_server" and (positional or not named):
+        raise InputError("python -m vllm.entrypoints.openai.api_server serves --model MODEL (vLLM 0.10-0.33 "
+                         "ignore a positional model and serve the default one; 0.8-0.9 refuse it): give --model")
     extra = positional[1:] if entry in ("serve",) else positional
     if extra:
         raise InputError(f"{label(table)} takes one model; unrecognized arguments: {' '.join(extra)}")
     if entry == "api_server":
-        if positional or not named:
-            raise InputError("python -m vllm.entrypoints.openai.api_server serves --model MODEL (vLLM 0.10-0.33 "
-                             "ignore a positional model and serve the default one; 0.8-0.9 refuse it): give --model")
         return str(named[-1])
     if engine == "sglang" and entry == "serve" and positional and not _newer(table.release, SGLANG_POSITIONAL_FIRST):
         raise InputError(f"sglang serve takes a positional model from 0.5.16 ({label(table)}: --model-path MODEL)")

@@ -77,8 +77,8 @@ def _entry(engine: str, model: str) -> list[str]:
 def layout_of(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, int]:
     """{tp, pp, dp, ep, dcp, nodes, gpus_per_node} of one replica of the answer."""
     cache, tp, pp = result.cache, result.tp, result.pp
-    dp = int(extra.get("dp", 1) or 1)
-    attention_dp = cache is not None and cache.dp > 1
+    attention_dp = cache is not None and cache.dp > 1  # SGLang DP attention: dp ranks inside the TP group
+    dp = cache.dp if cache is not None and attention_dp else int(extra.get("dp", 1) or 1)
     gpus = tp * pp * (1 if attention_dp else dp)
     ep_given = extra.get("ep")
     ep = (tp * dp if ep_given else 1) if isinstance(ep_given, bool) else int(ep_given or 1)
