@@ -58,8 +58,8 @@ def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, 
     Engines and KV dtypes given as lists are shown side by side. What shares the GPU beside the cache: a
     speculative draft, LoRA slots, the encoder cache; and the host tier behind it.
 
-    A launch command after -- (kvplan capacity --gpu H100 -- vllm serve MODEL --max-model-len 32k ...) is read
-    with the --engine release's own flags; every answer carries the command it should be launched with."""
+    A launch command after -- is read with the flags of the --engine release (default: its engine's newest);
+    every answer carries the command to launch it with (docs/launch.md)."""
     fmt = output_format(format, json)
     if plot:  # before any work: a bad path or a missing matplotlib is one line, not a table then a failure
         from kvplan.render.plot import check_plot_path
