@@ -38,7 +38,9 @@ def test_every_kvplan_release_of_the_three_engines_has_a_table() -> None:
     assert table_release("vllm") == ("vllm", "0.33.0")
     assert table_release("vllm@0.19") == ("vllm", "0.19.0")
     assert table_release("sglang@0.5.2") == ("sglang", "0.5.2")
-    assert table_release("sglang@0.4") == ("sglang", "0.4.10.post2")  # the 0.4 row: the minor's last patch read
+    assert table_release("sglang@0.4") == ("sglang", "0.4.0.post2")  # the 0.4 row is 0.4.0's: its last patch read
+    assert table_release("sglang@0.5.6") == ("sglang", "0.5.6.post2")
+    assert table_release("trtllm@0.20") == ("trtllm", "0.18.2")  # the nearest release whose options were read
     assert table_release("trtllm") == ("trtllm", "snapshot-00209af")
     assert len(releases("vllm")) == 29 and len(releases("sglang")) == 34
     with pytest.raises(InputError, match="no launch flags"):

@@ -24,7 +24,8 @@ from kvplan.planning.request import CapacityRequest, Memory
 MODELS = ("Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B", "deepseek-ai/DeepSeek-V2-Lite",
           "google/gemma-3-27b-it", "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-30B-A3B")
 RELEASES = ("vllm@0.33", "vllm@0.26", "vllm@0.19", "vllm@0.11", "vllm@0.9", "sglang@0.5.23", "sglang@0.5.2",
-            "sglang@0.4", "trtllm@1")
+            "sglang@0.4.6", "sglang@0.4", "trtllm@1", "trtllm@1.1", "trtllm@0.20")
+PAGED = ("vllm", "sglang@0.5")  # SGLang takes --page-size from 0.4.4; TRT-LLM's tokens_per_block is YAML only
 GPUS = ("H100", "H200", "A100-80G", "L40S")
 
 
@@ -84,7 +85,7 @@ GRID = [(m, e) for m in ("Qwen/Qwen3-8B", "deepseek-ai/DeepSeek-V2-Lite", "googl
 @pytest.mark.parametrize(("model", "engine"), GRID)
 def test_every_flag_written_is_one_the_release_has(model: str, engine: str) -> None:
     result = capacity(model, engine=engine, gpu="H100", tp=2, max_model_len=8192, max_num_seqs=128,
-                      max_num_batched_tokens=4096, block_size=None if engine.startswith("trtllm") else 64)
+                      max_num_batched_tokens=4096, block_size=64 if engine.startswith(PAGED) else None)
     written = write_launch(result)
     table = flag_table(engine.partition("@")[0], written.release)
     assert written.flags and all(table.has(f) for f in written.flags), written.command
