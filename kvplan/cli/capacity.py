@@ -94,10 +94,11 @@ def _show(results: list[Any], fmt: str, explain: bool, launch: Any) -> bool:
         print(yaml_text(manifest(payloads[0]) if len(payloads) == 1 else {"plans": [manifest(p) for p in payloads]}),
               end="")
         return any(p.refusal for p in payloads)
-    emit(payloads if len(payloads) > 1 else payloads[0], fmt == "json", capacity_tables, lines,
+    if fmt == "table":  # after the tables and --explain, before the notes
+        lines = [*(lines or []), *(f"launch{f' ({label})' if label else ''}: {p.command}"
+                                   for label, p in zip(labels, payloads, strict=True) if p.command)]
+    emit(payloads if len(payloads) > 1 else payloads[0], fmt == "json", capacity_tables, lines or None,
          notes=[(label, n) for label, p in zip(labels, payloads, strict=True) for n in p.notes])
-    if fmt == "table":
-        _print_commands(payloads)
     return any(p.refusal for p in payloads)
 
 
@@ -108,12 +109,6 @@ def _with_notes(payload: Any, launch: Any, result: Any) -> Any:
     from kvplan.launch.read import model_notes
 
     return replace(payload, notes=(*model_notes(launch, result.model), *payload.notes))
-
-
-def _print_commands(payloads: list[Any]) -> None:
-    for p in payloads:
-        if p.command:
-            print(f"launch ({p.engine_version}): {p.command}")
 
 
 def _plot(question: CapacityRequest, path: str, engines: list[str]) -> None:

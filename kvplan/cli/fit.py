@@ -88,8 +88,8 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     if fmt == "yaml":
         print(yaml_text(fit_manifest(payload)), end="")
     else:
-        emit(payload, fmt == "json", fit_tables, notes=result.notes)
-    if fmt == "table" and payload.best is not None and payload.best.command:
-        print(f"launch: {payload.best.command}")
+        best = payload.best
+        launch = [f"launch: {best.command}"] if fmt == "table" and best is not None and best.command else None
+        emit(payload, fmt == "json", fit_tables, launch, notes=result.notes)
     if result.best is None:
         raise typer.Exit(1)
