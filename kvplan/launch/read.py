@@ -47,6 +47,10 @@ def _budget(value: Any) -> tuple[int, ...]:
     return (int(value),)
 
 
+def _modules(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value) if isinstance(value, list) else (str(value),)
+
+
 def _not(value: Any) -> bool:
     return not value
 
@@ -70,8 +74,11 @@ ROWS: dict[str, dict[str, Row]] = {
         "disable_hybrid_kv_cache_manager": ("settings", "hybrid_kv_cache_manager", _not),
         "async_scheduling": ("settings", "async_scheduling", _same),
         "cpu_offload_gb": ("settings", "cpu_offload_bytes", _gib), "kv_offloading_size": ("settings", "kv_offloading_bytes", _gib),
-        "max_lora_rank": ("settings", "max_lora_rank", _same), "max_loras": ("settings", "max_loras", _same),
-        "max_cpu_loras": ("settings", "max_cpu_loras", _same),
+        "max_lora_rank": ("lora", "max_lora_rank", _same), "max_loras": ("lora", "max_loras", _same),
+        "max_cpu_loras": ("lora", "max_cpu_loras", _same), "enable_lora": ("lora", "enabled", bool),
+        "lora_target_modules": ("lora", "lora_target_modules", _modules),
+        "speculative_config": ("speculative", "config", _same), "speculative_model": ("speculative", "model", _same),
+        "num_speculative_tokens": ("speculative", "num_speculative_tokens", _same),
         "kv_cache_memory_bytes": ("memory", "kv_budget_bytes", _budget), "quantization": ("memory", "quantization", _same),
         "dtype": ("model", "dtype", _dtype), "revision": ("model", "revision", _same),
         "data_parallel_size": ("layout", "dp", _same), "enable_expert_parallel": ("layout", "ep", bool),
@@ -133,6 +140,8 @@ def read_launch(command: Command) -> Launch:
             kind = command.table.category(given.dest)
             (no_effect if kind in NO_EFFECT else unmodelled).append(given.typed)
     _dp_attention(command, parts)
+    _lora(parts)
+    _speculative(parts)
     return Launch(command=command, parts=parts, no_effect=tuple(dict.fromkeys(no_effect)),
                   not_modelled=tuple(dict.fromkeys(unmodelled)), notes=_notes(command, no_effect, unmodelled))
 
@@ -143,6 +152,29 @@ def _dp_attention(command: Command, parts: dict[str, dict[str, Any]]) -> None:
     if command.engine == "sglang" and layout.pop("dp_attention", False):
         parts.setdefault("cache", {})["dp"] = layout.get("dp", 1)
         layout["dp_attention"] = True
+
+
+def _lora(parts: dict[str, dict[str, Any]]) -> None:
+    """vLLM's LoRA knobs count only with --enable-lora (0.33 ``config/lora.py``: no LoRAConfig without it); alone
+    it allocates max_loras 1 of rank 16, its parser defaults."""
+    lora = parts.pop("lora", {})
+    if lora.pop("enabled", False):
+        lora = {"max_lora_rank": 16, **lora} if "max_loras" not in lora else lora
+        parts.setdefault("settings", {}).update(lora)
+
+
+def _speculative(parts: dict[str, dict[str, Any]]) -> None:
+    """--speculative-config JSON (0.8.5 on; also its dotted keys) or 0.8.0's --speculative-model and
+    --num-speculative-tokens -> the draft knobs."""
+    spec = parts.pop("speculative", {})
+    config = dict(spec.pop("config", None) or {})
+    config = {"model": spec.get("model"), "num_speculative_tokens": spec.get("num_speculative_tokens"), **config}
+    settings = {"speculative_model": config.get("model"), "speculative_method": config.get("method"),
+                "num_speculative_tokens": config.get("num_speculative_tokens")}
+    if settings["num_speculative_tokens"] is not None:
+        settings["num_speculative_tokens"] = int(settings["num_speculative_tokens"])
+    if any(v is not None for v in settings.values()):
+        parts.setdefault("settings", {}).update({k: v for k, v in settings.items() if v is not None})
 
 
 def _notes(command: Command, no_effect: list[str], unmodelled: list[str]) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from the command that was read (``extra``).
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 
 from kvplan.launch.tables import FlagTable, flag_table, table_release
 from kvplan.planning.capacity import CapacityResult
+from kvplan.units import GIB
 
 # Each engine's spelling of a knob (the first the release has is written).
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -26,7 +28,11 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
              "ep": ("--enable-expert-parallel",), "length": ("--max-model-len",), "seqs": ("--max-num-seqs",),
              "fraction": ("--gpu-memory-utilization",), "budget": ("--kv-cache-memory-bytes",),
              "kv_dtype": ("--kv-cache-dtype",), "block": ("--block-size",), "batched": ("--max-num-batched-tokens",),
-             "eager": ("--enforce-eager",), "quantization": ("--quantization",), "nodes": ("--nnodes",)},
+             "eager": ("--enforce-eager",), "quantization": ("--quantization",), "nodes": ("--nnodes",),
+             "speculative": ("--speculative-config",), "lora": ("--enable-lora",), "loras": ("--max-loras",),
+             "lora_rank": ("--max-lora-rank",), "cpu_loras": ("--max-cpu-loras",),
+             "lora_modules": ("--lora-target-modules",), "cpu_offload": ("--cpu-offload-gb",),
+             "kv_offload": ("--kv-offloading-size",)},
     "sglang": {"tp": ("--tp-size",), "pp": ("--pp-size",), "dp": ("--dp-size",),
                "dp_attention": ("--enable-dp-attention",), "ep": ("--ep-size",), "length": ("--context-length",),
                "seqs": ("--max-running-requests",), "fraction": ("--mem-fraction-static",),
@@ -34,7 +40,8 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
                "chunked": ("--chunked-prefill-size",), "quantization": ("--quantization",), "nodes": ("--nnodes",)},
     "trtllm": {"tp": ("--tp_size",), "pp": ("--pp_size",), "ep": ("--ep_size",), "length": ("--max_seq_len",),
                "seqs": ("--max_batch_size",), "fraction": ("--kv_cache_free_gpu_memory_fraction",),
-               "batched": ("--max_num_tokens",), "gpus_per_node": ("--gpus_per_node",)},
+               "batched": ("--max_num_tokens",), "gpus_per_node": ("--gpus_per_node",),
+               "kv_dtype": (), "block": ()},  # trtllm-serve: kv_cache_config.dtype / tokens_per_block in its YAML
 }
 KV_DTYPES = {"sglang": {"fp8": "fp8_e4m3", "bf16": "bfloat16"}}  # kvplan's name -> the engine's, where they differ
 
@@ -106,8 +113,26 @@ def _values(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
         "block": cache.block_size, "batched": asked.max_num_batched_tokens if asked else None,
         "eager": True if asked and asked.enforce_eager else None,
         "chunked": asked.sglang.chunked_prefill_size if asked else None,
-        "quantization": memory.quantization if memory else None,
+        "quantization": memory.quantization if memory else None, **_extras(result),
     }
+
+
+def _extras(result: CapacityResult) -> dict[str, Any]:
+    """What shares the GPU beside the cache, as asked: a draft, LoRA slots, host memory (GiB)."""
+    asked = result.asked
+    if asked is None:
+        return {}
+    spec = {k: v for k, v in (("model", asked.speculative_model), ("method", asked.speculative_method),
+                              ("num_speculative_tokens", asked.num_speculative_tokens)) if v is not None}
+    lora = asked.max_lora_rank is not None or asked.max_loras is not None
+    return {"speculative": json.dumps(spec) if spec else None, "lora": True if lora else None,
+            "loras": asked.max_loras, "lora_rank": asked.max_lora_rank, "cpu_loras": asked.max_cpu_loras,
+            "lora_modules": list(asked.lora_target_modules) if asked.lora_target_modules else None,
+            "cpu_offload": _gib(asked.cpu_offload_bytes), "kv_offload": _gib(asked.kv_offloading_bytes)}
+
+
+def _gib(size_bytes: int | None) -> float | None:
+    return size_bytes / GIB if size_bytes else None
 
 
 def _fraction(result: CapacityResult) -> float | None:
@@ -125,10 +150,13 @@ def _fraction(result: CapacityResult) -> float | None:
 
 def _flag(table: FlagTable, knob: str, value: Any) -> tuple[str | None, str | None]:
     """(flag, note): the release's flag for a knob whose value it takes, or a note why it is not written."""
-    name = next((f for f in FLAGS[table.engine].get(knob, ()) if table.has(f)), None)
+    if knob not in FLAGS[table.engine]:
+        return None, f"{knob} {value}: kvplan writes no {table.engine} flag for it yet; add it to the command"
+    name = next((f for f in FLAGS[table.engine][knob] if table.has(f)), None)
     if name is None:
-        yaml = " (trtllm-serve takes it as kv_cache_config.dtype in --extra_llm_api_options YAML)" \
-            if table.engine == "trtllm" and knob == "kv_dtype" else ""
+        key = {"kv_dtype": "dtype", "block": "tokens_per_block"}.get(knob)
+        yaml = f" (trtllm-serve takes it as kv_cache_config.{key} in --extra_llm_api_options YAML)" \
+            if table.engine == "trtllm" and key else ""
         return None, f"{knob} {value}: {table.engine} {table.release} has no flag for it{yaml}"
     flag = table.flags[name]
     if flag.choices is not None and not flag.switch and value not in flag.choices:
@@ -151,6 +179,7 @@ def write_launch(result: CapacityResult, extra: Mapping[str, Any] | None = None)
             notes += [note] if note else []
             continue
         flags[flag] = value
-        argv += [flag] if table.flags[flag].switch else [flag, str(value)]
+        argv += [flag] if table.flags[flag].switch else [flag, *(map(str, value) if isinstance(value, list) else
+                                                                 [str(value)])]
     return Written(engine=name, release=release, argv=tuple(argv), flags=flags, layout=layout_of(result, extra),
                    notes=tuple(notes))

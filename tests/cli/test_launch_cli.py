@@ -90,3 +90,18 @@ def test_fit_carries_each_setups_command(run_cli: Any) -> None:
     assert code == 0, err
     back = json.loads(out)
     assert back["kv_tokens"] == best["kv_tokens_per_replica"] and back["command"] == best["command"]
+
+
+@pytest.mark.parametrize("plain", [
+    ("meta-llama/Llama-3.1-70B", "--tp", "4", "--max-model-len", "32k", "--speculative-model",
+     "meta-llama/Llama-3.2-1B", "--num-speculative-tokens", "4"),
+    ("meta-llama/Llama-3.1-8B", "--max-model-len", "16k", "--max-loras", "4", "--max-lora-rank", "64",
+     "--lora-target-modules", "q_proj,v_proj", "--cpu-offload-gb", "4"),
+    ("deepseek-ai/DeepSeek-V3", "--tp", "8", "--max-model-len", "32k", "--speculative-method", "mtp"),
+])
+def test_what_shares_the_gpu_travels_through_the_command(run_cli: Any, plain: tuple[str, ...]) -> None:
+    first = _json(run_cli, *plain, "--gpu", "H200", "--json")
+    assert "--speculative-config" in first["flags"] or "--enable-lora" in first["flags"]
+    again = _json(run_cli, "--gpu", "H200", "--json", "--", first["command"])
+    same = (*SAME, "speculative", "lora", "weights_bytes_per_gpu")
+    assert {k: again[k] for k in same} == {k: first[k] for k in same}

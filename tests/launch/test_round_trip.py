@@ -41,6 +41,8 @@ def questions(draw: Any) -> tuple[str, dict[str, Any]]:
         options["max_num_seqs"] = draw(st.sampled_from((64, 256)))
     if engine.startswith("vllm") and draw(st.booleans()):
         options["gpu_memory_utilization"] = draw(st.sampled_from((0.8, 0.95)))
+    if engine.startswith("vllm") and draw(st.booleans()):  # LoRA slots: --enable-lora --max-loras --max-lora-rank
+        options["max_loras"], options["max_lora_rank"] = draw(st.sampled_from(((1, 16), (4, 64))))
     if engine.startswith("sglang") and draw(st.booleans()):
         options["mem_fraction_static"] = 0.8
     return engine, options
