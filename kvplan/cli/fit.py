@@ -89,7 +89,8 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
         print(yaml_text(fit_manifest(payload)), end="")
     else:
         best = payload.best
-        launch = [f"launch: {best.command}"] if fmt == "table" and best is not None and best.command else None
+        launch = [f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}: {best.command}"] \
+            if fmt == "table" and best is not None and best.command else None
         emit(payload, fmt == "json", fit_tables, launch, notes=result.notes)
     if result.best is None:
         raise typer.Exit(1)
