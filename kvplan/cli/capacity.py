@@ -10,6 +10,7 @@ import typer
 
 from kvplan.cli.common import emit
 from kvplan.cli.expand import Expand, command
+from kvplan.cli.launch import Asked, Format, model_or_command, output_format, resolve
 from kvplan.cli.options import (
     EngineArgs,
     Engines,
@@ -17,16 +18,17 @@ from kvplan.cli.options import (
     Json,
     KvDtypes,
     MemoryArgs,
-    ModelArgs,
     Plot,
     cache_options,
     listed,
 )
 from kvplan.formulas import CacheRequest
+from kvplan.launch.read import question_of
 from kvplan.planning.request import CapacityRequest
 
 # The KV dtype is a list here (compared side by side); a capacity question holds no batch.
 CapacityCache = Annotated[CacheRequest, Expand(cache_options, without=("kv_dtype", "batch"))]
+ModelOrCommand = Annotated[Asked, Expand(model_or_command)]
 
 
 def lists(engine: list[str] | None, kv_dtype: list[str] | None) -> tuple[list[str], list[str]]:
@@ -48,38 +50,65 @@ def _run(question: CapacityRequest, engines: list[str], kv_dtypes: list[str]) ->
 
 
 @command
-def capacity(model: ModelArgs, cache: CapacityCache, settings: EngineArgs, memory: MemoryArgs,
+def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, memory: MemoryArgs,
              engine: Engines = None, kv_dtype: KvDtypes = None, json: Json = False, explain: Explain = False,
-             plot: Plot = None) -> None:
+             plot: Plot = None, format: Format = None) -> None:
     """KV capacity an engine release reaches on a GPU: its budget term by term, blocks, tokens, concurrency,
     the lines it logs, and its verdict (exit 1 when it would refuse to start; the answer is still printed).
     Engines and KV dtypes given as lists are shown side by side. What shares the GPU beside the cache: a
-    speculative draft, LoRA slots, the encoder cache; and the host tier behind it."""
+    speculative draft, LoRA slots, the encoder cache; and the host tier behind it.
+
+    A launch command after -- is read with the flags of the --engine release (default: its engine's newest);
+    every answer carries the command to launch it with (docs/launch.md)."""
+    fmt = output_format(format, json)
     if plot:  # before any work: a bad path or a missing matplotlib is one line, not a table then a failure
         from kvplan.render.plot import check_plot_path
 
         check_plot_path(plot)
     engines, kv_dtypes = lists(engine, kv_dtype)
-    question = CapacityRequest(model=model, cache=replace(cache, kv_dtype=kv_dtypes[0]), settings=settings,
+    loaded, launch, engines = resolve(model, engines)
+    question = CapacityRequest(model=loaded, cache=replace(cache, kv_dtype=kv_dtypes[0]), settings=settings,
                                memory=memory)
-    refused = _show(_run(question, engines, kv_dtypes), json, explain)
+    if launch is not None:
+        question = question_of(launch, question)
+        kv_dtypes = [question.cache.kv_dtype]
+    refused = _show(_run(question, engines, kv_dtypes), fmt, explain, launch)
     if plot:
         _plot(question, plot, engines)  # several dtypes: the first one's curves
     if refused:
         raise typer.Exit(1)
 
 
-def _show(results: list[Any], as_json: bool, explain: bool) -> bool:
+def _show(results: list[Any], fmt: str, explain: bool, launch: Any) -> bool:
     """Print the answers (one column each), their --explain lines and notes; whether an engine refuses."""
     from kvplan.render.capacity import capacity_payload, explain_lines
     from kvplan.render.capacity_tables import capacity_tables, column_labels
 
-    payloads = [capacity_payload(r) for r in results]
+    extra = launch.part("layout") if launch is not None else None
+    payloads = [_with_notes(capacity_payload(r, extra), launch, r) for r in results]
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     labels = column_labels(payloads) if len(payloads) > 1 else [""]
-    emit(payloads if len(payloads) > 1 else payloads[0], as_json, capacity_tables, lines,
+    if fmt == "yaml":
+        from kvplan.cli.launch import manifest, yaml_text
+
+        print(yaml_text(manifest(payloads[0]) if len(payloads) == 1 else {"plans": [manifest(p) for p in payloads]}),
+              end="")
+        return any(p.refusal for p in payloads)
+    if fmt == "table":  # after the tables and --explain, before the notes
+        lines = [*(lines or []), *(f"launch{f' ({label})' if label else ''}: {p.command}"
+                                   for label, p in zip(labels, payloads, strict=True) if p.command)]
+    emit(payloads if len(payloads) > 1 else payloads[0], fmt == "json", capacity_tables, lines or None,
          notes=[(label, n) for label, p in zip(labels, payloads, strict=True) for n in p.notes])
     return any(p.refusal for p in payloads)
+
+
+def _with_notes(payload: Any, launch: Any, result: Any) -> Any:
+    """The command's notes (no effect on memory, not modelled) join the answer's."""
+    if launch is None:
+        return payload
+    from kvplan.launch.read import model_notes
+
+    return replace(payload, notes=(*model_notes(launch, result.model), *payload.notes))
 
 
 def _plot(question: CapacityRequest, path: str, engines: list[str]) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from kvplan.cli.common import emit
 from kvplan.cli.expand import Expand, command
+from kvplan.cli.launch import Format, fit_manifest, output_format, yaml_text
 from kvplan.cli.options import (
     MEMORY,
     PARALLEL,
@@ -59,7 +60,7 @@ FitMemory = Annotated[Memory, Expand(memory_options, without=("gpu",))]
 @command
 def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemory, gpu: Gpu = None,
         prices: Price = None, max_replicas: MaxReplicas = None, engine: Engines = None, kv_dtype: KvDtypes = None,
-        gpus_per_node: GpusPerNode = 8, max_gpus: MaxGpus = None, json: Json = False) -> None:
+        gpus_per_node: GpusPerNode = 8, max_gpus: MaxGpus = None, json: Json = False, format: Format = None) -> None:
     """Cheapest setups serving --batch requests (also --concurrency) of --max-model-len tokens: GPU type,
     replicas × (TP × PP), KV dtype.
 
@@ -71,6 +72,7 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     from kvplan.planning.fit import fit as run
     from kvplan.render.fit import fit_payload, fit_tables
 
+    fmt = output_format(format, json)
     engines = listed(engine, "engine", "vllm")
     if len(engines) > 1 or engines[0].lower() == "all":
         raise InputError("fit takes one engine: vllm, sglang, trtllm or hf (or one release)", arg="engine")
@@ -82,6 +84,13 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
                      engine=engines[0], kv_dtype=listed(kv_dtype, "kv_dtype", "auto"), gpus_per_node=gpus_per_node,
                      max_gpus=max_gpus,
                      max_replicas=max_replicas, prices=read_prices(prices) if prices else None, progress=step)
-    emit(fit_payload(result), json, fit_tables, notes=result.notes)
+    payload = fit_payload(result)
+    if fmt == "yaml":
+        print(yaml_text(fit_manifest(payload)), end="")
+    else:
+        best = payload.best
+        launch = [f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}: {best.command}"] \
+            if fmt == "table" and best is not None and best.command else None
+        emit(payload, fmt == "json", fit_tables, launch, notes=result.notes)
     if result.best is None:
         raise typer.Exit(1)

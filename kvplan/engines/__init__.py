@@ -82,17 +82,29 @@ def _lookup(name: str) -> tuple[str, str, str] | None:
     return None
 
 
+def release_key(name: str) -> tuple[str, str]:
+    """`vllm` -> ('vllm', '0.33'), `vllm@0.19.1` -> ('vllm', '0.19'): the engine and its row's release key."""
+    row = _lookup(name)
+    if row is None:
+        raise _unknown(name)
+    return next(n for n, r in REGISTRY.items() if r == row).partition("@")[0], row[2]
+
+
+def _unknown(name: str) -> InputError:
+    known = ", ".join(n for n in REGISTRY if "@" in n)
+    return InputError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINE_NAMES)} (the newest releases), "
+                      f"{known}, all")
+
+
 def get_engine(name: str) -> Engine:
     """vllm | vllm@0.11 | sglang@0.5.2 | trtllm | hf ... -> its profile (the module is imported on first use)."""
     row = _lookup(name)
     if row is None:
-        known = ", ".join(n for n in REGISTRY if "@" in n)
-        raise InputError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINE_NAMES)} (the newest releases), "
-                         f"{known}, all")
+        raise _unknown(name)
     profile: Engine = getattr(importlib.import_module(row[0]), row[1])(row[2])
     return profile
 
 
 __all__ = ["ENGINE_NAMES", "REGISTRY", "VLLM_RELEASES", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
            "GroupRow", "ProfileRun", "Refusal", "Request", "Settings", "SglangSettings", "TrtllmSettings",
-           "VllmSettings", "get_engine", "settings_from"]
+           "VllmSettings", "get_engine", "release_key", "settings_from"]

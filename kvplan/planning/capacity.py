@@ -51,6 +51,8 @@ class CapacityResult:
     cache: CacheRequest | None = None  # the cache asked (its length resolved)
     decode_floor: DecodeFloor | None = None  # memory-bound lower bound on a decode step of the admitted batch
     extras: Extras = NO_EXTRAS  # speculative decoding, LoRA, encoder cache, host tier
+    asked: Settings | None = None  # the knobs as asked (None: the release's default), for the launch command
+    memory: Memory | None = None  # the memory question as asked (a KV budget given, the quantization)
 
     @property
     def refusal(self) -> Refusal | None:
@@ -113,7 +115,7 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
         weights_bytes_per_gpu=budget.weights_bytes_per_gpu, overhead=budget.overhead,
         kv_budget_bytes_per_gpu=budget.per_stage, layout=layout, budget_lines=budget.lines,
         budget_terms=budget.terms, budget_rule=budget.rule, notes=budget.notes, settings=request.settings,
-        cache=request.cache,
+        cache=request.cache, asked=asked.settings, memory=memory,
         plan=empty_plan(profile.name, profile.version, CapacityRequest(model=request.model, cache=request.cache)))
     if min(budget.per_stage) <= 0:  # the engine finds no memory for a single block
         return replace(base, plan=replace(base.plan, refusal=profile.no_memory(request)),

@@ -17,13 +17,13 @@ powers of two up to ``gpus_per_node``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.engines import Engine, get_engine
 from kvplan.errors import InputError, KvplanError
-from kvplan.planning.capacity import plan_capacity
+from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.units import cdiv, format_floor
@@ -48,6 +48,7 @@ class Candidate:
     price_per_gpu_hour: float | None = None
     fits: bool = False
     reason: str = ""
+    result: CapacityResult | None = field(default=None, compare=False, repr=False)  # its capacity answer
 
     @property
     def gpus_per_replica(self) -> int:
@@ -138,7 +139,7 @@ def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | 
         return replace(base, reason=str(exc))
     plan = result.plan
     base = replace(base, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu), kv_tokens=plan.kv_tokens,
-                   requests_per_replica=plan.requests_at_max_len)
+                   requests_per_replica=plan.requests_at_max_len, result=result)
     if plan.refusal is not None:  # the engine would not start: this setup serves nobody
         return replace(base, reason=f"the engine refuses: {plan.refusal.message}")
     return replicate(base, load)

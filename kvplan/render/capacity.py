@@ -8,7 +8,9 @@ layout the engine planned on (``CapacityResult.layout``), never recomputed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines.base import BudgetTerm, GroupRow
 from kvplan.formulas.layout import with_block_size
@@ -18,6 +20,11 @@ from kvplan.planning.extras import Extras
 from kvplan.render.extras import extras_lines
 from kvplan.render.payload import INLINE, OMIT_NONE
 from kvplan.render.size import GroupPayload, Parallel, group_payload
+
+if TYPE_CHECKING:
+    from kvplan.launch.write import Written
+
+LAUNCH_ENGINES = ("vllm", "sglang", "trtllm")
 
 # The engine knobs that decided the budget, by their flat names (Settings.items()), with the release's defaults
 # filled in. An open mapping: the knobs are the engines' (a new knob is a name here), and nothing but --json reads it.
@@ -119,6 +126,11 @@ class CapacityPayload:
     decode_step_floor: FloorPayload | None
     extras: Extras = field(metadata=INLINE)  # speculative, lora, encoder_cache, host_tier (kvplan.render.extras)
     log_line: str | None = field(default=None, metadata=OMIT_NONE)  # the log lines joined, when the engine starts
+    command: str | None = None  # the launch command of this answer (kvplan.launch.write; None: no flags known)
+    flags: Mapping[str, Any] | None = None  # its flags and values, in order (a switch: true)
+    layout: Mapping[str, int] | None = None  # tp, pp, dp, ep, dcp, nodes, gpus_per_node of one replica
+    command_notes: tuple[str, ...] = ()  # knobs the command could not carry (no flag in that release)
+    command_release: str | None = None  # the kvplan engine release the command is for (vllm@0.33)
 
 
 def _engine_group(size: GroupPayload | GroupKind, row: GroupRow | None, kind: str) -> CapacityGroup:
@@ -171,9 +183,23 @@ def _floor(result: CapacityResult) -> FloorPayload | None:
                              f"the {f.gpu} data-sheet bandwidth, not a throughput promise")
 
 
-def capacity_payload(result: CapacityResult) -> CapacityPayload:
-    """The `kvplan capacity --json` contract."""
+def launch_of(result: CapacityResult, extra: Mapping[str, Any] | None = None) -> Written | None:
+    """The answer's launch command, or None (an engine failed, or kvplan has no flags for its release)."""
+    if result.error is not None or result.settings is None or result.engine not in LAUNCH_ENGINES:
+        return None
+    from kvplan.errors import KvplanError
+    from kvplan.launch.write import write_launch
+
+    try:
+        return write_launch(result, extra)
+    except KvplanError:
+        return None
+
+
+def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = None) -> CapacityPayload:
+    """The `kvplan capacity --json` contract (`extra`: the layout a launch command read gave beyond the request)."""
     plan, refusal, conc = result.plan, result.plan.refusal, result.plan.max_concurrency
+    written = launch_of(result, extra)
     return CapacityPayload(
         engine=result.engine, engine_version=plan.version, model=result.model.model_id, gpu=result.gpu,
         gpu_memory_bytes=result.gpu_memory_bytes, parallel=Parallel(result.tp, result.pp, result.dcp),
@@ -191,7 +217,10 @@ def capacity_payload(result: CapacityResult) -> CapacityPayload:
         refusal=refusal.message if refusal else None,
         estimated_max_model_len=refusal.estimated_max_model_len if refusal else None, log_lines=plan.log_lines,
         decode_step_floor=_floor(result), extras=result.extras,
-        log_line=", ".join(plan.log_lines) if plan.log_lines and not refusal else None)
+        log_line=", ".join(plan.log_lines) if plan.log_lines and not refusal else None,
+        command=written.command if written else None, flags=written.flags if written else None,
+        layout=written.layout if written else None, command_notes=written.notes if written else (),
+        command_release=written.engine if written else None)
 
 
 def explain_lines(result: CapacityResult) -> list[str]:

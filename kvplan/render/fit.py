@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvplan.planning.fit import Candidate, FitResult
 from kvplan.render import gib
@@ -33,14 +34,25 @@ class SetupPayload:
     cost_per_hour: float | None
     fits: bool
     reason: str
+    command: str | None = None  # the launch command of one replica (kvplan.launch.write)
+    flags: Mapping[str, Any] | None = None
+    layout: Mapping[str, int] | None = None  # tp, pp, dp, ep, dcp, nodes, gpus_per_node
+    release: str | None = None  # the engine release the command is for
+    gpu_memory_bytes: int | None = None  # the memory of the GPU planned on (the least the command needs)
 
 
 def setup_payload(c: Candidate) -> SetupPayload:
+    from kvplan.render.capacity import launch_of
+
+    written = launch_of(c.result) if c.result is not None else None
     return SetupPayload(gpu=c.gpu, tp=c.tp, pp=c.pp, replicas=c.replicas, gpus_per_replica=c.gpus_per_replica,
                         num_gpus=c.num_gpus, kv_dtype=c.kv_dtype, kv_budget_bytes_per_gpu=c.kv_budget_bytes_per_gpu,
                         kv_tokens_per_replica=c.kv_tokens, requests_per_replica=c.requests_per_replica,
                         requests=c.requests, price_per_gpu_hour=c.price_per_gpu_hour, cost_per_hour=c.cost_per_hour,
-                        fits=c.fits, reason=c.reason)
+                        fits=c.fits, reason=c.reason, command=written.command if written else None,
+                        flags=written.flags if written else None, layout=written.layout if written else None,
+                        release=written.engine if written else None,
+                        gpu_memory_bytes=c.result.gpu_memory_bytes if c.result is not None else None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -186,7 +186,10 @@ def test_quantization_fp8_is_vllms_online_fp8(run_cli: Any) -> None:
         answer(run_cli, *args, "--weights-dtype", "fp8")["weights_bytes_per_gpu"]
     # DeepSeek-V3 is saved in fp8: naming its own method changes nothing
     ds = ("capacity", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "8", "--max-model-len", "8k")
-    assert answer(run_cli, *ds, "-q", "fp8") == answer(run_cli, *ds)
+    named, plain = answer(run_cli, *ds, "-q", "fp8"), answer(run_cli, *ds)
+    launch = ("command", "flags")  # the launch command carries the --quantization asked, the plan is the same
+    assert {k: v for k, v in named.items() if k not in launch} == {k: v for k, v in plain.items() if k not in launch}
+    assert named["command"] == plain["command"] + " --quantization fp8"
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -1,0 +1,99 @@
+"""`kvplan capacity -- vllm serve MODEL ...`: a launch command as the model argument, and `--format yaml`.
+
+The words after ``--`` are the command; its engine comes from the entry point, the release from --engine
+(default: the engine's newest row). The command's flags fill the question (they win over kvplan's options);
+kvplan's own options before ``--`` (--gpu, --gpu-mem, --kv-budget, --json) still apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+from kvplan.cli.options import OUTPUT, ModelDtype, Revision, model_options, option
+from kvplan.errors import InputError
+
+Words = Annotated[list[str], typer.Argument(
+    help="Model id (bundled, HF cache or hub), config.json, or folder; or, after --, a launch command: vllm serve "
+         "MODEL ..., python -m vllm.entrypoints.openai.api_server --model MODEL ..., python -m sglang.launch_server "
+         "--model-path MODEL ..., sglang serve ..., trtllm-serve MODEL ... (every flag of the --engine release).",
+    show_default=False, metavar="MODEL | -- COMMAND")]
+Format = Annotated[str | None, option("--format", "table, json or yaml (the fields a deployment takes: model, "
+                                      "engine, release, GPUs per replica, replicas, flags, min GPU memory).", OUTPUT,
+                                      "FORMAT")]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The model argument: one model id, or a launch command's words."""
+
+    words: tuple[str, ...]
+    revision: str | None
+    dtype: str
+
+
+def model_or_command(model: Words, revision: Revision = None, dtype: ModelDtype = "auto") -> Asked:
+    return Asked(tuple(model), revision, dtype)
+
+
+def output_format(fmt: str | None, as_json: bool) -> str:
+    name = (fmt or ("json" if as_json else "table")).lower()
+    if name not in ("table", "json", "yaml"):
+        raise InputError(f"--format {fmt}: choose table, json or yaml")
+    return name
+
+
+def resolve(asked: Asked, engines: list[str]) -> tuple[Any, Any, list[str]]:
+    """(model, Launch or None, engines): a plain model id, or the command read with the --engine release."""
+    from kvplan.launch.command import is_command, read_command
+    from kvplan.launch.read import read_launch
+
+    words = list(asked.words)
+    if not is_command(words):
+        return model_options(words[0], asked.revision, asked.dtype), None, engines
+    if len(engines) > 1:
+        raise InputError("a launch command is one engine release: give one --engine (vllm@0.19, sglang@0.5.2)")
+    named = None if engines == ["vllm"] else engines[0]  # --engine vllm (the default): the command's engine
+    command = read_command(words, named)
+    launch = read_launch(command)
+    part = launch.part("model")
+    model = model_options(command.model, part.get("revision", asked.revision), part.get("dtype", asked.dtype))
+    return model, launch, [named or command.engine]
+
+
+def manifest(payload: Any) -> dict[str, Any]:
+    """--format yaml: one answer as a deployment takes it (None where kvplan has no command for its release)."""
+    layout = payload.layout or {}
+    return {"model": payload.model, "engine": payload.engine, "release": payload.command_release,
+            "gpu": payload.gpu, "gpus_per_replica": layout.get("tp", 1) * layout.get("pp", 1) * (
+                1 if layout.get("dp", 1) == 1 or (payload.flags or {}).get("--enable-dp-attention") else layout["dp"]),
+            "replicas": 1, "layout": dict(layout), "command": payload.command, "flags": dict(payload.flags or {}),
+            "min_gpu_memory_bytes": payload.gpu_memory_bytes, "kv_tokens": payload.kv_tokens,
+            "max_concurrency": payload.max_concurrency, "notes": list(payload.notes)}
+
+
+def yaml_text(data: Any, indent: int = 0) -> str:
+    """A small YAML writer for the manifest (mappings, lists, scalars as JSON scalars: valid YAML)."""
+    import json
+
+    pad = " " * indent
+    if isinstance(data, dict):
+        return "".join(f"{pad}{json.dumps(k) if str(k).startswith('-') else k}:" + (f"\n{yaml_text(v, indent + 2)}" if isinstance(v, (dict, list)) and v else
+                                       f" {json.dumps(v)}\n") for k, v in data.items())
+    if isinstance(data, list):
+        return "".join(f"{pad}- {json.dumps(v)}\n" for v in data)
+    return f"{pad}{json.dumps(data)}\n"
+
+
+def fit_manifest(payload: Any) -> dict[str, Any]:
+    """--format yaml of fit: the best setup as a deployment takes it (the closest one when none serves)."""
+    best = payload.best or (payload.alternatives[0] if payload.alternatives else None)
+    if best is None:
+        return {"model": payload.model, "engine": payload.engine, "fits": False}
+    return {"model": payload.model, "engine": payload.engine, "release": best.release, "fits": payload.fits,
+            "gpu": best.gpu, "gpus_per_replica": best.gpus_per_replica, "replicas": best.replicas,
+            "layout": dict(best.layout or {}), "kv_dtype": best.kv_dtype, "command": best.command,
+            "flags": dict(best.flags or {}), "min_gpu_memory_bytes": best.gpu_memory_bytes,
+            "requests": best.requests, "concurrency": payload.concurrency}

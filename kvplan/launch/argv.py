@@ -1,0 +1,191 @@
+"""An engine's argument list read as that release's parser reads it, against its flag table.
+
+vLLM (``FlexibleArgumentParser``, 0.33 ``utils/argparse_utils.py:313-500``; 0.8.0 ``utils.py:1175-1200``):
+``--a_b`` is ``--a-b`` (the part before the first ``.``), ``--json-flag.key value`` sets one key of a JSON
+option, ``-O3`` / ``-O=3`` is ``--optimization-level 3`` (0.12 on; before, ``-O 3``: the compilation config).
+vLLM and SGLang keep argparse's ``allow_abbrev``: a unique prefix of a long option is that option, two or more
+is argparse's "ambiguous option" (exit 2). SGLang rewrites nothing (``--tp_size`` is unknown). trtllm-serve is
+click: exact names only. Values are checked by the parser's own type function (``human_readable_int``: ``k`` =
+1000, ``K`` = 1024, 0.33 ``utils/argparse_utils.py:30-94``), a choice by its choices, JSON by ``json.loads``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.errors import InputError
+from kvplan.launch.tables import Flag, FlagTable
+
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "trtllm-serve"}
+_NUMBER = re.compile(r"-\d+(\.\d+)?")
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_STRICT_JSON = ("loads", "json_list_type")  # parse functions that only take JSON text
+
+
+@dataclass(frozen=True, kw_only=True)
+class Given:
+    """One flag of the command: the option it resolved to, as typed, and its parsed value."""
+
+    flag: Flag
+    typed: str  # the spelling in the command (--max_model_len, --max-model, -tp)
+    value: Any
+
+    @property
+    def name(self) -> str:
+        return self.flag.name
+
+    @property
+    def dest(self) -> str:
+        return self.flag.dest
+
+
+def label(table: FlagTable) -> str:
+    return f"{ENGINE_LABELS[table.engine]} {table.release}"
+
+
+def human_int(text: str) -> int:
+    """vLLM's human_readable_int: 25.6k = 25,600; 32K = 32,768 (no decimals with a binary suffix)."""
+    match = _HUMAN.fullmatch(text.strip())
+    if match is None:
+        return int(text)
+    number, suffix = match.groups()
+    if suffix in _DECIMAL:
+        return int(float(number) * _DECIMAL[suffix])
+    return int(number) * _BINARY[suffix]
+
+
+def _int(flag: Flag, text: str) -> int | None:
+    parse = flag.parse or ""
+    if "optional" in parse and text in ("", "None"):
+        return None
+    if parse == "human_readable_int_or_auto" and text.strip().lower() in ("auto", "-1"):
+        return -1
+    return human_int(text) if "human_readable" in parse else int(text)
+
+
+def _json(flag: Flag, text: str) -> Any:
+    if (flag.parse or "") in _STRICT_JSON or (flag.parse or "").endswith("(loads)"):
+        if "optional" in (flag.parse or "") and text in ("", "None"):
+            return None
+        return json.loads(text)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # union_dict_and_str, a config dataclass's CLI string: the engine takes text too
+
+
+def _choice(flag: Flag, text: str) -> Any:
+    value: Any = int(text) if flag.choice_type == "int" else text
+    if flag.choices is not None and value not in flag.choices:
+        raise ValueError(f"invalid choice {text!r} (choose from {', '.join(str(c) for c in flag.choices)})")
+    return value
+
+
+def _float(flag: Flag, text: str) -> float | None:
+    return None if "optional" in (flag.parse or "") and text in ("", "None") else float(text)
+
+
+_CONVERT = {"int": _int, "float": _float, "choice": _choice, "json": _json}
+
+
+def convert(flag: Flag, text: str, table: FlagTable) -> Any:
+    """A value as the release's parser reads it; a bad one is exit 2 naming the flag."""
+    try:
+        return _CONVERT.get(flag.type, lambda _f, t: t)(flag, text)
+    except ValueError as exc:
+        kind = {"int": "a whole number", "float": "a number", "json": "JSON"}.get(flag.type, "a valid value")
+        why = str(exc) if flag.type == "choice" else f"{text!r} is not {kind}"
+        raise InputError(f"{flag.name}: {why} ({label(table)})") from None
+
+
+def spelled(token: str, table: FlagTable) -> tuple[str, str | None]:
+    """(option name as the parser looks it up, inline value) for one `-…` token."""
+    name, eq, inline = token.partition("=")
+    value = inline if eq else None
+    if table.engine != "vllm":
+        return name, value
+    if re.fullmatch(r"-O\d", name):
+        return ("--optimization-level" if table.has("--optimization-level") else "-O"), name[2:]
+    if name == "-O" and not table.has("-O"):
+        return "--optimization-level", value
+    if name.startswith("--"):
+        base = name[2:].split(".", 1)[0]
+        name = "--" + base.replace("_", "-")  # a dotted key sets one key of the JSON option before the dot
+    return name, value
+
+
+def resolve(name: str, table: FlagTable) -> Flag:
+    """The option `name` is: exact, else (argparse's allow_abbrev) the one long option it prefixes."""
+    flag = table.get(name)
+    if flag is not None and not flag.positional:
+        return flag
+    if table.engine != "trtllm" and name.startswith("--") and len(name) > 2:
+        matches = sorted(f for f in table.flags if f.startswith(name) and f.startswith("--"))
+        if len(matches) == 1:
+            return table.flags[matches[0]]
+        if matches:
+            raise InputError(f"ambiguous flag {name}: {label(table)} could read it as {', '.join(matches)} "
+                             f"(argparse refuses it); spell the flag out")
+    near = table.closest(name)
+    raise InputError(f"{label(table)} has no flag {name}" + (f"; the closest is {near}" if near else ""))
+
+
+def _takes(token: str) -> bool:
+    """Whether argparse would read `token` as a value rather than an option."""
+    return not token.startswith("-") or token == "-" or bool(_NUMBER.fullmatch(token))
+
+
+def _values(flag: Flag, inline: str | None, rest: list[str], table: FlagTable) -> tuple[Any, int]:
+    """(value, tokens consumed after the flag)."""
+    if flag.switch:
+        if inline is not None:
+            raise InputError(f"{flag.name} takes no value ({label(table)}), got {flag.name}={inline}")
+        return flag.value, 0
+    if inline is not None:
+        return convert(flag, inline, table), 0
+    if flag.nargs in ("+", "*"):
+        taken = next((i for i, t in enumerate(rest) if not _takes(t)), len(rest))
+        if flag.nargs == "+" and taken == 0:
+            raise InputError(f"{flag.name} expects at least one value ({label(table)})")
+        return [convert(flag, t, table) for t in rest[:taken]], taken
+    if rest and _takes(rest[0]):
+        return convert(flag, rest[0], table), 1
+    if flag.nargs == "?":
+        return flag.const, 0
+    raise InputError(f"{flag.name} expects a value ({label(table)})")
+
+
+def _dotted(token: str, table: FlagTable) -> bool:
+    return table.engine == "vllm" and token.startswith("--") and "." in token.partition("=")[0]
+
+
+def parse_args(tokens: list[str], table: FlagTable) -> tuple[list[Given], list[str]]:
+    """The flags and the positional words of an argument list, as `table`'s release parses them."""
+    given: list[Given] = []
+    positional: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            positional += tokens[i + 1:]
+            break
+        if _takes(token):
+            positional.append(token)
+            i += 1
+            continue
+        name, inline = spelled(token, table)
+        flag = resolve(name, table)
+        if _dotted(token, table):  # --speculative-config.method mtp: one key of the JSON option, as text
+            key = token.partition("=")[0].split(".", 1)[1]
+            text, used = (inline, 0) if inline is not None else (tokens[i + 1] if i + 1 < len(tokens) else "", 1)
+            value = {key: text}
+        else:
+            value, used = _values(flag, inline, tokens[i + 1:], table)
+        given.append(Given(flag=flag, typed=token.partition("=")[0], value=value))
+        i += 1 + used
+    return given, positional

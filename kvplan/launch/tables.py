@@ -1,0 +1,136 @@
+"""Each engine release's launch flags, as its own parser declares them (package data in ``tables/``).
+
+``tables/<engine>.json`` is built by ``tools/launch_tables.py`` from per-release dumps of the engines' own
+parsers: vLLM's ``make_arg_parser`` plus the ``vllm serve`` extras and SGLang's ``ServerArgs.add_cli_args``,
+run from each release's sources (vLLM 0.8.0-0.33.0, SGLang 0.4.0.post2-0.5.23); trtllm-serve's click options
+transcribed from the 0.18.2 docs and one ``serve.py`` snapshot (commit 00209af, 1.2/1.3-era, release not pinned).
+Each flag lists its variants (dest, nargs, type, choices, the value a switch stores) with the release ranges
+that have them; each dest its memory category (layout, budget, kv_format, length, activation, graphs, weights,
+state, host_tier, placement, constraint or none).
+
+A kvplan engine release maps to the table of the release its row was read from (``table_release``): vLLM's
+row ``release`` (0.19 -> 0.19.0), SGLang's minor (0.5.6 -> 0.5.6.post2), TRT-LLM 1.x -> the snapshot and
+0.20 -> 0.18.2 (the nearest release whose options were read).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from kvplan.errors import InputError
+
+LAUNCH_ENGINES = ("vllm", "sglang", "trtllm")
+TRTLLM_TABLES = {"0.20": "0.18.2"}  # every other TRT-LLM row (1, 1.1, 1.2): the snapshot
+TRTLLM_SNAPSHOT = "snapshot-00209af"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flag:
+    """One option string of one release: how its parser reads it."""
+
+    name: str
+    dest: str
+    type: str  # bool, int, float, str, choice, json
+    nargs: int | str | None = None  # 0: a switch; None: one value; '?', '+', '*'
+    choices: tuple[Any, ...] | None = None
+    choice_type: str | None = None
+    value: Any = None  # what a switch stores
+    const: Any = None
+    parse: str | None = None  # the parser's type function (human_readable_int, loads, ...)
+    default: Any = None
+    accepts_str: bool = False
+    positional: bool = False
+
+    @property
+    def switch(self) -> bool:
+        return self.nargs == 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlagTable:
+    """The options of one engine release."""
+
+    engine: str
+    release: str
+    flags: dict[str, Flag]
+    categories: dict[str, str]  # dest -> memory category
+    serve_only: frozenset[str] = frozenset()  # vLLM: options of `vllm serve` that the api_server module lacks
+
+    def get(self, name: str) -> Flag | None:
+        return self.flags.get(name)
+
+    def has(self, name: str) -> bool:
+        return name in self.flags
+
+    def category(self, dest: str) -> str:
+        return self.categories.get(dest, "none")
+
+    def closest(self, name: str) -> str | None:
+        """The option string nearest to `name` (difflib, as click's suggestions), or None."""
+        options = [f for f in self.flags if f.startswith("-")]
+        near = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
+        return near[0] if near else None
+
+    def flag_for(self, dest: str, *prefer: str) -> str | None:
+        """The option string this release has for `dest`: the first of `prefer` it has, else None."""
+        return next((p for p in prefer if p in self.flags and self.flags[p].dest == dest), None)
+
+
+@cache
+def _data(engine: str) -> dict[str, Any]:
+    text = files("kvplan.launch").joinpath(f"tables/{engine}.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def releases(engine: str) -> tuple[str, ...]:
+    return tuple(_data(engine)["releases"])
+
+
+@cache
+def flag_table(engine: str, release: str) -> FlagTable:
+    """The flags `release` of `engine` accepts (a release the tables hold)."""
+    data = _data(engine)
+    index = data["releases"].index(release)
+    flags = {}
+    for name, variants in data["flags"].items():
+        found = next((v for v in variants if any(a <= index <= b for a, b in v["in"])), None)
+        if found is not None:
+            spec = {k: v for k, v in found.items() if k != "in"}
+            if "choices" in spec:
+                spec["choices"] = tuple(spec["choices"])
+            flags[name] = Flag(name=name, **spec)
+    return FlagTable(engine=engine, release=release, flags=flags, categories=data["categories"],
+                     serve_only=frozenset(data.get("serve_only", {}).get(release, ())))
+
+
+def _sglang_table(key: str) -> str | None:
+    """SGLang: the table of the minor `key` names (its last patch was read: 0.5.6 -> 0.5.6.post2)."""
+    found = [r for r in releases("sglang") if r == key or r.startswith(f"{key}.")]
+    return found[-1] if found else None
+
+
+def table_release(engine_name: str) -> tuple[str, str]:
+    """(engine, table release) for a kvplan engine release name (`vllm`, `vllm@0.19`, `sglang@0.5.6`, `trtllm`);
+    exit 2 where kvplan follows the release but no parser of it was read (vLLM's V0 rows, transformers)."""
+    from kvplan.engines import release_key
+
+    engine, key = release_key(engine_name)
+    table: str | None = None
+    if engine == "vllm":
+        from kvplan.engines.vllm.releases import release
+
+        table = release(key).release or None
+    elif engine == "sglang":
+        table = _sglang_table(key)
+    elif engine == "trtllm":
+        table = TRTLLM_TABLES.get(key, TRTLLM_SNAPSHOT)
+    if table is None or table not in releases(engine):
+        raise InputError(f"{engine_name}: kvplan has no launch flags for this release (vLLM: 0.8.0 on; SGLang: "
+                         f"0.4 on; TensorRT-LLM: trtllm-serve); name a newer one with --engine")
+    return engine, table

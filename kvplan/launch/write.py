@@ -1,0 +1,185 @@
+"""A capacity answer -> the launch command of its engine release, every flag one that release's parser has.
+
+Always written: the model, TP, the length, the budget knob (vLLM --gpu-memory-utilization, the release's
+default filled in, or --kv-cache-memory-bytes when a KV budget was given; SGLang --mem-fraction-static;
+TRT-LLM --kv_cache_free_gpu_memory_fraction), vLLM's --max-num-seqs, a KV dtype other than auto. The other
+knobs only where they were asked (not the release default). A knob the release has no flag for is left out
+and named in a note. The layout beyond the request objects (vLLM DP and EP, SGLang's --ep-size, nodes) comes
+from the command that was read (``extra``).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from kvplan.launch.tables import FlagTable, flag_table, table_release
+from kvplan.planning.capacity import CapacityResult
+from kvplan.units import GIB
+
+# Each engine's spelling of a knob (the first the release has is written).
+FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "vllm": {"tp": ("--tensor-parallel-size",), "pp": ("--pipeline-parallel-size",),
+             "dcp": ("--decode-context-parallel-size",), "dp": ("--data-parallel-size",),
+             "ep": ("--enable-expert-parallel",), "length": ("--max-model-len",), "seqs": ("--max-num-seqs",),
+             "fraction": ("--gpu-memory-utilization",), "budget": ("--kv-cache-memory-bytes",),
+             "kv_dtype": ("--kv-cache-dtype",), "block": ("--block-size",), "batched": ("--max-num-batched-tokens",),
+             "eager": ("--enforce-eager",), "quantization": ("--quantization",), "nodes": ("--nnodes",),
+             "speculative": ("--speculative-config",), "lora": ("--enable-lora",), "loras": ("--max-loras",),
+             "lora_rank": ("--max-lora-rank",), "cpu_loras": ("--max-cpu-loras",),
+             "lora_modules": ("--lora-target-modules",), "cpu_offload": ("--cpu-offload-gb",),
+             "kv_offload": ("--kv-offloading-size",)},
+    "sglang": {"tp": ("--tp-size",), "pp": ("--pp-size",), "dp": ("--dp-size",),
+               "dp_attention": ("--enable-dp-attention",), "ep": ("--ep-size",), "length": ("--context-length",),
+               "seqs": ("--max-running-requests",), "fraction": ("--mem-fraction-static",),
+               "kv_dtype": ("--kv-cache-dtype",), "block": ("--page-size",), "eager": ("--disable-cuda-graph",),
+               "chunked": ("--chunked-prefill-size",), "quantization": ("--quantization",), "nodes": ("--nnodes",)},
+    "trtllm": {"tp": ("--tp_size",), "pp": ("--pp_size",), "ep": ("--ep_size",), "length": ("--max_seq_len",),
+               "seqs": ("--max_batch_size",), "fraction": ("--kv_cache_free_gpu_memory_fraction",),
+               "batched": ("--max_num_tokens",), "gpus_per_node": ("--gpus_per_node",),
+               "kv_dtype": (), "block": ()},  # trtllm-serve: kv_cache_config.dtype / tokens_per_block in its YAML
+}
+KV_DTYPES = {"sglang": {"fp8": "fp8_e4m3", "bf16": "bfloat16"}}  # kvplan's name -> the engine's, where they differ
+
+
+@dataclass(frozen=True, kw_only=True)
+class Written:
+    """The launch command of one answer."""
+
+    engine: str  # the kvplan release name (vllm@0.33)
+    release: str  # the parser's release (0.33.0)
+    argv: tuple[str, ...]
+    flags: dict[str, Any]  # flag -> value (a switch: true), in the order written
+    layout: dict[str, int]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+
+def engine_name(result: CapacityResult) -> str:
+    """The kvplan release name whose profile gave the answer (`vLLM 0.33` -> `vllm@0.33`, `SGLang 0.5.23` ->
+    `sglang@0.5.23`: the most specific name of that row)."""
+    return _release_name(result.engine, result.plan.version)
+
+
+@cache
+def _release_name(engine: str, version: str) -> str:
+    from kvplan.engines import REGISTRY, get_engine
+
+    names = [n for n in REGISTRY if n.startswith(f"{engine}@") and get_engine(n).version == version]
+    return max(names, key=len) if names else engine
+
+
+def _entry(engine: str, model: str) -> list[str]:
+    return {"vllm": ["vllm", "serve", model], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model],
+            "trtllm": ["trtllm-serve", model]}[engine]
+
+
+def layout_of(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, int]:
+    """{tp, pp, dp, ep, dcp, nodes, gpus_per_node} of one replica of the answer."""
+    cache, tp, pp = result.cache, result.tp, result.pp
+    attention_dp = cache is not None and cache.dp > 1  # SGLang DP attention: dp ranks inside the TP group
+    dp = cache.dp if cache is not None and attention_dp else int(extra.get("dp", 1) or 1)
+    gpus = tp * pp * (1 if attention_dp else dp)
+    ep_given = extra.get("ep")
+    ep = (tp * dp if ep_given else 1) if isinstance(ep_given, bool) else int(ep_given or 1)
+    nodes = int(extra.get("nodes", 1) or 1)
+    return {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "dcp": result.dcp, "nodes": nodes,
+            "gpus_per_node": int(extra.get("gpus_per_node") or -(-gpus // nodes))}
+
+
+def _values(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Knob -> value to write (None: not written)."""
+    asked, settings, memory, cache = result.asked, result.settings, result.memory, result.cache
+    assert settings is not None and cache is not None
+    layout = layout_of(result, extra)
+    budget = memory.kv_budget_bytes if memory else None
+    return {
+        "tp": result.tp, "pp": result.pp if result.pp > 1 else None, "dcp": result.dcp if result.dcp > 1 else None,
+        "dp": layout["dp"] if layout["dp"] > 1 else None, "dp_attention": True if cache.dp > 1 else None,
+        "ep": (extra.get("ep") or None) if result.engine == "vllm" else (layout["ep"] if layout["ep"] > 1 else None),
+        "nodes": layout["nodes"] if layout["nodes"] > 1 else None,
+        "gpus_per_node": extra.get("gpus_per_node"), "length": result.max_model_len,
+        "seqs": settings.max_num_seqs, "budget": budget[0] if budget and result.engine == "vllm" else None,
+        "fraction": None if budget and result.engine == "vllm" else _fraction(result),
+        "kv_dtype": None if cache.kv_dtype == "auto" else KV_DTYPES.get(result.engine, {}).get(cache.kv_dtype,
+                                                                                                cache.kv_dtype),
+        "block": cache.block_size, "batched": asked.max_num_batched_tokens if asked else None,
+        "eager": True if asked and asked.enforce_eager else None,
+        "chunked": asked.sglang.chunked_prefill_size if asked else None,
+        "quantization": memory.quantization if memory else None, **_extras(result),
+    }
+
+
+def _extras(result: CapacityResult) -> dict[str, Any]:
+    """What shares the GPU beside the cache, as asked: a draft, LoRA slots, host memory (GiB)."""
+    asked = result.asked
+    if asked is None:
+        return {}
+    spec = {k: v for k, v in (("model", asked.speculative_model), ("method", asked.speculative_method),
+                              ("num_speculative_tokens", asked.num_speculative_tokens)) if v is not None}
+    lora = asked.max_lora_rank is not None or asked.max_loras is not None
+    return {"speculative": json.dumps(spec) if spec else None, "lora": True if lora else None,
+            "loras": asked.max_loras, "lora_rank": asked.max_lora_rank, "cpu_loras": asked.max_cpu_loras,
+            "lora_modules": list(asked.lora_target_modules) if asked.lora_target_modules else None,
+            "cpu_offload": _gib(asked.cpu_offload_bytes), "kv_offload": _gib(asked.kv_offloading_bytes)}
+
+
+def _gib(size_bytes: int | None) -> float | None:
+    return size_bytes / GIB if size_bytes else None
+
+
+def _fraction(result: CapacityResult) -> float | None:
+    settings = result.settings
+    assert settings is not None
+    if result.engine == "vllm":
+        from kvplan.engines.vllm.releases import release
+
+        key = engine_name(result).partition("@")[2]
+        return settings.vllm.gpu_memory_utilization or (release(key).gpu_memory_utilization if key else None)
+    if result.engine == "sglang":
+        return settings.sglang.mem_fraction_static
+    return settings.trtllm.free_gpu_memory_fraction
+
+
+def _flag(table: FlagTable, knob: str, value: Any) -> tuple[str | None, str | None]:
+    """(flag, note): the release's flag for a knob whose value it takes, or a note why it is not written."""
+    if knob not in FLAGS[table.engine]:
+        return None, f"{knob} {value}: kvplan writes no {table.engine} flag for it yet; add it to the command"
+    name = next((f for f in FLAGS[table.engine][knob] if table.has(f)), None)
+    if name is None:
+        key = {"kv_dtype": "dtype", "block": "tokens_per_block"}.get(knob)
+        yaml = f" (trtllm-serve takes it as kv_cache_config.{key} in --extra_llm_api_options YAML)" \
+            if table.engine == "trtllm" and key else ""
+        return None, f"{knob} {value}: {table.engine} {table.release} has no flag for it{yaml}"
+    flag = table.flags[name]
+    if flag.choices is not None and not flag.switch and value not in flag.choices:
+        return None, f"{name} {value}: not one of {table.engine} {table.release}'s choices"
+    return name, None
+
+
+def write_launch(result: CapacityResult, extra: Mapping[str, Any] | None = None) -> Written:
+    """The command that launches the answer's engine release with the answer's knobs."""
+    extra = extra or {}
+    name = engine_name(result)
+    engine, release = table_release(name)
+    table = flag_table(engine, release)
+    argv, flags, notes = _entry(engine, result.model.model_id), {}, []
+    for knob, value in _values(result, extra).items():
+        if value is None or value is False:
+            continue
+        flag, note = _flag(table, knob, value)
+        if flag is None:
+            notes += [note] if note else []
+            continue
+        flags[flag] = value
+        argv += [flag] if table.flags[flag].switch else [flag, *(map(str, value) if isinstance(value, list) else
+                                                                 [str(value)])]
+    return Written(engine=name, release=release, argv=tuple(argv), flags=flags, layout=layout_of(result, extra),
+                   notes=tuple(notes))
