@@ -16,7 +16,6 @@ from kvplan.config import bundled_index, load_model
 from kvplan.errors import ConfigError
 
 REFUSED = {
-    "deepseek-ai/DeepSeek-V4-Flash": "compress_ratios",  # DeepSeek-V4 compressed attention
     "meta-llama/Llama-3.2-90B-Vision-Instruct": "cross_attention_layers",  # mllama (removed in vLLM 0.33)
 }
 NEEDS_CLASS_DEFAULTS = {

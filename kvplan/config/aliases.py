@@ -71,8 +71,8 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "index_topk_freq": ("index_topk_freq",),  # IndexCache: which layers keep an indexer
     "index_topk_pattern": ("index_topk_pattern",),
     "index_skip_topk_offset": ("index_skip_topk_offset",),
-    "compress_ratios": ("compress_ratios",),  # DeepSeek-V4 compressed attention (not modelled)
-    "hybrid_layer_pattern": ("hybrid_layer_pattern",),  # MiMo-V2 per-type geometry (not modelled)
+    "compress_ratios": ("compress_ratios",),  # DeepSeek-V4 per-layer compression (kvplan.config.compressed)
+    "hybrid_layer_pattern": ("hybrid_layer_pattern",),  # MiMo-V2: 1 sliding (swa_* geometry), 0 full
     "cross_attention_layers": ("cross_attention_layers",),  # mllama image cross-attention (not modelled)
     "conv_l_cache": ("conv_L_cache",),  # LFM2 short conv: kernel size (the state keeps L - 1 rows)
     "conv_dim": ("conv_dim",),
@@ -185,17 +185,12 @@ UNMODELLED_ARCHITECTURES: dict[str, str] = {
     "Glm5NextForCausalLM": "GLM-5-Next KDA layers and indexer",
     "AliceAIForCausalLM": "AliceAI KDA layers",
     "MiniMaxM3SparseForConditionalGeneration": "MiniMax-M3's indexer beside GQA",
-    "DeepseekV4ForCausalLM": "DeepSeek-V4 compressed attention",
 }
 
 # Config fields whose architecture kvplan does not model: a one-line refusal names the field.
 UNMODELLED_FIELDS: dict[str, str] = {
-    "compress_ratios": "DeepSeek-V4 compressed attention (compressed MLA states, sliding MLA, compressor "
-                       "ring buffers) is not modelled",
     "cross_attention_layers": "mllama's image cross-attention caches are not modelled (vLLM 0.33 removed mllama: "
                               "vllm/model_executor/models/registry.py:857)",
-    "hybrid_layer_pattern": "MiMo-V2's sliding layers have their own geometry (swa_num_key_value_heads, "
-                            "swa_head_dim, swa_v_head_dim), which is not modelled",
 }
 
 # Familiar names -> bundled ids, where the bundled config stands in for a sibling with the same

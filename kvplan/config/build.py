@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.config.aliases import UNMODELLED_ARCHITECTURES, UNMODELLED_FIELDS
+from kvplan.config.compressed import deepseek_v4_specs, is_deepseek_v4
 from kvplan.config.geometry import Geometry, build_layer_specs
-from kvplan.config.layers import ATTENTION_FREE_TYPES
+from kvplan.config.layers import ATTENTION_FREE_TYPES, derive_layer_kinds
+from kvplan.config.per_kind import is_mimo_v2, mimo_v2_specs
 from kvplan.config.schema import HFConfig
 from kvplan.config.state import linear_state
 from kvplan.errors import ConfigError
@@ -90,6 +92,35 @@ def layer_specs_of(cfg: HFConfig, fields: dict[str, Any], kinds: tuple[str, ...]
     geo = Geometry(num_attention_heads=geo.num_attention_heads, num_kv_heads=geo.num_kv_heads,
                    head_dim=geo.head_dim, v_head_dim=geo.v_head_dim, mla=geo.mla, state=state)
     return build_layer_specs(cfg, kinds, geo, source), state
+
+
+def kinds_and_specs(cfg: HFConfig, fields: dict[str, Any], geo: Geometry,
+                    source: str) -> tuple[tuple[str, ...], tuple[LayerSpec, ...], LinearState | None]:
+    """Each layer's kind, its specs, and the state of the model's linear layers. DeepSeek-V4's layers are
+    named by their compression (kvplan.config.compressed); every one has attention weights ("full"). MiMo-V2's
+    kinds have their own geometry (kvplan.config.per_kind)."""
+    if is_deepseek_v4(cfg):
+        return ("full",) * cfg.num_layers, deepseek_v4_specs(cfg, fields, source), None
+    if is_mimo_v2(cfg):
+        return (*mimo_v2_specs(cfg, fields, geo.head_dim, geo.num_kv_heads, source), None)
+    kinds = derive_layer_kinds(cfg, source)
+    specs, state = layer_specs_of(cfg, fields, kinds, geo, source)
+    return kinds, specs, state
+
+
+DSV4_KV_DTYPE = "fp8_ds_mla"  # vLLM 0.33 turns DeepSeek-V4's auto into fp8_ds_mla (models/deepseek_v4/attention.py:94-126)
+
+
+def native_kv_dtype(cfg: HFConfig, fields: dict[str, Any], is_mla: bool) -> str | None:
+    """What KV dtype auto becomes: the checkpoint's own KV quantization, or DeepSeek-V4's packed fp8 cell."""
+    return DSV4_KV_DTYPE if is_deepseek_v4(cfg) else checkpoint_kv_dtype(fields, is_mla)
+
+
+def family_notes(cfg: HFConfig) -> tuple[str, ...]:
+    if is_deepseek_v4(cfg):
+        return ("DeepSeek-V4: KV dtype auto is vLLM's fp8_ds_mla (584 B per latent), as its default CUDA backends "
+                "store it (vllm/models/deepseek_v4/attention.py:94-126)",)
+    return ()
 
 
 def checkpoint_kv_dtype(fields: dict[str, Any], is_mla: bool) -> str | None:

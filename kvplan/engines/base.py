@@ -34,6 +34,7 @@ class Device:
     name: str | None  # catalog name (H100-SXM); None: only the memory is known
     memory_bytes: int  # torch total_memory (vLLM total_gpu_memory)
     smi_memory_mib: int | None = None  # nvidia-smi memory.total (SGLang sizes its reserve from it)
+    compute_capability: tuple[int, int] | None = None  # as the engine reads it (vLLM: CUDA's, gfx950 as (9, 5))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -139,7 +139,7 @@ def _layer_groups(result: CapacityResult) -> tuple[CapacityGroup, ...]:
     out = []
     for g in (group_payload(g, size) for g in layout.groups):
         kind = "mamba" if g.kind == "linear" and "mamba" in rows else g.kind
-        out.append(_engine_group(g, rows.get(kind), kind))
+        out.append(_engine_group(g, rows.get(kind) or rows.get(kind.split("+")[0]), kind))  # composite: first cache
     return tuple(out)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from kvplan.engines.base import BudgetRules, BudgetSteps, BudgetTerm, EnginePlan, Refusal, Request, term_bytes
-from kvplan.engines.vllm import refusals, speculative
+from kvplan.engines.vllm import families, refusals, speculative
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.releases import NEWEST, budget_rules, release, resolve
 from kvplan.errors import InputError
@@ -38,7 +38,8 @@ class VllmEngine:
 
     def policy(self, request: Request) -> LayoutPolicy:
         hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
-        return LayoutPolicy(windows="window" if hybrid else "full")
+        return LayoutPolicy(windows="window" if hybrid else "full",
+                            v_as_k=families.pads_v_to_k(request.model, self.release.key))
 
     def budget_rules(self, request: Request) -> BudgetRules:
         return budget_rules(self.release, self.resolve(request))
