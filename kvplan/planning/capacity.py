@@ -25,6 +25,9 @@ from kvplan.planning.budget import Budget, Overhead, device, kv_budget, no_budge
 from kvplan.planning.extras import NO_EXTRAS, Extras
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
+from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
+
+VLLM_ONLY_PARTS = (CompressedMLA, SlidingMLA, CompressorState)  # engines other than vLLM lay these out their own way
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +65,9 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it)."""
     if request.dcp > 1 and not profile.supports_dcp:
         raise InputError(f"dcp is a vLLM option (0.11 on); {profile.version} has no decode context parallel", arg="dcp")
+    if profile.name != "vllm" and any(isinstance(p, VLLM_ONLY_PARTS) for s in request.model.layer_specs for p in parts(s)):
+        raise InputError(f"kvplan models DeepSeek-V4's compressed caches as vLLM lays them out; {profile.version}'s "
+                         "own layout of them is not modelled", arg="engine")
     return build_layout(request.model, replace(request.cache, block_size=0), profile.policy(request))
 
 

@@ -12,6 +12,7 @@ manager disabled, or in a release without it). Blocks, logs and refusals: ``plan
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from kvplan.engines.base import BudgetRules, BudgetSteps, BudgetTerm, EnginePlan, Refusal, Request, term_bytes
 from kvplan.engines.vllm import families, refusals, speculative
@@ -38,7 +39,8 @@ class VllmEngine:
 
     def policy(self, request: Request) -> LayoutPolicy:
         hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
-        return LayoutPolicy(windows="window" if hybrid else "full",
+        dp = request.cache.dp  # --dp N with --tp T: N engines (--data-parallel-size) of attention TP T / N
+        return LayoutPolicy(windows="window" if hybrid else "full", attention_tp=request.tp // dp if dp > 1 else None,
                             v_as_k=families.pads_v_to_k(request.model, self.release.key))
 
     def budget_rules(self, request: Request) -> BudgetRules:
@@ -59,4 +61,12 @@ class VllmEngine:
         return Refusal(message=refusals.no_memory(self.release.refusal))
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
-        return plan(self.resolve(request), layout, budgets_per_stage, self.release)
+        planned = plan(self.resolve(request), layout, budgets_per_stage, self.release)
+        dp = request.cache.dp
+        if dp == 1:
+            return planned
+        return replace(planned, requests_at_max_len=planned.requests_at_max_len * dp, notes=(*planned.notes, (
+            f"data parallel {dp}: {dp} engines of attention TP {request.tp // dp}, each planning and logging its own "
+            f"pool (vllm/v1/engine/core.py: DPEngineCoreProc, _initialize_kv_caches): {dp} × {planned.kv_tokens:,} "
+            f"tokens in the system; the MoE layers run expert parallel over the {request.tp} GPUs (kvplan counts the "
+            f"weights of TP {request.tp}, which splits the attention weights that each DP rank holds whole)")))
