@@ -83,19 +83,21 @@ class MLAAttn:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexerCache:
-    """DeepSeek sparse attention's indexer K cache: one fp8 key of `head_dim` plus one fp32 scale
-    per 128 values, whatever the KV dtype, the same on every TP rank. One key per token (V3.2, GLM-5),
-    or one per `ratio` tokens (DeepSeek-V4's compressed indexer, ratio 4)."""
+    """A sparse-attention indexer's key cache, whatever the KV dtype, the same on every TP rank: DeepSeek's fp8 key
+    of `head_dim` plus one fp32 scale per 128 values, one per token (V3.2, GLM-5) or one per `ratio` tokens
+    (DeepSeek-V4's compressed indexer, ratio 4); MiniMax-M3's bf16 key without scales."""
 
     head_dim: int
     ratio: int = 1
+    key_bits: int = 8  # 16: MiniMax-M3's bf16 index key
+    scales: bool = True  # one fp32 scale per 128 values (DeepSeek's fp8 keys); MiniMax-M3's keys have none
 
     kind: ClassVar[str] = "indexer"
 
     @property
     def bytes_per_state(self) -> int:
-        """One key: fp8 values plus one fp32 scale per 128."""
-        return self.head_dim + self.head_dim // 128 * 4
+        """One key: its values plus, for DeepSeek's fp8 keys, one fp32 scale per 128."""
+        return self.head_dim * self.key_bits // 8 + (self.head_dim // 128 * 4 if self.scales else 0)
 
     @property
     def bytes_per_token(self) -> int:

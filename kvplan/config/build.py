@@ -11,6 +11,7 @@ from typing import Any
 from kvplan.config.aliases import UNMODELLED_ARCHITECTURES, UNMODELLED_FIELDS
 from kvplan.config.compressed import deepseek_v4_specs, is_deepseek_v4
 from kvplan.config.geometry import Geometry, build_layer_specs
+from kvplan.config.indexed import with_index_keys
 from kvplan.config.layers import ATTENTION_FREE_TYPES, derive_layer_kinds
 from kvplan.config.per_kind import is_mimo_v2, mimo_v2_specs
 from kvplan.config.schema import HFConfig
@@ -20,7 +21,7 @@ from kvplan.specs import LayerSpec, LinearState, MLAAttn
 
 MLA_AS_MHA_TYPES = ("minicpm3",)
 STATE_KINDS = ("linear", "parallel", "hybrid")  # kinds whose layers keep a linear/Mamba state
-COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full"}  # ModelConfig.layer_kinds
+COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full", "image_cross": "full"}  # ModelConfig.layer_kinds
 
 
 def implied_values(values: dict[str, Any], origin: dict[str, str], fields: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +71,9 @@ def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: st
             raise ConfigError(f"{source}: config field '{origin.get(name, name)}': {why}")
     for arch in architectures if isinstance(architectures, list) else ():
         if isinstance(arch, str) and arch in UNMODELLED_ARCHITECTURES:
-            raise ConfigError(f"{source}: config field 'architectures': {arch} ({UNMODELLED_ARCHITECTURES[arch]}) "
-                              "is not modelled")
+            why, first = UNMODELLED_ARCHITECTURES[arch]
+            raise ConfigError(f"{source}: config field 'architectures': {arch} (vLLM serves it from {first}) is not "
+                              f"modelled: {why}")
 
 
 def nas_kv_heads(cfg: HFConfig) -> int | None:
@@ -105,7 +107,7 @@ def kinds_and_specs(cfg: HFConfig, fields: dict[str, Any], geo: Geometry,
         return (*mimo_v2_specs(cfg, fields, geo.head_dim, geo.num_kv_heads, source), None)
     kinds = derive_layer_kinds(cfg, source)
     specs, state = layer_specs_of(cfg, fields, kinds, geo, source)
-    return kinds, specs, state
+    return kinds, with_index_keys(specs, fields, source), state
 
 
 DSV4_KV_DTYPE = "fp8_ds_mla"  # vLLM 0.33 turns DeepSeek-V4's auto into fp8_ds_mla (models/deepseek_v4/attention.py:94-126)

@@ -76,7 +76,10 @@ def language_model_fields(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(nested, dict):
             own = class_defaults(raw.get("model_type"))
             decided = {k: own[k] for k in WRAPPER_KEYS if k in own and not is_named(raw, k) and k not in nested}
-            return {**decided, **{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
+            merged = {**decided, **{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
+            if nested.get("architectures") is None and raw.get("architectures") is not None:
+                merged["architectures"] = raw["architectures"]  # the class vLLM builds is the wrapper's (mllama)
+            return merged
     return raw
 
 

@@ -13,7 +13,9 @@ defaults are vLLM's, which ``kvplan size`` follows):
 - ``windows``: tokens a sliding/chunked layer keeps: its window (vLLM; SGLang's hybrid-SWA pool),
   window − 1 (transformers' DynamicSlidingWindowLayer), or every token (TRT-LLM without
   max_attention_window; vLLM with the hybrid KV cache manager disabled; SGLang's other models);
-- ``v_as_k``: V heads stored as wide as K (a release that pads a narrower V).
+- ``v_as_k``: V heads stored as wide as K (a release that pads a narrower V);
+- ``cross_as_self``: a layer whose only cache is cross-attention (mllama) holds a page of every block, as
+  vLLM's V0 ``CacheEngine`` gives every attention layer (0.10.1.1 worker/cache_engine.py:121-145).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class LayoutPolicy:
     mla: Literal["latent", "decompressed"] = "latent"
     windows: WindowRule = "window"
     v_as_k: bool = False  # V stored at the K width (vLLM 0.14-0.19 pads MiMo-V2's V to its head_dim)
+    cross_as_self: bool = False  # a cross-attention layer paged as any other layer (vLLM's V0 CacheEngine)
 
 
 DEFAULT_POLICY = LayoutPolicy()
@@ -122,17 +125,18 @@ class Load:
     windowed: tuple[tuple[int, int], ...]  # (tokens kept, bytes per token)
     state_bytes: int
     encoder: tuple[tuple[int, int], ...] = ()  # (encoder tokens, bytes per encoder token)
-    compressed: tuple[tuple[int, int], ...] = ()  # (tokens per entry, bytes per entry)
+    compressed: tuple[tuple[int, int, int], ...] = ()  # (tokens per entry, bytes per entry, layers)
 
     def bytes_per_token(self) -> int:
-        """Bytes one more token adds to every layer (a compressed cache: its entry / ratio, rounded up)."""
-        return self.full_bytes_per_token + sum(b for _, b in self.windowed) + sum(cdiv(b, r) for r, b in self.compressed)
+        """Bytes one more token adds to every layer (a compressed cache: its entry / ratio, rounded up per layer)."""
+        compressed = sum(n * cdiv(b, r) for r, b, n in self.compressed)
+        return self.full_bytes_per_token + sum(b for _, b in self.windowed) + compressed
 
     def sequence_bytes(self, tokens: int, block_size: int = 0) -> int:
         """full × t + Σ window bytes × min(t, W) + state + Σ entry bytes × cdiv(t, ratio), each rounded up to
         blocks if paged."""
         held = paged(tokens, block_size)
-        compressed = sum(b * cdiv(held, r) for r, b in self.compressed)
+        compressed = sum(n * b * cdiv(held, r) for r, b, n in self.compressed)
         return self.full_bytes_per_token * held + self.bounded_bytes(tokens, block_size) + compressed
 
     def bounded_bytes(self, tokens: int, block_size: int = 0) -> int:
@@ -186,11 +190,12 @@ def _load(groups: tuple[Group, ...], counts: list[int], per_gpu: bool) -> Load:
         if cross and count:
             encoder.append((group.encoder_tokens, count * cross))
         for part in group.part_loads:
-            entry = count * (part.bytes_per_state_per_gpu if per_gpu else part.bytes_per_state)
+            one = part.bytes_per_state_per_gpu if per_gpu else part.bytes_per_state
+            entry = count * one
             if not entry:
                 continue
             if part.tokens_per_state > 1:
-                compressed.append((part.tokens_per_state, entry))
+                compressed.append((part.tokens_per_state, one, count))
             elif part.token_limit is None:
                 full += entry
             else:
@@ -205,6 +210,9 @@ def _engine_specs(model: ModelConfig, overrides: Overrides | None, policy: Layou
     specs = layer_specs(model, overrides)
     if policy.v_as_k:
         specs = tuple(replace(s, v_head_dim=s.head_dim) if isinstance(s, AttnSpec) else s for s in specs)
+    if policy.cross_as_self:
+        specs = tuple(FullAttn(num_kv_heads=s.num_kv_heads, head_dim=s.head_dim, v_head_dim=s.v_head_dim)
+                      if isinstance(s, CrossAttn) else s for s in specs)
     if policy.windows != "full":
         return specs
     return tuple(_unwindowed(s) for s in specs)

@@ -117,7 +117,8 @@ def entry_cost(spec: Part, dtype: KvDtype) -> PartCost:
             return PartCost(spec.width * FP32_BYTES, f"2 × {spec.coff} × {spec.head_dim} fp32 values × 4 B "
                                                      f"(compressor state of the last {spec.window} tokens)")
         case IndexerCache():
-            return PartCost(spec.bytes_per_state, f"{spec.head_dim} × 1 B fp8 + {spec.head_dim}/128 × 4 B scales{per} "
+            scales = f" + {spec.head_dim}/128 × 4 B scales" if spec.scales else ""
+            return PartCost(spec.bytes_per_state, f"{spec.head_dim} × {spec.key_bits // 8} B key{scales}{per} "
                                                   "(indexer key, any KV dtype)")
     return part_cost(spec, dtype)
 

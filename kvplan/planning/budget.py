@@ -125,8 +125,21 @@ def device(memory: Memory, needed: bool) -> tuple[Device | None, str]:
                          arg="gpu_memory_bytes")
     found = lookup_gpu(memory.gpu or DEFAULT_GPU)
     if memory.gpu_memory_bytes is None:
-        return Device(name=found.name, memory_bytes=found.memory_bytes, smi_memory_mib=found.smi_memory_mib), found.source
-    return Device(name=found.name, memory_bytes=memory.gpu_memory_bytes), "gpu_memory_bytes"
+        return Device(name=found.name, memory_bytes=found.memory_bytes, smi_memory_mib=found.smi_memory_mib,
+                      compute_capability=found.compute_capability), found.source
+    return (Device(name=found.name, memory_bytes=memory.gpu_memory_bytes, compute_capability=found.compute_capability),
+            "gpu_memory_bytes")
+
+
+def unified_memory_note(memory: Memory) -> str | None:
+    """A unified-memory machine (DGX Spark): vLLM 0.33 budgets total × utilization but reads the memory free at start
+    from the OS (psutil, utils/mem_utils.py:143-151) and refuses to start below it (v1/worker/utils.py:761-770)."""
+    if memory.gpu is None or not lookup_gpu(memory.gpu).unified_memory:
+        return None
+    return (f"{lookup_gpu(memory.gpu).name} shares its memory with the CPU: vLLM budgets total × "
+            "gpu_memory_utilization but starts only if the OS reports that much available (the page cache, the "
+            "weights read through host memory and other processes take their share), else it refuses with 'Free "
+            "memory on device ... is less than desired GPU memory utilization'; this budget assumes it is available")
 
 
 def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
@@ -240,6 +253,7 @@ def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
     checks = [c for *_, c in stages if c is not None]
     after = next((c for c in checks if c.refusal), checks[-1] if checks else None)
     notes = [] if memory.gpu is not None else [f"no GPU given: assumed {DEFAULT_GPU}"]
+    notes += [n for n in (unified_memory_note(memory),) if n]
     estimated = [t.name for t in terms if not t.exact]
     if estimated:
         notes += [f"budget terms estimated: {', '.join(estimated)}",

@@ -32,16 +32,28 @@ class VllmEngine:
 
     def resolve(self, request: Request) -> Request:
         speculative.check(self.release, request)
+        families.check_engine(request.model, self.release.key, self.version, self.release.refusal == "v0")
         if request.settings.kv_offloading_bytes and not self.release.kv_offloading:
             raise InputError(f"{self.version} has no kv_offloading_bytes (vLLM 0.33's native CPU tier); use an LMCache "
                              "connector (lmcache_cpu_bytes)", arg="kv_offloading_bytes")
-        return resolve(self.release, request)
+        return resolve(self.release, self._small_tier(request))
+
+    def _small_tier(self, request: Request) -> Request:
+        """GB10 on 0.33: the smallest tier's scheduler defaults (families.SMALL_TIER_CAPABILITIES), unless given."""
+        device, s = request.device, request.settings
+        if device is None or not families.small_tier(self.release.key, device.compute_capability):
+            return request
+        serve, llm = self.release.scheduler[-1].serve, self.release.scheduler[-1].llm
+        tokens, seqs = serve if s.vllm.entry_point == "serve" else llm
+        return replace(request, settings=replace(s, max_num_batched_tokens=s.max_num_batched_tokens or tokens,
+                                                 max_num_seqs=s.max_num_seqs or seqs))
 
     def policy(self, request: Request) -> LayoutPolicy:
         hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
         dp = request.cache.dp  # --dp N with --tp T: N engines (--data-parallel-size) of attention TP T / N
         return LayoutPolicy(windows="window" if hybrid else "full", attention_tp=request.tp // dp if dp > 1 else None,
-                            v_as_k=families.pads_v_to_k(request.model, self.release.key))
+                            v_as_k=families.pads_v_to_k(request.model, self.release.key),
+                            cross_as_self=self.release.refusal == "v0")
 
     def budget_rules(self, request: Request) -> BudgetRules:
         return budget_rules(self.release, self.resolve(request))
