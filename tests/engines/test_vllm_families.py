@@ -178,7 +178,7 @@ def test_deepseek_v4_backend_by_compute_capability(gpu: str, backend: str) -> No
 
 
 def test_deepseek_v4_needs_hopper_or_newer() -> None:
-    with pytest.raises(InputError, match="compute capability 9.x and 10.x .* A100-80G is 8.x"):
+    with pytest.raises(InputError, match=r"compute capability 9\.x and 10\.x .* A100-80G is 8\.x"):
         _backend("deepseek-ai/DeepSeek-V4-Flash", "A100-80G")
 
 
