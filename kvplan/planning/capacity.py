@@ -16,13 +16,24 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvplan.config.model import ModelConfig
-from kvplan.engines import ENGINE_NAMES, BudgetTerm, Engine, EnginePlan, Refusal, Request, Settings, get_engine
+from kvplan.engines import (
+    ENGINE_NAMES,
+    BudgetTerm,
+    Engine,
+    EnginePlan,
+    Refusal,
+    Request,
+    Settings,
+    get_engine,
+    sglang_checks,
+)
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning import extras
 from kvplan.planning.budget import Budget, Overhead, device, kv_budget, no_budget_warning
 from kvplan.planning.extras import NO_EXTRAS, Extras
+from kvplan.planning.quant_checks import fp8_block_refusal
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
 from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
@@ -65,6 +76,14 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it)."""
     if request.dcp > 1 and not profile.supports_dcp:
         raise InputError(f"dcp is a vLLM option (0.11 on); {profile.version} has no decode context parallel", arg="dcp")
+    if profile.name == "sglang":
+        sglang_checks.check_kv_dtype(request.cache.kv_dtype, profile.version)
+    release = getattr(profile, "release", None)
+    if profile.name == "vllm" and release is not None:
+        refused = fp8_block_refusal(request.model, request.tp, release.key, experts_split=request.cache.dp == 1)
+        if refused:
+            raise InputError(f"{refused} ({profile.version}, vllm/model_executor/layers/quantization/utils/"
+                             "fp8_utils.py:1296-1374)")
     if profile.name != "vllm" and any(isinstance(p, VLLM_ONLY_PARTS) for s in request.model.layer_specs for p in parts(s)):
         raise InputError(f"kvplan models DeepSeek-V4's compressed caches as vLLM lays them out; {profile.version}'s "
                          "own layout of them is not modelled", arg="engine")

@@ -15,9 +15,9 @@ import math
 from dataclasses import replace
 
 from kvplan.engines.base import BudgetRules, BudgetSteps, BudgetTerm, EnginePlan, Refusal, Request, term_bytes
-from kvplan.engines.vllm import families, refusals, speculative
+from kvplan.engines.vllm import checks, families, refusals, speculative
 from kvplan.engines.vllm.planner import plan
-from kvplan.engines.vllm.releases import NEWEST, budget_rules, release, resolve
+from kvplan.engines.vllm.releases import NEWEST, budget_rules, chunks_prefill, release, resolve
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 
@@ -33,10 +33,19 @@ class VllmEngine:
     def resolve(self, request: Request) -> Request:
         speculative.check(self.release, request)
         families.check_engine(request.model, self.release.key, self.version, self.release.refusal == "v0")
+        request = checks.before_defaults(self.release, request)
+        if request.cache.dp > 1 and not request.model.field("num_experts"):
+            raise InputError(f"--dp {request.cache.dp} plans vLLM's data parallel attention with expert parallel MoE "
+                             "(--data-parallel-size with --enable-expert-parallel), which vLLM refuses for a model "
+                             "without experts: 'Number of experts in the model must be greater than 0 when expert "
+                             "parallelism is enabled.' (vllm/config/model.py:1498-1503); plain data parallel replicas "
+                             f"are independent engines: plan one with --tp {request.tp // request.cache.dp}", arg="dp")
         if request.settings.kv_offloading_bytes and not self.release.kv_offloading:
             raise InputError(f"{self.version} has no kv_offloading_bytes (vLLM 0.33's native CPU tier); use an LMCache "
                              "connector (lmcache_cpu_bytes)", arg="kv_offloading_bytes")
-        return resolve(self.release, self._small_tier(request))
+        resolved = resolve(self.release, self._small_tier(request))
+        checks.check_scheduler(self.release, resolved, chunks_prefill(self.release, resolved))
+        return resolved
 
     def _small_tier(self, request: Request) -> Request:
         """GB10 on 0.33: the smallest tier's scheduler defaults (families.SMALL_TIER_CAPABILITIES), unless given."""
