@@ -176,6 +176,17 @@ SSM_DTYPE_HOOKS: dict[str, tuple[str, str | None]] = {
     "Qwen3_5MoeForConditionalGeneration": ("mamba_ssm_dtype", None),
 }
 
+# model_types kvplan has rules for beyond transformers' config classes (config/defaults.py's table): the bundled
+# configs' remote-code types. Any other model_type is unknown: it must name the fields kvplan needs (UNKNOWN_NEEDS) and
+# is sized from them with a note, never from Llama's defaults.
+KNOWN_MODEL_TYPES = ("chatglm", "RefinedWeb", "RefinedWebModel", "kimi_k2", "minimax_m1", "nemotron-nas",
+                     "exaone4_5_text")
+# Architectures kvplan has rules for whatever their model_type (AliceAI, MiniMax-M3: no released config).
+KNOWN_ARCHITECTURES = ("AliceAIForCausalLM", "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration")
+# (canonical field, what to name) an unknown model_type must give: no head count, KV heads or width is guessed.
+UNKNOWN_NEEDS = (("num_layers", "num_hidden_layers"), ("num_attention_heads", "num_attention_heads"),
+                 ("num_kv_heads", "num_key_value_heads"), ("head_dim", "head_dim (or hidden_size)"))
+
 # Architectures whose linear_* fields feed Kimi's KDA layer, not a gated DeltaNet (kvplan.config.state).
 KDA_ON_LINEAR_FIELDS = ("AliceAIForCausalLM",)
 

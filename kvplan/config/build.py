@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.config.aliases import UNMODELLED_ARCHITECTURES, UNMODELLED_FIELDS
-from kvplan.config.compressed import deepseek_v4_specs, is_deepseek_v4
+from kvplan.config.aliases import (
+    KNOWN_ARCHITECTURES,
+    KNOWN_MODEL_TYPES,
+    UNKNOWN_NEEDS,
+    UNMODELLED_ARCHITECTURES,
+    UNMODELLED_FIELDS,
+)
+from kvplan.config.compressed import DSV4_TYPES, deepseek_v4_specs, is_deepseek_v4
+from kvplan.config.defaults import class_defaults
 from kvplan.config.geometry import Geometry, build_layer_specs
 from kvplan.config.indexed import with_index_keys
 from kvplan.config.layers import ATTENTION_FREE_TYPES, derive_layer_kinds
-from kvplan.config.per_kind import is_mimo_v2, mimo_v2_specs
+from kvplan.config.per_kind import MIMO_V2_TYPES, is_mimo_v2, mimo_v2_specs
 from kvplan.config.schema import HFConfig
 from kvplan.config.state import linear_state
 from kvplan.errors import ConfigError
@@ -74,6 +81,25 @@ def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: st
             why, first = UNMODELLED_ARCHITECTURES[arch]
             raise ConfigError(f"{source}: config field 'architectures': {arch} (vLLM serves it from {first}) is not "
                               f"modelled: {why}")
+
+
+def unknown_type_note(values: dict[str, Any], origin: dict[str, str], source: str, architectures: Any) -> str | None:
+    """A model_type kvplan has no rule or class defaults for: every field it needs must be named in the config (exit 2
+    naming the missing ones), and then the answer says kvplan does not know the architecture."""
+    model_type = values.get("model_type")
+    archs = architectures if isinstance(architectures, list) else []
+    known = (*KNOWN_MODEL_TYPES, *DSV4_TYPES, *MIMO_V2_TYPES)
+    if (not isinstance(model_type, str) or not model_type or model_type in known or class_defaults(model_type)
+            or set(archs) & set(KNOWN_ARCHITECTURES)):
+        return None
+    named = {k for k, v in origin.items() if "(default of" not in v}
+    missing = [what for name, what in UNKNOWN_NEEDS
+               if (values.get(name) is None or name not in named) and not (name == "head_dim" and values.get("hidden_size"))]
+    if missing:
+        raise ConfigError(f"{source}: model_type {model_type!r} is not one kvplan knows, and the config does not name "
+                          f"{', '.join(missing)}; kvplan does not guess them")
+    return (f"model_type {model_type!r} is not an architecture kvplan knows: sized from the fields it names (KV heads, "
+            "head_dim, windows, MLA, states) as kvplan reads every config; no rule of its own family applies")
 
 
 def nas_kv_heads(cfg: HFConfig) -> int | None:

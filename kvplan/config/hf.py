@@ -25,6 +25,7 @@ from kvplan.config.build import (
     nas_kv_heads,
     native_kv_dtype,
     refuse_unmodelled,
+    unknown_type_note,
 )
 from kvplan.config.defaults import WRAPPER_KEYS, class_defaults, is_named, omitted_default
 from kvplan.config.geometry import Geometry, sliding_window
@@ -198,7 +199,8 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
     values, origin = canonical_fields(fields)
     values = implied_values(values, origin, fields)
     refuse_unmodelled(values, origin, source, fields.get("architectures"))
-    cfg = validate(values, origin, source)
+    cfg = validate(values, origin, source)  # a missing layer or head count is named here first
+    unknown = unknown_type_note(values, origin, source, fields.get("architectures"))
     head_dim = _head_dim(cfg, source)
     is_mla = cfg.kv_lora_rank is not None and cfg.kv_lora_rank > 0
     kv_heads = _kv_heads(cfg, origin, source, is_mla)
@@ -223,7 +225,8 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
         qk_nope_head_dim=cfg.qk_nope_head_dim if is_mla else None,
         mla_v_head_dim=cfg.v_head_dim if is_mla else None, linear=state,
         dtype=dtype, kv_cache_dtype=native_kv_dtype(cfg, fields, is_mla), max_model_len=cfg.max_model_len or None,
-        num_nextn_predict_layers=cfg.num_nextn_predict_layers or 0, notes=(*notes, *family_notes(cfg)), raw=fields,
+        num_nextn_predict_layers=cfg.num_nextn_predict_layers or 0,
+        notes=(*notes, *family_notes(cfg), *((unknown,) if unknown else ())), raw=fields,
     )
 
 
