@@ -27,7 +27,7 @@ Allocator = Annotated[str | None, option("--allocator", "contiguous, paged or ex
                                          "workload section (all three are shown).", OUTPUT, "NAME")]
 
 
-SizeCache = Annotated[CacheRequest, Expand(cache_options, without=("dp",))]  # DP attention is an engine's
+SizeCache = Annotated[CacheRequest, Expand(cache_options, without=("dp", "ep"))]  # DP attention is an engine's
 
 
 def _workload(result: KvCacheResult, payload: SizePayload, shared_prefix: str, beam_width: int, prompt_len: str | None,

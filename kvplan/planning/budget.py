@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Request
-from kvplan.engines.base import term_bytes
+from kvplan.engines.base import WeightSplit, term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.after_kv import CUDA_GRAPH_BYTES, AfterKvCheck
@@ -211,7 +211,7 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Sta
     """(KV bytes, terms, the engine's arithmetic, the start after the cache) of each PP stage."""
     rules = profile.budget_rules(request)
     weights_dtype = memory.weights_for(request.model)
-    weights = weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp, weights_dtype=weights_dtype)
+    weights = _weights_per_stage(request, profile.weight_split(request), weights_dtype)
     out = []
     for stage, w in enumerate(weights):
         terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
@@ -228,7 +228,7 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
     if given is not None and len(given) not in (1, pp):
         raise InputError(f"kv_budget_bytes has {len(given)} values; give 1 or one per PP stage ({pp})", arg="kv_budget_bytes")
     if given is not None:
-        weights = _informative_weights(request, memory)
+        weights = _informative_weights(profile, request, memory)
         return Budget(per_stage=given if len(given) == pp else given * pp,
                       gpu=request.device.name if request.device else None,
                       gpu_memory_bytes=request.device.memory_bytes if request.device else None,
@@ -236,10 +236,15 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
     return _estimated(profile, request, memory)
 
 
-def _informative_weights(request: Request, memory: Memory) -> int | None:
+def _weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str | None) -> tuple[int, ...]:
+    """One GPU's weights per PP stage, cut as the engine cuts them."""
+    return weight_bytes_per_stage(request.model, tp=split.tp, pp=request.pp, weights_dtype=weights_dtype, ep=split.ep,
+                                  expert_tp=split.expert_tp, attention_tp=split.attention_tp)
+
+
+def _informative_weights(profile: Engine, request: Request, memory: Memory) -> int | None:
     try:
-        return max(weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp,
-                                          weights_dtype=memory.weights_for(request.model)))
+        return max(_weights_per_stage(request, profile.weight_split(request), memory.weights_for(request.model)))
     except KvplanError:
         return None  # a budget was given: the weights are informative only
 

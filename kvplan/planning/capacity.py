@@ -25,7 +25,6 @@ from kvplan.engines import (
     Request,
     Settings,
     get_engine,
-    sglang_checks,
 )
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.layout import Layout, build_layout
@@ -76,11 +75,10 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it)."""
     if request.dcp > 1 and not profile.supports_dcp:
         raise InputError(f"dcp is a vLLM option (0.11 on); {profile.version} has no decode context parallel", arg="dcp")
-    if profile.name == "sglang":
-        sglang_checks.check_kv_dtype(request.cache.kv_dtype, profile.version)
     release = getattr(profile, "release", None)
     if profile.name == "vllm" and release is not None:
-        refused = fp8_block_refusal(request.model, request.tp, release.key, experts_split=request.cache.dp == 1)
+        moe_tp = None if request.cache.ep > 1 else request.cache.dp * request.tp  # kvplan.engines.vllm.parallel: MoE TP dp × tp, whole experts under EP
+        refused = fp8_block_refusal(request.model, request.tp, release.key, expert_tp=moe_tp)
         if refused:
             raise InputError(f"{refused} ({profile.version}, vllm/model_executor/layers/quantization/utils/"
                              "fp8_utils.py:1296-1374)")

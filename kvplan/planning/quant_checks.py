@@ -70,8 +70,9 @@ def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int
     return None
 
 
-def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, experts_split: bool = True) -> str | None:
-    """vLLM's message for the first layer whose FP8 weight blocks do not divide at `tp`; None when all do."""
+def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, expert_tp: int | None = None) -> str | None:
+    """vLLM's message for the first layer whose FP8 weight blocks do not divide at `tp` (the experts at `expert_tp`:
+    vLLM's MoE TP, dp × tp; None: whole experts under expert parallel); None when all do."""
     block = block_shape(model)
     if block is None:
         return None
@@ -81,8 +82,9 @@ def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, experts_spl
         return None  # a family whose weights kvplan does not know: nothing to check against
     for layer in layers:
         for part in layer:
-            if part.category == "moe_experts" and not experts_split:
+            if part.category == "moe_experts" and expert_tp is None:
                 continue
-            if (message := _part_refusal(part, model, tp, block, release_key)) is not None:
+            at = expert_tp if part.category == "moe_experts" and expert_tp is not None else tp
+            if (message := _part_refusal(part, model, at, block, release_key)) is not None:
                 return message
     return None

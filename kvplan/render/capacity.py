@@ -83,6 +83,20 @@ class CapacityGroup:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutPayload:
+    """The layout the numbers are for: one replica of ``gpus`` GPUs (vLLM: dp × tp × pp; SGLang: tp × pp, its DP
+    attention inside tp) holding ``pools`` KV pools of ``kv_tokens`` each (one per DP rank)."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    dcp: int
+    gpus: int
+    pools: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CapacityPayload:
     """The `kvplan capacity --json` contract."""
 
@@ -109,6 +123,8 @@ class CapacityPayload:
     max_concurrency: float | None
     max_concurrency_log: str | None
     requests_at_max_model_len: float
+    layout: LayoutPayload
+    kv_tokens_per_replica: int
     per_request: PerRequest
     layer_groups: tuple[CapacityGroup, ...]
     notes: tuple[str, ...]
@@ -171,6 +187,12 @@ def _floor(result: CapacityResult) -> FloorPayload | None:
                              f"the {f.gpu} data-sheet bandwidth, not a throughput promise")
 
 
+def _layout(result: CapacityResult) -> LayoutPayload:
+    dp, ep = (result.cache.dp, result.cache.ep) if result.cache else (1, 1)
+    return LayoutPayload(tp=result.tp, pp=result.pp, dp=dp, ep=ep, dcp=result.dcp, pools=result.plan.pools,
+                         gpus=result.plan.gpus or result.tp * result.pp)
+
+
 def capacity_payload(result: CapacityResult) -> CapacityPayload:
     """The `kvplan capacity --json` contract."""
     plan, refusal, conc = result.plan, result.plan.refusal, result.plan.max_concurrency
@@ -185,6 +207,7 @@ def capacity_payload(result: CapacityResult) -> CapacityPayload:
         page_bytes=plan.page_bytes, num_blocks=plan.num_blocks, kv_tokens=plan.kv_tokens,
         max_model_len=result.max_model_len, max_concurrency=conc,
         max_concurrency_log=None if conc is None else f"{conc:.2f}x", requests_at_max_model_len=plan.requests_at_max_len,
+        layout=_layout(result), kv_tokens_per_replica=plan.kv_tokens * plan.pools,
         per_request=PerRequest(steady_state_bytes_per_gpu=plan.steady_bytes_per_request,
                                admission_reserve_bytes_per_gpu=plan.reserve_bytes_per_request),
         layer_groups=_layer_groups(result), notes=(*plan.notes, *result.notes), error=result.error,

@@ -162,16 +162,40 @@ def test_dcp_on_gqa_before_0_30() -> None:
         _plan(LLAMA, "vllm@0.11", tp=8, dcp=2)
 
 
-def test_data_parallel_needs_experts() -> None:
+def test_expert_parallel_needs_experts() -> None:
+    # vLLM refuses --enable-expert-parallel (ep = dp × tp) on a dense model (0.33 config/model.py:1498-1503); until
+    # this branch kvplan read --dp as "data parallel attention with EP" and refused dp 2 itself
     with pytest.raises(InputError, match="Number of experts in the model must be greater than 0"):
-        _plan(LLAMA, tp=2, dp=2)
+        _plan(LLAMA, tp=2, dp=2, ep=4)
+
+
+def test_dense_data_parallel_is_independent_engines() -> None:
+    # a dense model's DP ranks are engines of their own (0.33 v1/engine/core.py:1551-1555): each plans TP 2's pool
+    one, two = _plan(LLAMA, tp=2), _plan(LLAMA, tp=2, dp=2)
+    assert (two.kv_tokens, two.max_concurrency, two.pools, two.gpus) == (one.kv_tokens, one.max_concurrency, 2, 4)
+    assert two.requests_at_max_len == 2 * one.requests_at_max_len
+
+
+@pytest.mark.parametrize(("cache", "message"), [
+    (dict(tp=2, dp=2, ep=2), r"ep 2: vLLM's expert parallel \(--enable-expert-parallel\) spans the data-parallel "
+                             r"group, ep = dp 2 × tp 2 = 4"),
+    (dict(tp=2, ep=4), r"ep = dp 1 × tp 2 = 2")])
+def test_expert_parallel_is_dp_times_tp(cache: dict[str, int], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        _plan("Qwen/Qwen3-30B-A3B", **cache)
+
+
+def test_data_parallel_from_0_8_5() -> None:
+    with pytest.raises(InputError, match=r"vLLM 0.7 \(V0 engine\) has no --data-parallel-size \(first in vLLM 0.8.5\)"):
+        _plan(LLAMA, "vllm@0.7", dp=2)
 
 
 @pytest.mark.parametrize("kv", ["int4", "int8", "fp16"])
 def test_sglang_kv_dtypes(kv: str) -> None:
-    with pytest.raises(InputError, match=r"argument --kv-cache-dtype: invalid choice: '(int4|int8|float16)' \(choose "
-                                         r"from 'auto', 'fp8_e5m2', 'fp8_e4m3', 'mxfp8', 'bf16', 'bfloat16', 'nvfp4', "
-                                         r"'fp4_mx_block16'\)"):
+    # SGLang 0.5.23's --kv-cache-dtype choices (arg_groups/fields/model.py:197-221) have no int8/int4 and no float16;
+    # the release rows (kvplan.engines.sglang.releases, on main since the SGLang rows landed) refuse them
+    with pytest.raises(InputError, match=rf"SGLang 0.5.23 --kv-cache-dtype takes auto, bf16, fp8_e4m3, fp8_e5m2, "
+                                         rf"nvfp4, not '{kv}'"):
         _plan(LLAMA, "sglang", kv_dtype=kv)
 
 

@@ -151,12 +151,14 @@ def test_deepseek_v4_flash_refusal_of_vllm_44376() -> None:
 
 
 def test_deepseek_v4_data_parallel_attention() -> None:
-    """vLLM --data-parallel-size 8 with TP 1 per engine (kvplan: --tp 8 --dp 8): every cache is replicated under TP, so
-    one engine's pool is TP 8's, and the 8 engines hold 8 pools where TP 8 holds one (the 156.9x vs 20.43x of
-    vllm#51454 at 1M context on B200s is this ratio, 8 × 19.6x vs 20.4x there)."""
+    """vLLM -dp 8 -tp 1 --enable-expert-parallel (kvplan: --dp 8 --tp 1 --ep 8): every cache is replicated under TP,
+    so one DP rank's pool is TP 8's, and the 8 DP ranks hold 8 pools where TP 8 holds one (the 156.9x vs 20.43x of
+    vllm#51454 at 1M context on B200s is this ratio, 8 × 19.6x vs 20.4x there). Until this branch kvplan read
+    --tp 8 --dp 8 as "8 GPUs, attention TP 1"; in vLLM that is 64 GPUs."""
     m = load_model("deepseek-ai/DeepSeek-V4-Flash")
     tp8 = plan_request(Request.of(m, tp=8, max_model_len=1048576), (100 * 2**30,), "vllm")
-    dp8 = plan_request(Request.of(m, tp=8, dp=8, max_model_len=1048576), (100 * 2**30,), "vllm")
+    dp8 = plan_request(Request.of(m, tp=1, dp=8, ep=8, max_model_len=1048576), (100 * 2**30,), "vllm")
     assert (dp8.num_blocks, dp8.kv_tokens, dp8.max_concurrency) == (tp8.num_blocks, tp8.kv_tokens, tp8.max_concurrency)
     assert dp8.requests_at_max_len == 8 * tp8.requests_at_max_len
-    assert any("8 engines of attention TP 1" in n for n in dp8.notes)
+    assert (dp8.pools, dp8.gpus, tp8.pools, tp8.gpus) == (8, 8, 1, 8)
+    assert any("8 engines of TP 1 × PP 1 (8 GPUs)" in n for n in dp8.notes)

@@ -14,8 +14,17 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from kvplan.engines.base import BudgetRules, BudgetSteps, BudgetTerm, EnginePlan, Refusal, Request, term_bytes
-from kvplan.engines.vllm import checks, families, refusals, speculative
+from kvplan.engines.base import (
+    BudgetRules,
+    BudgetSteps,
+    BudgetTerm,
+    EnginePlan,
+    Refusal,
+    Request,
+    WeightSplit,
+    term_bytes,
+)
+from kvplan.engines.vllm import checks, families, parallel, refusals, speculative
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.releases import NEWEST, budget_rules, chunks_prefill, release, resolve
 from kvplan.errors import InputError
@@ -34,12 +43,7 @@ class VllmEngine:
         speculative.check(self.release, request)
         families.check_engine(request.model, self.release.key, self.version, self.release.refusal == "v0")
         request = checks.before_defaults(self.release, request)
-        if request.cache.dp > 1 and not request.model.field("num_experts"):
-            raise InputError(f"--dp {request.cache.dp} plans vLLM's data parallel attention with expert parallel MoE "
-                             "(--data-parallel-size with --enable-expert-parallel), which vLLM refuses for a model "
-                             "without experts: 'Number of experts in the model must be greater than 0 when expert "
-                             "parallelism is enabled.' (vllm/config/model.py:1498-1503); plain data parallel replicas "
-                             f"are independent engines: plan one with --tp {request.tp // request.cache.dp}", arg="dp")
+        parallel.check(self.release, request)
         if request.settings.kv_offloading_bytes and not self.release.kv_offloading:
             raise InputError(f"{self.version} has no kv_offloading_bytes (vLLM 0.33's native CPU tier); use an LMCache "
                              "connector (lmcache_cpu_bytes)", arg="kv_offloading_bytes")
@@ -59,13 +63,15 @@ class VllmEngine:
 
     def policy(self, request: Request) -> LayoutPolicy:
         hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
-        dp = request.cache.dp  # --dp N with --tp T: N engines (--data-parallel-size) of attention TP T / N
-        return LayoutPolicy(windows="window" if hybrid else "full", attention_tp=request.tp // dp if dp > 1 else None,
+        return LayoutPolicy(windows="window" if hybrid else "full",
                             v_as_k=families.pads_v_to_k(request.model, self.release.key),
                             cross_as_self=self.release.refusal == "v0")
 
     def budget_rules(self, request: Request) -> BudgetRules:
         return budget_rules(self.release, self.resolve(request))
+
+    def weight_split(self, request: Request) -> WeightSplit:
+        return parallel.weight_split(request)
 
     def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
@@ -82,12 +88,9 @@ class VllmEngine:
         return Refusal(message=refusals.no_memory(self.release.refusal))
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
-        planned = plan(self.resolve(request), layout, budgets_per_stage, self.release)
-        dp = request.cache.dp
-        if dp == 1:
-            return planned
-        return replace(planned, requests_at_max_len=planned.requests_at_max_len * dp, notes=(*planned.notes, (
-            f"data parallel {dp}: {dp} engines of attention TP {request.tp // dp}, each planning and logging its own "
-            f"pool (vllm/v1/engine/core.py: DPEngineCoreProc, _initialize_kv_caches): {dp} × {planned.kv_tokens:,} "
-            f"tokens in the system; the MoE layers run expert parallel over the {request.tp} GPUs (kvplan counts the "
-            f"weights of TP {request.tp}, which splits the attention weights that each DP rank holds whole)")))
+        """One DP rank's plan (what each engine logs); requests_at_max_len is the replica's (dp pools)."""
+        resolved = self.resolve(request)
+        planned = plan(resolved, layout, budgets_per_stage, self.release)
+        return replace(planned, requests_at_max_len=planned.requests_at_max_len * request.dp, pools=request.dp,
+                       gpus=request.dp * request.tp * request.pp,
+                       notes=(*planned.notes, *parallel.notes(resolved, planned.kv_tokens)))
