@@ -57,7 +57,7 @@ def _groups(request: Request, budget: int) -> list[tuple[Any, ...]]:
     engine = get_engine("vllm")
     resolved = engine.resolve(request)
     layout = engine_layout(engine, resolved)
-    pages = paging(resolved, layout, mamba_prefix_caching=True)
+    pages = paging(resolved, layout)
     paged = blocks(resolved, pages, (budget,) * request.pp, RELEASES["0.33"])
     specs = pages.specs
     return [(len(g.layers), g.spec.block_size, sum(s.page_bytes for i in g.layers if (s := specs[i]) is not None)
@@ -97,7 +97,7 @@ def test_frontier_layers(model_id: str) -> None:
     request = Request.of(load_model(model_id), max_model_len=8192)
     engine = get_engine("vllm")
     resolved = engine.resolve(request)
-    pages = paging(resolved, engine_layout(engine, resolved), mamba_prefix_caching=True)
+    pages = paging(resolved, engine_layout(engine, resolved))
     ours = Counter((SPEC_TYPES[s.spec.kind], s.block_size, tokens_per_state(s.spec),
                     s.block_size // tokens_per_state(s.spec) * part_bytes_per_state(s.spec, engine_layout(
                         engine, resolved).kv_dtype), s.page_bytes) for s in pages.specs if s is not None)
