@@ -57,7 +57,7 @@ def notes(req: Request, kv_tokens: int) -> tuple[str, ...]:
                    f"logging its own pool of {kv_tokens:,} tokens (vllm/v1/engine/core.py DPEngineCoreProc): "
                    f"{dp * kv_tokens:,} tokens in the replica; --max-num-seqs "
                    f"{req.settings.max_num_seqs or 'default'} applies per DP rank (vllm/config/scheduler.py:99-103)")
-    if req.model.field("num_experts") and dp * tp > 1:
+    if req.model.field("num_experts") and (dp > 1 or req.ep > 1):
         moe = (f"expert parallel {req.ep}: whole experts, about 1/{req.ep} of them per GPU" if req.ep > 1 else
                f"MoE TP {dp * tp}: every expert on every GPU, cut {dp * tp} ways")
         out.append(f"weights: attention and dense layers cut by TP {tp}" + (" (whole in every DP rank)" if dp > 1 else "")
