@@ -178,8 +178,8 @@ def test_dense_data_parallel_is_independent_engines() -> None:
 
 @pytest.mark.parametrize(("cache", "message"), [
     (dict(tp=2, dp=2, ep=2), r"ep 2: vLLM's expert parallel \(--enable-expert-parallel\) spans the data-parallel "
-                             r"group, ep = dp 2 × tp 2 = 4"),
-    (dict(tp=2, ep=4), r"ep = dp 1 × tp 2 = 2")])
+                             r"group, EP = DP 2 × TP 2 = 4"),
+    (dict(tp=2, ep=4), r"EP = DP 1 × TP 2 = 2")])
 def test_expert_parallel_is_dp_times_tp(cache: dict[str, int], message: str) -> None:
     with pytest.raises(InputError, match=message):
         _plan("Qwen/Qwen3-30B-A3B", **cache)

@@ -84,7 +84,7 @@ def test_max_num_seqs_is_per_dp_rank() -> None:
 
 
 @pytest.mark.parametrize(("engine", "layout", "message"), [
-    ("vllm", dict(tp=2, dp=2, ep=2), r"ep = dp 2 × tp 2 = 4"),
+    ("vllm", dict(tp=2, dp=2, ep=2), r"EP = DP 2 × TP 2 = 4"),
     ("sglang", dict(tp=8, dp=3), r"dp 3 must divide tp 8"),
     ("sglang", dict(tp=8, ep=3), r"ep 3 must divide tp 8"),
     ("trtllm", dict(tp=8, dp=8), r"dp 8: kvplan plans TensorRT-LLM without attention DP"),

@@ -36,7 +36,7 @@ def check(rel: VllmRelease, req: Request) -> None:
         raise InputError(f"{rel.label} has no --enable-expert-parallel (first in vLLM 0.8.0's V1 engine)", arg="ep")
     if ep != dp * tp:
         raise InputError(f"ep {ep}: vLLM's expert parallel (--enable-expert-parallel) spans the data-parallel group, "
-                         f"ep = dp {dp} × tp {tp} = {dp * tp} (vllm/model_executor/layers/fused_moe/config.py:1198-1230)",
+                         f"EP = DP {dp} × TP {tp} = {dp * tp} (vllm/model_executor/layers/fused_moe/config.py:1198-1230)",
                          arg="ep")
     if not req.model.field("num_experts"):
         raise InputError("Number of experts in the model must be greater than 0 when expert parallelism is enabled. "
