@@ -83,16 +83,77 @@ class MLAAttn:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexerCache:
-    """DeepSeek sparse attention's indexer K cache: one fp8 key of `head_dim` plus one fp32 scale
-    per 128 values per token, whatever the KV dtype, the same on every TP rank."""
+    """A sparse-attention indexer's key cache, whatever the KV dtype, the same on every TP rank: DeepSeek's fp8 key
+    of `head_dim` plus one fp32 scale per 128 values, one per token (V3.2, GLM-5) or one per `ratio` tokens
+    (DeepSeek-V4's compressed indexer, ratio 4); MiniMax-M3's bf16 key without scales."""
 
     head_dim: int
+    ratio: int = 1
+    key_bits: int = 8  # 16: MiniMax-M3's bf16 index key
+    scales: bool = True  # one fp32 scale per 128 values (DeepSeek's fp8 keys); MiniMax-M3's keys have none
 
     kind: ClassVar[str] = "indexer"
 
     @property
+    def bytes_per_state(self) -> int:
+        """One key: its values plus, for DeepSeek's fp8 keys, one fp32 scale per 128."""
+        return self.head_dim * self.key_bits // 8 + (self.head_dim // 128 * 4 if self.scales else 0)
+
+    @property
     def bytes_per_token(self) -> int:
-        return self.head_dim + self.head_dim // 128 * 4
+        """Bytes per token when every token keeps a key (ratio 1); compressed keys: see ``bytes_per_state``."""
+        return self.bytes_per_state
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompressedMLA:
+    """DeepSeek-V4's compressed latent: one `head_dim` latent (the last `rope_dim` values rotary) per
+    `ratio` tokens of a sequence (ratio 4: compressed sparse attention, 128: heavily compressed), the
+    same on every TP rank (vllm/models/deepseek_v4/attention.py:860-884, ``tokens_per_state``)."""
+
+    head_dim: int
+    rope_dim: int
+    ratio: int
+
+    kind: ClassVar[str] = "compressed_mla"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlidingMLA:
+    """DeepSeek-V4's sliding-window latent, on every layer: one `head_dim` latent per token of the last
+    `window` tokens, the same on every TP rank (vllm/v1/attention/backends/mla/sparse_swa.py:76-147)."""
+
+    head_dim: int
+    rope_dim: int
+    window: int
+
+    kind: ClassVar[str] = "sliding_mla"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompressorState:
+    """DeepSeek-V4's compressor buffer beside a compressed cache (the latent's, width 512, or the
+    indexer's, 128): fp32 kv and score rows of `2 · coff · head_dim` values for each of the last
+    `coff · ratio` tokens, coff = 2 where windows overlap (ratio 4), else 1
+    (vllm/models/deepseek_v4/compressor.py:139-193, :238-287). The same on every TP rank."""
+
+    head_dim: int
+    ratio: int
+
+    kind: ClassVar[str] = "compressor"
+
+    @property
+    def coff(self) -> int:
+        return 2 if self.ratio == 4 else 1
+
+    @property
+    def width(self) -> int:
+        """fp32 values per token: the kv state and the score state."""
+        return 2 * self.coff * self.head_dim
+
+    @property
+    def window(self) -> int:
+        return self.coff * self.ratio
 
 
 Mixer = Literal["gdn", "olmo_gdn", "kda", "mamba1", "mamba2", "short_conv", "lightning"]
@@ -141,7 +202,10 @@ class NoKV:
     kind: ClassVar[str] = "none"
 
 
-Part = FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCache | LinearState
+Part = (FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCache | LinearState | CompressedMLA
+        | SlidingMLA | CompressorState)
+# Caches that hold the same bytes on every TP rank (one latent or key per token, not split by heads).
+REPLICATED_PARTS = (MLAAttn, IndexerCache, CompressedMLA, SlidingMLA, CompressorState)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,7 +220,8 @@ class Composite:
 
 
 WindowAttn = SlidingAttn | ChunkedAttn
-LayerSpec = FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCache | LinearState | NoKV | Composite
+LayerSpec = (FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCache | LinearState | CompressedMLA
+             | SlidingMLA | CompressorState | NoKV | Composite)
 LAYER_KINDS = ("full", "sliding", "chunked", "mla", "linear", "none")  # what --layer-types sets
 
 
@@ -172,7 +237,7 @@ def parts(spec: LayerSpec) -> tuple[Part, ...]:
 def window_tokens(spec: LayerSpec) -> int | None:
     """The window (sliding) or chunk (chunked) of an attention layer; None for every other layer."""
     for part in parts(spec):
-        if isinstance(part, SlidingAttn):
+        if isinstance(part, (SlidingAttn, SlidingMLA)):
             return part.window
         if isinstance(part, ChunkedAttn):
             return part.chunk_size
@@ -184,6 +249,8 @@ def token_limit(spec: LayerSpec) -> int | None:
     state or the encoder's tokens)."""
     if isinstance(spec, (LinearState, NoKV, CrossAttn)):
         return 0
+    if isinstance(spec, CompressorState):
+        return spec.window
     if isinstance(spec, Composite):
         limits = [token_limit(p) for p in spec.parts]
         return None if None in limits else max(limits, key=lambda x: x or 0)

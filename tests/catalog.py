@@ -15,10 +15,8 @@ from functools import cache
 from kvplan.config import bundled_index, load_model
 from kvplan.errors import ConfigError
 
-REFUSED = {
-    "deepseek-ai/DeepSeek-V4-Flash": "compress_ratios",  # DeepSeek-V4 compressed attention
-    "meta-llama/Llama-3.2-90B-Vision-Instruct": "cross_attention_layers",  # mllama (removed in vLLM 0.33)
-}
+REFUSED: dict[str, str] = {}  # none today: DeepSeek-V4-Flash (compress_ratios) and mllama (cross_attention_layers)
+# were refused until kvplan sized them
 NEEDS_CLASS_DEFAULTS = {
     "google/gemma-3-4b-it": "num_attention_heads",  # Gemma3TextConfig defaults (8 heads, 4 KV heads, 256)
     "llava-hf/llava-1.5-7b-hf": "num_hidden_layers",  # LlamaConfig defaults (32 layers, 4096, 32 heads)

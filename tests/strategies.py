@@ -65,8 +65,10 @@ def _heads(draw: st.DrawFn) -> tuple[int, int, int]:
 
 
 # Classes whose num_key_value_heads defaults to num_attention_heads (Qwen2/3 and Mistral default to a
-# constant 32 / 8 instead), and whose head_dim defaults to hidden_size // heads (Qwen3's is 128).
-DERIVED_KV_HEADS = ("llama", "phi3", "x")
+# constant 32 / 8 instead), and whose head_dim defaults to hidden_size // heads (Qwen3's is 128). An unknown
+# model_type ("x") must name its KV heads (kvplan guesses no family's defaults for it); its head_dim may come from
+# hidden_size.
+DERIVED_KV_HEADS = ("llama", "phi3")
 DERIVED_HEAD_DIM = ("llama", "mistral", "qwen2", "phi3", "x")
 
 

@@ -31,7 +31,7 @@ Models = Annotated[list[str], typer.Argument(help="Two or more model ids, config
                                              metavar="MODEL...", show_default=False)]
 # The KV dtype is a list here; overrides describe one model, and DP attention is an engine's.
 CompareCache = Annotated[CacheRequest, Expand(cache_options, without=(
-    "kv_dtype", "dp", "attention", "kv_heads", "layer_types", "window"))]
+    "kv_dtype", "dp", "ep", "attention", "kv_heads", "layer_types", "window"))]
 
 
 @command

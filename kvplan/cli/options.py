@@ -88,8 +88,12 @@ PpAxis = Annotated[str, PP]
 PpOrNone = Annotated[int | None, PP]
 Dcp = Annotated[int, option("--decode-context-parallel-size", "DCP size (also --dcp, -dcp): splits a sequence's "
                             "tokens over that many of the TP ranks.", PARALLEL, "N")]
-Dp = Annotated[int, option("--dp", "DP-attention ranks inside the TP group (SGLang --dp-size with "
-                           "--enable-dp-attention): attention TP = tp / dp.", PARALLEL, "N")]
+Dp = Annotated[int, option("--data-parallel-size", "Data parallel, as the engine runs it (also --dp, -dp): vLLM "
+                           "--data-parallel-size, dp engines of tp × pp GPUs each with its own KV pool; SGLang "
+                           "--dp-size with --enable-dp-attention, dp attention groups inside the tp GPUs "
+                           "(attention TP = tp / dp).", PARALLEL, "N")]
+Ep = Annotated[int, option("--ep", "Expert-parallel ranks: vLLM --enable-expert-parallel is dp × tp; SGLang "
+                           "--ep-size (dividing tp; also --ep-size, --expert-parallel-size).", PARALLEL, "N")]
 
 # Cache.
 MAX_MODEL_LEN = option("--max-model-len", f"Tokens per sequence (4096, 32k; also --seq-len, --context-length); "
@@ -215,14 +219,14 @@ def model_options(model: Model, revision: Revision = None, dtype: ModelDtype = "
     return with_dtype(load_model(model, revision=revision), dtype)
 
 
-def cache_options(tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, dp: Dp = 1, max_model_len: MaxModelLen = None,
+def cache_options(tp: Tp = 1, pp: Pp = 1, dcp: Dcp = 1, dp: Dp = 1, ep: Ep = 1, max_model_len: MaxModelLen = None,
                   batch: Batch = "1", kv_dtype: KvDtype = "auto", block_size: BlockSize = None,
                   quant_group: QuantGroup = 8, state_dtype: StateDtype = "auto", ssm_state_dtype: SsmStateDtype = "auto",
                   attention: Attention = None, kv_heads: KvHeads = None, layer_types: LayerTypes = None,
                   window: Window = None) -> CacheRequest:
     """The cache question."""
     return CacheRequest(
-        tp=tp, pp=pp, dcp=dcp, dp=dp, kv_dtype=kv_dtype, block_size=block_size, quant_group=quant_group,
+        tp=tp, pp=pp, dcp=dcp, dp=dp, ep=ep, kv_dtype=kv_dtype, block_size=block_size, quant_group=quant_group,
         state_dtype=state_dtype, ssm_state_dtype=ssm_state_dtype, batch=parse_count(batch, "batch"),
         max_model_len=None if max_model_len is None else parse_positive_tokens(max_model_len, "max_model_len"),
         overrides=overrides(attention, kv_heads, layer_types, window))
@@ -341,7 +345,8 @@ FLAG_ALIASES = {
     "--tp-size": "--tensor-parallel-size", "--tp_size": "--tensor-parallel-size",  # SGLang, trtllm-serve
     "--pp-size": "--pipeline-parallel-size", "--pp_size": "--pipeline-parallel-size",
     "--context-length": "--max-model-len", "--max_seq_len": "--max-model-len",  # SGLang, trtllm-serve
-    "--page-size": "--block-size", "--dp-size": "--dp", "--mamba-ssm-dtype": "--mamba-ssm-cache-dtype",  # SGLang
+    "--page-size": "--block-size", "--dp-size": "--data-parallel-size",
+    "--dp": "--data-parallel-size", "-dp": "--data-parallel-size", "--ep-size": "--ep", "--expert-parallel-size": "--ep", "--mamba-ssm-dtype": "--mamba-ssm-cache-dtype",  # SGLang
     "--kv_cache_free_gpu_memory_fraction": "--free-gpu-memory-fraction",  # trtllm-serve
     "--free_gpu_memory_fraction": "--free-gpu-memory-fraction", "--max_num_tokens": "--max-num-batched-tokens",
 }

@@ -121,7 +121,7 @@ KernelCheck = Annotated[bool, typer.Option("--kernel-check/--no-kernel-check", r
 # tp, the block size, the quant group and state dtypes: the cache each probed model is laid out in (KV dtype: per
 # model, default the set's own); one stage, whole sequences, no overrides.
 ProbeCache = Annotated[CacheRequest, Expand(cache_options, without=(
-    "pp", "dcp", "dp", "max_model_len", "batch", "kv_dtype", "attention", "kv_heads", "layer_types", "window"))]
+    "pp", "dcp", "dp", "ep", "max_model_len", "batch", "kv_dtype", "attention", "kv_heads", "layer_types", "window"))]
 
 
 @command

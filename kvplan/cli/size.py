@@ -27,7 +27,7 @@ Allocator = Annotated[str | None, option("--allocator", "contiguous, paged or ex
                                          "workload section (all three are shown).", OUTPUT, "NAME")]
 
 
-SizeCache = Annotated[CacheRequest, Expand(cache_options, without=("dp",))]  # DP attention is an engine's
+SizeCache = Annotated[CacheRequest, Expand(cache_options, without=("dp", "ep"))]  # DP attention is an engine's
 
 
 def _workload(result: KvCacheResult, payload: SizePayload, shared_prefix: str, beam_width: int, prompt_len: str | None,
@@ -53,12 +53,24 @@ def size(model: ModelArgs, cache: SizeCache, json: Json = False, explain: Explai
     """KV cache per token, per sequence and per GPU."""
     result = kv_cache(model, cache)
     payload, tables = _workload(result, size_payload(result), shared_prefix, beam_width, prompt_len, allocator)
+    engine_notes = vllm_notes(result, cache)
     lines = None
     if explain:
         from kvplan.render.explain import explain as explain_lines
 
         lines = explain_lines(result)
-    emit(payload, json, tables, lines, notes=result.notes)
+    emit(payload, json, tables, lines, notes=(*result.notes, *engine_notes))
+
+
+def vllm_notes(result: KvCacheResult, cache: CacheRequest) -> tuple[str, ...]:
+    """vLLM 0.33's checks on the KV dtype and block size (size answers regardless)."""
+    from kvplan.engines import Request
+    from kvplan.engines.vllm.checks import size_notes
+    from kvplan.engines.vllm.releases import NEWEST, RELEASES
+
+    if cache.kv_dtype == "auto" and cache.block_size is None:
+        return ()
+    return size_notes(Request(model=result.model, cache=cache), RELEASES[NEWEST])
 
 
 @command

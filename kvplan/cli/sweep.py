@@ -39,7 +39,7 @@ Models = Annotated[list[str], typer.Argument(help="One or more model ids, config
 Csv = Annotated[str | None, option("--csv", "Write CSV to this file ('-': stdout), row by row.", OUTPUT, "FILE")]
 # tp, pp, the KV dtype, the length and the batch are the sweep's axes; overrides and DP attention are not swept.
 SweepCache = Annotated[CacheRequest, Expand(cache_options, without=(
-    "tp", "pp", "kv_dtype", "max_model_len", "batch", "dp", "dcp", "attention", "kv_heads", "layer_types", "window"))]
+    "tp", "pp", "kv_dtype", "max_model_len", "batch", "dp", "ep", "dcp", "attention", "kv_heads", "layer_types", "window"))]
 
 
 @command

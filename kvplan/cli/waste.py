@@ -12,7 +12,7 @@ from kvplan.formulas import CacheRequest
 SPEC_HELP = "uniform:LO..HI:N, normal:MEAN,STD:N, lognormal:MEDIAN,SIGMA:N or fixed:LEN:N"  # see workflows/lengths.py
 Lengths = Annotated[str, option("--lengths", f"File with one length per line, or {SPEC_HELP}.", CACHE, "LENGTHS")]
 # Each length is one request: no batch; DP attention is an engine's.
-WasteCache = Annotated[CacheRequest, Expand(cache_options, without=("batch", "dp", "dcp"))]
+WasteCache = Annotated[CacheRequest, Expand(cache_options, without=("batch", "dp", "ep", "dcp"))]
 
 
 @command

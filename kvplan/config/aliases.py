@@ -71,9 +71,10 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "index_topk_freq": ("index_topk_freq",),  # IndexCache: which layers keep an indexer
     "index_topk_pattern": ("index_topk_pattern",),
     "index_skip_topk_offset": ("index_skip_topk_offset",),
-    "compress_ratios": ("compress_ratios",),  # DeepSeek-V4 compressed attention (not modelled)
-    "hybrid_layer_pattern": ("hybrid_layer_pattern",),  # MiMo-V2 per-type geometry (not modelled)
-    "cross_attention_layers": ("cross_attention_layers",),  # mllama image cross-attention (not modelled)
+    "compress_ratios": ("compress_ratios",),  # DeepSeek-V4 per-layer compression (kvplan.config.compressed)
+    "hybrid_layer_pattern": ("hybrid_layer_pattern",),  # MiMo-V2: 1 sliding (swa_* geometry), 0 full
+    "cross_attention_layers": ("cross_attention_layers",),
+    "vision_config": ("vision_config",),  # mllama: the image tiles a cross-attention layer keeps  # mllama: these layers attend to the image tokens only
     "conv_l_cache": ("conv_L_cache",),  # LFM2 short conv: kernel size (the state keeps L - 1 rows)
     "conv_dim": ("conv_dim",),
     "mamba_d_ssm": ("mamba_d_ssm",),  # Falcon-H1: Mamba inner width (else mamba_expand × hidden_size)
@@ -175,27 +176,60 @@ SSM_DTYPE_HOOKS: dict[str, tuple[str, str | None]] = {
     "Qwen3_5MoeForConditionalGeneration": ("mamba_ssm_dtype", None),
 }
 
-# Architectures vLLM 0.33 serves whose caches kvplan does not model (survey: vLLM 0.33's registry):
-# refused in one line naming the config's `architectures`, never sized with the generic rules.
-UNMODELLED_ARCHITECTURES: dict[str, str] = {
-    "BailingMoeV2_5ForCausalLM": "Bailing V2.5 lightning attention (layer_group_size)",
-    "BailingMoeV3ForCausalLM": "Bailing V3 KDA layers",
-    "Qwen4ExpForCausalLM": "Qwen4-exp's PLE short-conv states",
-    "InklingForCausalLM": "Inkling's short-conv sliding spec",
-    "Glm5NextForCausalLM": "GLM-5-Next KDA layers and indexer",
-    "AliceAIForCausalLM": "AliceAI KDA layers",
-    "MiniMaxM3SparseForConditionalGeneration": "MiniMax-M3's indexer beside GQA",
-    "DeepseekV4ForCausalLM": "DeepSeek-V4 compressed attention",
+# model_types kvplan has rules for beyond transformers' config classes (config/defaults.py's table): the bundled
+# configs' remote-code types. Any other model_type is unknown: it must name the fields kvplan needs (UNKNOWN_NEEDS) and
+# is sized from them with a note, never from Llama's defaults.
+KNOWN_MODEL_TYPES = ("chatglm", "RefinedWeb", "RefinedWebModel", "kimi_k2", "minimax_m1", "nemotron-nas",
+                     "exaone4_5_text")
+# Architectures kvplan has rules for whatever their model_type (AliceAI, MiniMax-M3: no released config).
+KNOWN_ARCHITECTURES = ("AliceAIForCausalLM", "MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration")
+# (canonical field, what to name) an unknown model_type must give: no head count, KV heads or width is guessed.
+UNKNOWN_NEEDS = (("num_layers", "num_hidden_layers"), ("num_attention_heads", "num_attention_heads"),
+                 ("num_kv_heads", "num_key_value_heads"), ("head_dim", "head_dim (or hidden_size)"))
+
+# Architectures whose linear_* fields feed Kimi's KDA layer, not a gated DeltaNet (kvplan.config.state).
+KDA_ON_LINEAR_FIELDS = ("AliceAIForCausalLM",)
+
+# Architectures vLLM 0.33 serves whose caches kvplan does not model: refused in one line naming the config's
+# `architectures`, never sized with the generic rules. Each row: why (what vLLM builds that kvplan has no rule for,
+# with the file that builds it), and the release vLLM serves it from (tests check it against
+# kvplan/engines/vllm/registry.json).
+UNMODELLED_ARCHITECTURES: dict[str, tuple[str, str]] = {
+    "BailingMoeV2_5ForCausalLM": (
+        "lightning-attention state beside MLA (bailing_moe_linear.py:68-75, :768-780); its width is config.head_dim, "
+        "which transformers' BailingHybridConfig (model_type bailing_hybrid) rewrites to qk_rope_head_dim, and no "
+        "released config shows which class a checkpoint gets", "0.17.0"),
+    "BailingMoeV3ForCausalLM": (
+        "KDA state beside MLA (bailing_moe_v3.py:131-158) sized from config.head_dim, which transformers' "
+        "BailingHybridConfig rewrites to qk_rope_head_dim; no released config shows which class a checkpoint gets",
+        "0.28.0"),
+    "BailingMoeV3VLForConditionalGeneration": ("the Bailing V3 text model (KDA beside MLA), see BailingMoeV3ForCausalLM",
+                                               "0.30.0"),
+    "Qwen4ExpForCausalLM": (
+        "a per-layer-embedding short-conv state not split by TP, and QSA layers with a ring buffer "
+        "(CircularBufferSpec) and a compressed key cache beside K/V (models/qwen4_exp/nvidia/model.py:790-898, "
+        "common/qsa_cache.py:842-875)", "0.29.0"),
+    "InklingForCausalLM": (
+        "a short-conv cache kept as a sliding-window cache of its own block size on every layer, beside the "
+        "attention (models/inkling/nvidia/sconv_swa_attn.py:150-195)", "0.26.0"),
+    "InklingForConditionalGeneration": ("the Inkling text model's short-conv sliding cache, see InklingForCausalLM",
+                                        "0.26.0"),
+    "Glm5NextForCausalLM": (
+        "KDA layers beside sparse MLA with a kpool indexer and a ring-buffer tail cache (CircularBufferSpec; "
+        "models/glm5next/common/attention.py:79-275)", "0.30.0"),
+    "DeepseekV41ForCausalLM": (
+        "DeepSeek-V4.1's compressed MLA with bounded replay and a ring buffer (CircularBufferSpec; "
+        "models/deepseek_v41/compressor.py:231), not DeepSeek-V4's layout", "0.30.0"),
+    "Step5ForCausalLM": (
+        "a sparse summary cache (one 256-byte fp8 summary per 8 tokens) and a CSA tail ring beside DSA "
+        "(models/step5/nvidia/sparse_summary_cache.py:116-156)", "0.33.0"),
+    "Dots3NoteForCausalLM": (
+        "DeepSeek sparse MLA with a physical head size override (models/dots3_note/nvidia/model.py:236-239)",
+        "0.28.0"),
 }
 
 # Config fields whose architecture kvplan does not model: a one-line refusal names the field.
 UNMODELLED_FIELDS: dict[str, str] = {
-    "compress_ratios": "DeepSeek-V4 compressed attention (compressed MLA states, sliding MLA, compressor "
-                       "ring buffers) is not modelled",
-    "cross_attention_layers": "mllama's image cross-attention caches are not modelled (vLLM 0.33 removed mllama: "
-                              "vllm/model_executor/models/registry.py:857)",
-    "hybrid_layer_pattern": "MiMo-V2's sliding layers have their own geometry (swa_num_key_value_heads, "
-                            "swa_head_dim, swa_v_head_dim), which is not modelled",
 }
 
 # Familiar names -> bundled ids, where the bundled config stands in for a sibling with the same

@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.config.aliases import UNMODELLED_ARCHITECTURES, UNMODELLED_FIELDS
+from kvplan.config.aliases import (
+    KNOWN_ARCHITECTURES,
+    KNOWN_MODEL_TYPES,
+    UNKNOWN_NEEDS,
+    UNMODELLED_ARCHITECTURES,
+    UNMODELLED_FIELDS,
+)
+from kvplan.config.compressed import DSV4_TYPES, deepseek_v4_specs, is_deepseek_v4
+from kvplan.config.defaults import class_defaults
 from kvplan.config.geometry import Geometry, build_layer_specs
-from kvplan.config.layers import ATTENTION_FREE_TYPES
+from kvplan.config.indexed import with_index_keys
+from kvplan.config.layers import ATTENTION_FREE_TYPES, derive_layer_kinds
+from kvplan.config.per_kind import MIMO_V2_TYPES, is_mimo_v2, mimo_v2_specs
 from kvplan.config.schema import HFConfig
 from kvplan.config.state import linear_state
 from kvplan.errors import ConfigError
@@ -18,7 +28,7 @@ from kvplan.specs import LayerSpec, LinearState, MLAAttn
 
 MLA_AS_MHA_TYPES = ("minicpm3",)
 STATE_KINDS = ("linear", "parallel", "hybrid")  # kinds whose layers keep a linear/Mamba state
-COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full"}  # ModelConfig.layer_kinds
+COARSE_KINDS = {"parallel": "linear", "hybrid": "linear", "cross": "full", "image_cross": "full"}  # ModelConfig.layer_kinds
 
 
 def implied_values(values: dict[str, Any], origin: dict[str, str], fields: dict[str, Any]) -> dict[str, Any]:
@@ -68,8 +78,28 @@ def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: st
             raise ConfigError(f"{source}: config field '{origin.get(name, name)}': {why}")
     for arch in architectures if isinstance(architectures, list) else ():
         if isinstance(arch, str) and arch in UNMODELLED_ARCHITECTURES:
-            raise ConfigError(f"{source}: config field 'architectures': {arch} ({UNMODELLED_ARCHITECTURES[arch]}) "
-                              "is not modelled")
+            why, first = UNMODELLED_ARCHITECTURES[arch]
+            raise ConfigError(f"{source}: config field 'architectures': {arch} (vLLM serves it from {first}) is not "
+                              f"modelled: {why}")
+
+
+def unknown_type_note(values: dict[str, Any], origin: dict[str, str], source: str, architectures: Any) -> str | None:
+    """A model_type kvplan has no rule or class defaults for: every field it needs must be named in the config (exit 2
+    naming the missing ones), and then the answer says kvplan does not know the architecture."""
+    model_type = values.get("model_type")
+    archs = architectures if isinstance(architectures, list) else []
+    known = (*KNOWN_MODEL_TYPES, *DSV4_TYPES, *MIMO_V2_TYPES)
+    if (not isinstance(model_type, str) or not model_type or model_type in known or class_defaults(model_type)
+            or set(archs) & set(KNOWN_ARCHITECTURES)):
+        return None
+    named = {k for k, v in origin.items() if "(default of" not in v}
+    missing = [what for name, what in UNKNOWN_NEEDS
+               if (values.get(name) is None or name not in named) and not (name == "head_dim" and values.get("hidden_size"))]
+    if missing:
+        raise ConfigError(f"{source}: model_type {model_type!r} is not one kvplan knows, and the config does not name "
+                          f"{', '.join(missing)}; kvplan does not guess them")
+    return (f"model_type {model_type!r} is not an architecture kvplan knows: sized from the fields it names (KV heads, "
+            "head_dim, windows, MLA, states) as kvplan reads every config; no rule of its own family applies")
 
 
 def nas_kv_heads(cfg: HFConfig) -> int | None:
@@ -90,6 +120,35 @@ def layer_specs_of(cfg: HFConfig, fields: dict[str, Any], kinds: tuple[str, ...]
     geo = Geometry(num_attention_heads=geo.num_attention_heads, num_kv_heads=geo.num_kv_heads,
                    head_dim=geo.head_dim, v_head_dim=geo.v_head_dim, mla=geo.mla, state=state)
     return build_layer_specs(cfg, kinds, geo, source), state
+
+
+def kinds_and_specs(cfg: HFConfig, fields: dict[str, Any], geo: Geometry,
+                    source: str) -> tuple[tuple[str, ...], tuple[LayerSpec, ...], LinearState | None]:
+    """Each layer's kind, its specs, and the state of the model's linear layers. DeepSeek-V4's layers are
+    named by their compression (kvplan.config.compressed); every one has attention weights ("full"). MiMo-V2's
+    kinds have their own geometry (kvplan.config.per_kind)."""
+    if is_deepseek_v4(cfg):
+        return ("full",) * cfg.num_layers, deepseek_v4_specs(cfg, fields, source), None
+    if is_mimo_v2(cfg):
+        return (*mimo_v2_specs(cfg, fields, geo.head_dim, geo.num_kv_heads, source), None)
+    kinds = derive_layer_kinds(cfg, source)
+    specs, state = layer_specs_of(cfg, fields, kinds, geo, source)
+    return kinds, with_index_keys(specs, fields, source), state
+
+
+DSV4_KV_DTYPE = "fp8_ds_mla"  # vLLM 0.33 turns DeepSeek-V4's auto into fp8_ds_mla (models/deepseek_v4/attention.py:94-126)
+
+
+def native_kv_dtype(cfg: HFConfig, fields: dict[str, Any], is_mla: bool) -> str | None:
+    """What KV dtype auto becomes: the checkpoint's own KV quantization, or DeepSeek-V4's packed fp8 cell."""
+    return DSV4_KV_DTYPE if is_deepseek_v4(cfg) else checkpoint_kv_dtype(fields, is_mla)
+
+
+def family_notes(cfg: HFConfig) -> tuple[str, ...]:
+    if is_deepseek_v4(cfg):
+        return ("DeepSeek-V4: KV dtype auto is vLLM's fp8_ds_mla (584 B per latent), as its default CUDA backends "
+                "store it (vllm/models/deepseek_v4/attention.py:94-126)",)
+    return ()
 
 
 def checkpoint_kv_dtype(fields: dict[str, Any], is_mla: bool) -> str | None:

@@ -134,7 +134,7 @@ def _layer(cfg: HFConfig, geo: Geometry, kind: str, index: int, source: str) -> 
     return attn if kind == "full" else _two_caches(cfg, geo, kind, attn) or _windowed(cfg, kind, attn)
 
 
-def _two_caches(cfg: HFConfig, geo: Geometry, kind: str, attn: FullAttn) -> Composite | None:
+def _two_caches(cfg: HFConfig, geo: Geometry, kind: str, attn: FullAttn) -> LayerSpec | None:
     if kind == "parallel":  # Falcon-H1: attention beside the Mamba-2 mixer
         assert geo.state is not None
         return Composite(parts=(attn, geo.state))
@@ -142,11 +142,25 @@ def _two_caches(cfg: HFConfig, geo: Geometry, kind: str, attn: FullAttn) -> Comp
         assert geo.state is not None
         mha = FullAttn(num_kv_heads=cfg.num_attention_heads, head_dim=attn.head_dim, v_head_dim=attn.v_head_dim)
         return Composite(parts=(geo.state, mha))
+    if kind == "image_cross":  # mllama: a layer whose only cache is the image tokens' K/V
+        return image_cross(cfg, attn)
     if kind == "cross":  # Whisper decoder: self-attention, then cross-attention over the encoder's frames
         frames = cfg.max_source_positions or 0
         return Composite(parts=(attn, CrossAttn(encoder_tokens=frames, num_kv_heads=attn.num_kv_heads,
                                                 head_dim=attn.head_dim, v_head_dim=attn.v_head_dim)))
     return None
+
+
+PATCH = 14  # mllama's vision patch (vllm 0.10.1.1 model_executor/models/mllama.py:89-92 asserts image_size % 14 == 0)
+
+
+def image_cross(cfg: HFConfig, attn: FullAttn) -> CrossAttn:
+    """mllama's cross-attention cache: the K/V of one image's tiles, max_num_tiles × ((image_size / 14)² + 1) tokens
+    (vllm 0.10.1.1 mllama.py:89-121), with the self-attention layers' heads (mllama.py:848-910)."""
+    vision = cfg.vision_config or {}
+    tiles, size = vision.get("max_num_tiles", 4), vision.get("image_size", 560)  # MllamaVisionConfig defaults
+    return CrossAttn(encoder_tokens=tiles * ((size // PATCH) ** 2 + 1), num_kv_heads=attn.num_kv_heads,
+                     head_dim=attn.head_dim, v_head_dim=attn.v_head_dim)
 
 
 def kv_shared_layers(cfg: HFConfig, source: str) -> int:

@@ -17,17 +17,18 @@ from pydantic import ValidationError
 
 from kvplan.config.aliases import DERIVED_FROM, FAMILY_DEFAULTS, FIELD_ALIASES, TEXT_CONFIG_KEYS
 from kvplan.config.build import (
-    checkpoint_kv_dtype,
     coarse_kinds,
+    family_notes,
     implied_values,
-    layer_specs_of,
+    kinds_and_specs,
     mla_spec,
     nas_kv_heads,
+    native_kv_dtype,
     refuse_unmodelled,
+    unknown_type_note,
 )
 from kvplan.config.defaults import WRAPPER_KEYS, class_defaults, is_named, omitted_default
 from kvplan.config.geometry import Geometry, sliding_window
-from kvplan.config.layers import derive_layer_kinds
 from kvplan.config.model import ModelConfig
 from kvplan.config.schema import HFConfig
 from kvplan.dtypes import canonical_dtype
@@ -76,7 +77,10 @@ def language_model_fields(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(nested, dict):
             own = class_defaults(raw.get("model_type"))
             decided = {k: own[k] for k in WRAPPER_KEYS if k in own and not is_named(raw, k) and k not in nested}
-            return {**decided, **{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
+            merged = {**decided, **{k: v for k, v in raw.items() if k not in TEXT_CONFIG_KEYS}, **nested}
+            if nested.get("architectures") is None and raw.get("architectures") is not None:
+                merged["architectures"] = raw["architectures"]  # the class vLLM builds is the wrapper's (mllama)
+            return merged
     return raw
 
 
@@ -195,15 +199,15 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
     values, origin = canonical_fields(fields)
     values = implied_values(values, origin, fields)
     refuse_unmodelled(values, origin, source, fields.get("architectures"))
-    cfg = validate(values, origin, source)
+    cfg = validate(values, origin, source)  # a missing layer or head count is named here first
+    unknown = unknown_type_note(values, origin, source, fields.get("architectures"))
     head_dim = _head_dim(cfg, source)
     is_mla = cfg.kv_lora_rank is not None and cfg.kv_lora_rank > 0
     kv_heads = _kv_heads(cfg, origin, source, is_mla)
     v_head_dim = head_dim if is_mla else (cfg.v_head_dim or head_dim)
-    kinds = derive_layer_kinds(cfg, source)
     geo = Geometry(num_attention_heads=cfg.num_attention_heads, num_kv_heads=kv_heads, head_dim=head_dim,
                    v_head_dim=v_head_dim, mla=mla_spec(cfg) if is_mla else None, state=None)
-    specs, state = layer_specs_of(cfg, fields, kinds, geo, source)
+    kinds, specs, state = kinds_and_specs(cfg, fields, geo, source)
     dtype, notes = model_dtype(cfg)
     notes += default_notes(origin, values)
     notes += unstated_quantization(raw, model_id)
@@ -220,8 +224,9 @@ def normalize(raw: dict[str, Any], *, model_id: str, source: str) -> ModelConfig
         qk_rope_head_dim=cfg.qk_rope_head_dim if is_mla else None,
         qk_nope_head_dim=cfg.qk_nope_head_dim if is_mla else None,
         mla_v_head_dim=cfg.v_head_dim if is_mla else None, linear=state,
-        dtype=dtype, kv_cache_dtype=checkpoint_kv_dtype(fields, is_mla), max_model_len=cfg.max_model_len or None,
-        num_nextn_predict_layers=cfg.num_nextn_predict_layers or 0, notes=notes, raw=fields,
+        dtype=dtype, kv_cache_dtype=native_kv_dtype(cfg, fields, is_mla), max_model_len=cfg.max_model_len or None,
+        num_nextn_predict_layers=cfg.num_nextn_predict_layers or 0,
+        notes=(*notes, *family_notes(cfg), *((unknown,) if unknown else ())), raw=fields,
     )
 
 

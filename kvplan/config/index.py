@@ -24,7 +24,8 @@ FORMAT = 1
 INDEX_DIR = Path(__file__).resolve().parent / "normalized"
 _SPEC_TYPES = {cls.__name__: cls for cls in (specs.FullAttn, specs.SlidingAttn, specs.ChunkedAttn, specs.CrossAttn,
                                              specs.MLAAttn, specs.IndexerCache, specs.LinearState, specs.NoKV,
-                                             specs.Composite)}
+                                             specs.Composite, specs.CompressedMLA, specs.SlidingMLA,
+                                             specs.CompressorState)}
 
 
 def index_file(model_id: str) -> Path:

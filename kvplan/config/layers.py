@@ -7,7 +7,8 @@ Qwen3-Next's `full_attention_interval`; Jamba's `attn_layer_period`; Llama-4's `
 with `no_rope_layers`; a sliding window (Gemma's `sliding_window_pattern`, an int or EXAONE-4's
 "LLLG" string, Qwen's `use_sliding_window` + `max_window_layers`, else every layer, as
 Mistral-7B-v0.1); else full. Families whose every layer holds two caches are named by model_type
-(Falcon-H1: "parallel"; Whisper's decoder: "cross").
+(Falcon-H1: "parallel"; Whisper's decoder: "cross"); mllama's `cross_attention_layers` are "image_cross" (a
+cross-attention cache only).
 
 Kinds: full, sliding, chunked, linear, none, and the two-cache kinds parallel (attention beside a
 Mamba-2 mixer), hybrid (a Mamba-2 mixer plus a shared attention block) and cross (self- plus
@@ -154,6 +155,9 @@ def derive_layer_kinds(cfg: HFConfig, source: str) -> tuple[str, ...]:
         kinds = ("cross",) * cfg.num_layers
     else:
         kinds = _listed_kinds(cfg, source) or _periodic_kinds(cfg, source)
+    if cfg.cross_attention_layers is not None:  # mllama: these layers attend to the image's tokens only
+        listed = _from_indices(cfg.cross_attention_layers, False, "cross_attention_layers", cfg, source)
+        kinds = tuple("image_cross" if i in listed else k for i, k in enumerate(kinds))
     if cfg.model_type in ("gemma4", "gemma4_text") and kinds[-1] != "full":
         kinds = (*kinds[:-1], "full")  # Gemma4TextConfig.__post_init__ forces the last layer to full attention
     _check_windows(cfg, kinds, source)

@@ -68,6 +68,7 @@ class HFConfig(BaseModel):
     compress_ratios: list[Any] | None = None
     hybrid_layer_pattern: list[Any] | None = None
     cross_attention_layers: list[Any] | None = None
+    vision_config: dict[str, Any] | None = None
     conv_l_cache: OptDim = None
     conv_dim: OptDim = None
     mamba_d_ssm: OptDim = None

@@ -7,7 +7,8 @@ model file reads (survey: /work/staging/survey/vllm033-state-kinds.md §4):
 - gated DeltaNet (Qwen3-Next, Qwen3.5; OLMo-Hybrid): conv (K-1, 2·nk·dk + nv·dv), recurrent (nv, dv, dk);
 - Mamba-2 (Nemotron-H, Granite-4-H, Falcon-H1, Zamba2, Mamba2): conv (K-1, I + 2·G·N), ssm (H, P, N);
 - Mamba-1 (Jamba, Mamba, FalconMamba): conv (K-1, I), ssm (I, N);
-- KDA (Kimi-Linear): conv (K-1, 3·H·D), recurrent (H, D, D), recurrent fp32 unless told otherwise;
+- KDA (Kimi-Linear; AliceAI on linear_* fields): conv (K-1, 3·H·D), recurrent (H, D, D), recurrent fp32 unless told
+  otherwise;
 - short conv (LFM2): conv (L_cache-1, conv_dim) only;
 - lightning attention (MiniMax-M1): (H, D, D) in the conv dtype (a single-tensor state).
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from kvplan.config.aliases import SSM_DTYPE_HOOKS
+from kvplan.config.aliases import KDA_ON_LINEAR_FIELDS, SSM_DTYPE_HOOKS
 from kvplan.config.schema import HFConfig
 from kvplan.dtypes import canonical_dtype
 from kvplan.errors import ConfigError
@@ -114,10 +115,25 @@ def _lightning(cfg: HFConfig, head_dim: int) -> LinearState:
                        state_rows=head_dim, state_cols=head_dim)
 
 
+def _kda_on_linear_fields(cfg: HFConfig, source: str) -> LinearState:
+    """AliceAI: Kimi's KDA layer on Qwen-Next-style linear_* fields, which must name equal key and value heads and
+    widths (vllm/model_executor/models/alice_ai.py:118-137); shapes kda_state_shape, recurrent fp32 at auto (:677-700)."""
+    nk, nv, dk, dv = cfg.linear_num_key_heads, cfg.linear_num_value_heads, cfg.linear_key_head_dim, cfg.linear_value_head_dim
+    if not (nk and dk and cfg.linear_conv_kernel_dim) or (nk, dk) != (nv, dv):
+        raise ConfigError(f"{source}: AliceAI KDA requires matching key/value head counts and dimensions (vLLM "
+                          f"alice_ai.py:124-127); got linear_num_key_heads {nk}, linear_num_value_heads {nv}, "
+                          f"linear_key_head_dim {dk}, linear_value_head_dim {dv}, linear_conv_kernel_dim "
+                          f"{cfg.linear_conv_kernel_dim}")
+    return LinearState(mixer="kda", conv_kernel=cfg.linear_conv_kernel_dim, conv_channels=3 * nk * dk,
+                       num_state_heads=nk, state_rows=dk, state_cols=dk, ssm_dtype="fp32")
+
+
 def linear_state(cfg: HFConfig, fields: dict[str, Any], head_dim: int, source: str) -> LinearState:
     """The state of the model's linear/Mamba/conv layers, with its recurrent dtype at auto."""
     if cfg.linear_attn_config is not None:
         return _kda(cfg, source)
+    if set(fields.get("architectures") or ()) & set(KDA_ON_LINEAR_FIELDS):
+        return _kda_on_linear_fields(cfg, source)
     if cfg.attn_type_list is not None:
         state: LinearState | None = _lightning(cfg, head_dim)
     elif cfg.model_type in MAMBA2_TYPES or cfg.mamba_num_heads:

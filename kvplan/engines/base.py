@@ -34,6 +34,7 @@ class Device:
     name: str | None  # catalog name (H100-SXM); None: only the memory is known
     memory_bytes: int  # torch total_memory (vLLM total_gpu_memory)
     smi_memory_mib: int | None = None  # nvidia-smi memory.total (SGLang sizes its reserve from it)
+    compute_capability: tuple[int, int] | None = None  # as the engine reads it (vLLM: CUDA's, gfx950 as (9, 5))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +92,14 @@ class Request:
         return self.cache.dcp
 
     @property
+    def dp(self) -> int:
+        return self.cache.dp
+
+    @property
+    def ep(self) -> int:
+        return self.cache.ep
+
+    @property
     def max_model_len(self) -> int:
         return self.cache.length(self.model)
 
@@ -146,6 +155,8 @@ class EnginePlan:
     # per GPU: what the engine's start-up check counts for one max_model_len request where that is not the
     # reserve (vLLM 0.14-0.18 count a hybrid's first KV-cache group only); None: the reserve
     check_bytes_per_request: int | None = None
+    pools: int = 1  # KV pools in one replica, each of kv_tokens (vLLM data parallel, SGLang DP attention: dp)
+    gpus: int | None = None  # GPUs of one replica (None: tp × pp; vLLM data parallel: dp × tp × pp)
 
 
 TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",
@@ -176,6 +187,17 @@ class ProfileRun:
     sampled_row_copies: int  # copies of the R sampled hidden rows alive (V1: the rows + rand_like)
     persistent_rows: int = 0  # vLLM 0.33: max_num_seqs rows of penalty state (output_bin_counts, prompt_bin_mask)
     sampler_buffer_bytes: int = 0  # allocated by the profile's sampler and kept (vLLM 0.17+ Triton top-k/top-p cache)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WeightSplit:
+    """How an engine cuts the weights over one GPU: attention by ``attention_tp``, the other dense layers by ``tp``,
+    each MoE layer's experts over ``ep`` ranks, every expert cut by ``expert_tp // ep`` (at least 1)."""
+
+    tp: int
+    ep: int = 1
+    expert_tp: int | None = None  # None: tp (vLLM flattens its MoE over data parallel: dp × tp)
+    attention_tp: int | None = None  # None: tp (SGLang DP attention: tp // dp)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -265,6 +287,13 @@ def kv_stages(budgets: tuple[int, ...], stage_bytes: list[int], what: str) -> li
     return pairs
 
 
+def no_data_parallel(request: Request, why: str) -> None:
+    """An engine kvplan plans without data or expert parallelism: dp or ep above 1 is refused, saying why."""
+    for name in ("dp", "ep"):
+        if getattr(request.cache, name) > 1:
+            raise InputError(f"{name} {getattr(request.cache, name)}: {why}", arg=name)
+
+
 def term_bytes(terms: tuple[BudgetTerm, ...], kinds: tuple[TermKind, ...] | None = None) -> int:
     """Σ bytes of the terms (of these kinds)."""
     return sum(t.bytes for t in terms if kinds is None or t.kind in kinds)
@@ -280,6 +309,8 @@ class Engine(Protocol):
     def policy(self, request: Request) -> LayoutPolicy: ...
 
     def budget_rules(self, request: Request) -> BudgetRules: ...
+
+    def weight_split(self, request: Request) -> WeightSplit: ...
 
     def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps: ...
 

@@ -21,7 +21,9 @@ from kvplan.engines.base import (
     ProfileRun,
     Refusal,
     Request,
+    WeightSplit,
     kv_stages,
+    no_data_parallel,
     term_bytes,
 )
 from kvplan.errors import InputError
@@ -42,6 +44,7 @@ class HfEngine:
             raise InputError(f"unknown transformers release {release_key!r}; kvplan follows: 5", arg="engine")
 
     def resolve(self, request: Request) -> Request:
+        no_data_parallel(request, "transformers serves from one process: no data or expert parallel")
         s = request.settings
         asked = [name for name, on in (("speculative_method", request.draft is not None),
                                        ("max_lora_rank", bool(s.max_lora_rank or s.max_loras)),
@@ -50,6 +53,9 @@ class HfEngine:
             raise InputError("kvplan's transformers profile models no assisted generation, PEFT adapters or "
                              f"weight offloading: drop {asked[0]}", arg=asked[0])
         return request
+
+    def weight_split(self, request: Request) -> WeightSplit:
+        return WeightSplit(tp=request.tp)
 
     def policy(self, request: Request) -> LayoutPolicy:
         return LayoutPolicy(mla="decompressed", windows="window-1")

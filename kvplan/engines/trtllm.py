@@ -39,7 +39,9 @@ from kvplan.engines.base import (
     ProfileRun,
     Refusal,
     Request,
+    WeightSplit,
     kv_stages,
+    no_data_parallel,
     term_bytes,
 )
 from kvplan.errors import InputError
@@ -128,11 +130,15 @@ class TrtllmEngine:
         self.release, self.version = found, f"TensorRT-LLM {label} (PyTorch backend)"
 
     def resolve(self, request: Request) -> Request:
+        no_data_parallel(request, "kvplan plans TensorRT-LLM without attention DP or expert parallel (enable_attention_dp, moe_expert_parallel_size): not modelled")
         s = request.settings
         fraction = s.trtllm.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
         return replace(request, settings=replace(
             s, max_num_batched_tokens=s.max_num_batched_tokens or MAX_NUM_TOKENS,
             trtllm=replace(s.trtllm, free_gpu_memory_fraction=fraction)))
+
+    def weight_split(self, request: Request) -> WeightSplit:
+        return WeightSplit(tp=request.tp)
 
     def policy(self, request: Request) -> LayoutPolicy:
         return LayoutPolicy(head_split="ceil", windows="full")

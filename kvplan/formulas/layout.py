@@ -12,7 +12,10 @@ defaults are vLLM's, which ``kvplan size`` follows):
 - ``mla``: the latent (engines) or the decompressed per-head K/V (transformers);
 - ``windows``: tokens a sliding/chunked layer keeps: its window (vLLM; SGLang's hybrid-SWA pool),
   window − 1 (transformers' DynamicSlidingWindowLayer), or every token (TRT-LLM without
-  max_attention_window; vLLM with the hybrid KV cache manager disabled; SGLang's other models).
+  max_attention_window; vLLM with the hybrid KV cache manager disabled; SGLang's other models);
+- ``v_as_k``: V heads stored as wide as K (a release that pads a narrower V);
+- ``cross_as_self``: a layer whose only cache is cross-attention (mllama) holds a page of every block, as
+  vLLM's V0 ``CacheEngine`` gives every attention layer (0.10.1.1 worker/cache_engine.py:121-145).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from kvplan.formulas.per_token import (
     StateDtypes,
     encoder_bytes_per_token,
     kv_bytes_per_token,
+    part_bytes_per_state,
     state_bytes_per_sequence,
     state_dtypes,
+    tokens_per_state,
 )
 from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest, cache_request
 from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
@@ -39,6 +44,8 @@ from kvplan.specs import (
     CrossAttn,
     FullAttn,
     LayerSpec,
+    LinearState,
+    Part,
     WindowAttn,
     parts,
     token_limit,
@@ -57,6 +64,8 @@ class LayoutPolicy:
     attention_tp: int | None = None
     mla: Literal["latent", "decompressed"] = "latent"
     windows: WindowRule = "window"
+    v_as_k: bool = False  # V stored at the K width (vLLM 0.14-0.19 pads MiMo-V2's V to its head_dim)
+    cross_as_self: bool = False  # a cross-attention layer paged as any other layer (vLLM's V0 CacheEngine)
 
 
 DEFAULT_POLICY = LayoutPolicy()
@@ -70,6 +79,17 @@ def held_tokens(limit: int | None, tokens: int) -> int:
 def paged(tokens: int, block_size: int) -> int:
     """Token slots of whole blocks: cdiv(tokens, block) × block (block 0: no paging)."""
     return cdiv(tokens, block_size) * block_size if block_size else tokens
+
+
+@dataclass(frozen=True, slots=True)
+class PartLoad:
+    """One cache of a layer as a Load counts it: tokens it keeps (None: all), tokens per stored entry (1, or a
+    compressed cache's ratio) and the bytes of one entry, whole and per GPU (0: no per-token bytes)."""
+
+    token_limit: int | None
+    tokens_per_state: int
+    bytes_per_state: int
+    bytes_per_state_per_gpu: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +108,7 @@ class Group:
     encoder_tokens: int = 0  # cross-attention: encoder tokens a sequence keeps (Whisper)
     encoder_bytes_per_token_per_layer: int = 0
     encoder_bytes_per_token_per_layer_per_gpu: int = 0
+    part_loads: tuple[PartLoad, ...] = ()  # each cache of the layer (a composite's caches keep their own windows)
 
     @property
     def window(self) -> int | None:
@@ -97,20 +118,26 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class Load:
-    """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state, and
-    cross-attention caches of the encoder's tokens."""
+    """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state,
+    cross-attention caches of the encoder's tokens, and compressed caches (one entry per `ratio` tokens)."""
 
     full_bytes_per_token: int
     windowed: tuple[tuple[int, int], ...]  # (tokens kept, bytes per token)
     state_bytes: int
     encoder: tuple[tuple[int, int], ...] = ()  # (encoder tokens, bytes per encoder token)
+    compressed: tuple[tuple[int, int, int], ...] = ()  # (tokens per entry, bytes per entry, layers)
 
     def bytes_per_token(self) -> int:
-        return self.full_bytes_per_token + sum(b for _, b in self.windowed)
+        """Bytes one more token adds to every layer (a compressed cache: its entry / ratio, rounded up per layer)."""
+        compressed = sum(n * cdiv(b, r) for r, b, n in self.compressed)
+        return self.full_bytes_per_token + sum(b for _, b in self.windowed) + compressed
 
     def sequence_bytes(self, tokens: int, block_size: int = 0) -> int:
-        """full × t + Σ window bytes × min(t, W) + state, each rounded up to blocks if paged."""
-        return self.full_bytes_per_token * paged(tokens, block_size) + self.bounded_bytes(tokens, block_size)
+        """full × t + Σ window bytes × min(t, W) + state + Σ entry bytes × cdiv(t, ratio), each rounded up to
+        blocks if paged."""
+        held = paged(tokens, block_size)
+        compressed = sum(n * b * cdiv(held, r) for r, b, n in self.compressed)
+        return self.full_bytes_per_token * held + self.bounded_bytes(tokens, block_size) + compressed
 
     def bounded_bytes(self, tokens: int, block_size: int = 0) -> int:
         """What does not grow past a window: Σ window bytes × min(t, W) (paged if asked) + state
@@ -156,18 +183,24 @@ class Layout:
 
 
 def _load(groups: tuple[Group, ...], counts: list[int], per_gpu: bool) -> Load:
-    full, windowed, state, encoder = 0, [], 0, []
+    full, windowed, state, encoder, compressed = 0, [], 0, [], []
     for group, count in zip(groups, counts, strict=True):
-        per_token = group.bytes_per_token_per_layer_per_gpu if per_gpu else group.bytes_per_token_per_layer
         state += count * (group.state_bytes_per_layer_per_gpu if per_gpu else group.state_bytes_per_layer)
         cross = group.encoder_bytes_per_token_per_layer_per_gpu if per_gpu else group.encoder_bytes_per_token_per_layer
         if cross and count:
             encoder.append((group.encoder_tokens, count * cross))
-        if group.token_limit is None:
-            full += count * per_token
-        elif per_token:
-            windowed.append((group.token_limit, count * per_token))
-    return Load(full, tuple(windowed), state, tuple(encoder))
+        for part in group.part_loads:
+            one = part.bytes_per_state_per_gpu if per_gpu else part.bytes_per_state
+            entry = count * one
+            if not entry:
+                continue
+            if part.tokens_per_state > 1:
+                compressed.append((part.tokens_per_state, one, count))
+            elif part.token_limit is None:
+                full += entry
+            else:
+                windowed.append((part.token_limit, entry))
+    return Load(full, tuple(windowed), state, tuple(encoder), tuple(compressed))
 
 
 def _engine_specs(model: ModelConfig, overrides: Overrides | None, policy: LayoutPolicy) -> tuple[LayerSpec, ...]:
@@ -175,6 +208,11 @@ def _engine_specs(model: ModelConfig, overrides: Overrides | None, policy: Layou
     if policy.mla == "decompressed" and model.is_mla and overrides is None:
         overrides = Overrides(attention="mha")
     specs = layer_specs(model, overrides)
+    if policy.v_as_k:
+        specs = tuple(replace(s, v_head_dim=s.head_dim) if isinstance(s, AttnSpec) else s for s in specs)
+    if policy.cross_as_self:
+        specs = tuple(FullAttn(num_kv_heads=s.num_kv_heads, head_dim=s.head_dim, v_head_dim=s.v_head_dim)
+                      if isinstance(s, CrossAttn) else s for s in specs)
     if policy.windows != "full":
         return specs
     return tuple(_unwindowed(s) for s in specs)
@@ -194,6 +232,16 @@ def _token_limit(spec: LayerSpec, policy: LayoutPolicy) -> int | None:
     if policy.windows == "window-1" and isinstance(spec, AttnSpec) and limit:
         return limit - 1
     return limit
+
+
+def _part_loads(spec: LayerSpec, per_gpu: LayerSpec, dtype: KvDtype, policy: LayoutPolicy) -> tuple[PartLoad, ...]:
+    """Each cache of a layer with its own token limit (cross-attention and states hold no per-token bytes)."""
+    return tuple(PartLoad(_token_limit(p, policy), tokens_per_state(p), _entry_bytes(p, dtype), _entry_bytes(g, dtype))
+                 for p, g in zip(parts(spec), parts(per_gpu), strict=True))
+
+
+def _entry_bytes(part: Part, dtype: KvDtype) -> int:
+    return 0 if isinstance(part, (CrossAttn, LinearState)) else part_bytes_per_state(part, dtype)
 
 
 def build_layout(model: ModelConfig, request: CacheRequest | None = None, policy: LayoutPolicy = DEFAULT_POLICY,
@@ -256,6 +304,7 @@ def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, stat
         stage_layers=tuple(stage_layers), encoder_tokens=cross.encoder_tokens if cross else 0,
         encoder_bytes_per_token_per_layer=encoder_bytes_per_token(spec, dtype),
         encoder_bytes_per_token_per_layer_per_gpu=encoder_bytes_per_token(per_gpu, dtype),
+        part_loads=_part_loads(spec, per_gpu, dtype, policy),
     )
 
 

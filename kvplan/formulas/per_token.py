@@ -18,9 +18,12 @@ from kvplan.dtypes import (
     mla_formula,
     resolve_kv_dtype,
 )
+from kvplan.errors import InputError
 from kvplan.specs import (
     AttnSpec,
     Composite,
+    CompressedMLA,
+    CompressorState,
     CrossAttn,
     IndexerCache,
     LayerSpec,
@@ -28,10 +31,17 @@ from kvplan.specs import (
     MLAAttn,
     NoKV,
     Part,
+    SlidingMLA,
     parts,
 )
+from kvplan.units import cdiv
 
 NO_TOKEN_CACHE = "0 (no per-token cache)"
+# vLLM's fp8_ds_mla cell of a DeepSeek-V4 latent (head_dim 512, 64 of them rotary): 448 fp8 NoPE values + 64 bf16
+# RoPE values (128 B) + 8 bytes of UE8M0 scales = 584 B (vllm/models/deepseek_v4/attention.py:880-882,
+# v1/attention/backends/mla/sparse_swa.py:86). vLLM defines the packing for head_dim 512 only.
+DSV4_PACKED_BYTES, DSV4_PACKED_HEAD_DIM = 584, 512
+FP32_BYTES = 4  # DeepSeek-V4 compressor states are fp32 whatever the KV dtype (compressor.py:171)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +87,51 @@ def latent_dtype(spec: MLAAttn, dtype: KvDtype) -> KvDtype:
     return resolve_kv_dtype("fp8_ds_mla", "bf16") if spec.sparse and dtype.name == "fp8" else dtype
 
 
+def dsv4_latent_bytes(head_dim: int, dtype: KvDtype) -> int:
+    """One DeepSeek-V4 latent (compressed or sliding): vLLM's default CUDA backends store every fp8 name as the
+    packed fp8_ds_mla cell, bf16 as plain rows (vllm/models/deepseek_v4/attention.py:94-126)."""
+    if dtype.name.startswith("fp8"):
+        if head_dim != DSV4_PACKED_HEAD_DIM:
+            raise InputError(f"vLLM packs DeepSeek-V4 latents as fp8_ds_mla for head_dim {DSV4_PACKED_HEAD_DIM} "
+                             f"only; this model's is {head_dim}", arg="kv_dtype")
+        return DSV4_PACKED_BYTES
+    if dtype.is_scaled:
+        raise InputError(f"DeepSeek-V4 latents are stored as bf16 rows or fp8_ds_mla, not {dtype.name}",
+                         arg="kv_dtype")
+    return head_dim * dtype.element_bits // 8
+
+
+def tokens_per_state(spec: Part) -> int:
+    """Tokens one stored entry covers: `ratio` for DeepSeek-V4's compressed latent and indexer key, else 1."""
+    return spec.ratio if isinstance(spec, (CompressedMLA, IndexerCache)) else 1
+
+
+def entry_cost(spec: Part, dtype: KvDtype) -> PartCost:
+    """Bytes of one stored entry of a cache, with its formula: per token, or per `tokens_per_state` tokens."""
+    per = f" per {tokens_per_state(spec)} tokens" if tokens_per_state(spec) > 1 else ""
+    match spec:
+        case CompressedMLA() | SlidingMLA():
+            return PartCost(dsv4_latent_bytes(spec.head_dim, dtype),
+                            f"one {spec.head_dim}-wide latent{per} ({dtype.name}; fp8 is the 584-byte fp8_ds_mla cell)")
+        case CompressorState():
+            return PartCost(spec.width * FP32_BYTES, f"2 × {spec.coff} × {spec.head_dim} fp32 values × 4 B "
+                                                     f"(compressor state of the last {spec.window} tokens)")
+        case IndexerCache():
+            scales = f" + {spec.head_dim}/128 × 4 B scales" if spec.scales else ""
+            return PartCost(spec.bytes_per_state, f"{spec.head_dim} × {spec.key_bits // 8} B key{scales}{per} "
+                                                  "(indexer key, any KV dtype)")
+    return part_cost(spec, dtype)
+
+
+def part_bytes_per_state(spec: Part, dtype: KvDtype) -> int:
+    return entry_cost(spec, dtype).bytes
+
+
 def part_cost(spec: Part, dtype: KvDtype) -> PartCost:
     """Bytes one decoder token adds to one cache, with its formula: K + V heads, the MLA latent (in the dtype
     latent_dtype picks), the indexer key; 0 for fixed states and for cross-attention (its tokens are the
-    encoder's)."""
+    encoder's). A compressed cache (one entry per `ratio` tokens) counts cdiv(entry bytes, ratio): its exact bytes
+    are per entry (``entry_cost``), and the per-token figure rounds up where the ratio does not divide them."""
     match spec:
         case CrossAttn():
             return PartCost(0, f"0 per decoder token (K/V of {spec.encoder_tokens:,} encoder tokens per sequence)")
@@ -92,9 +143,9 @@ def part_cost(spec: Part, dtype: KvDtype) -> PartCost:
         case MLAAttn():
             latent = (spec.kv_lora_rank, spec.qk_rope_head_dim, latent_dtype(spec, dtype))
             return PartCost(mla_bytes_per_token(*latent), mla_formula(*latent))
-        case IndexerCache():
-            return PartCost(spec.bytes_per_token, f"{spec.head_dim} × 1 B fp8 + {spec.head_dim}/128 × 4 B scales "
-                                                  "(indexer key, any KV dtype)")
+        case IndexerCache() | CompressedMLA() | SlidingMLA() | CompressorState():
+            entry, ratio = entry_cost(spec, dtype), tokens_per_state(spec)
+            return entry if ratio == 1 else PartCost(cdiv(entry.bytes, ratio), f"{entry.formula} / {ratio}, rounded up")
     raise TypeError(f"not a layer spec: {spec!r}")
 
 

@@ -38,7 +38,8 @@ class CacheRequest:
     tp: int = 1  # tensor-parallel size: KV heads split (floor, replicated past the head count), MLA replicated
     pp: int = 1  # pipeline-parallel size: layers split as vLLM's get_pp_indices
     dcp: int = 1  # decode-context-parallel size: a sequence's tokens split over dcp of the tp ranks
-    dp: int = 1  # data-parallel attention ranks inside the tp group (SGLang --dp-size): attention TP = tp // dp
+    dp: int = 1  # data parallel, each engine's own: vLLM D engines of tp × pp GPUs; SGLang DP attention inside tp
+    ep: int = 1  # expert parallel ranks (vLLM --enable-expert-parallel: dp × tp; SGLang --ep-size, dividing tp)
     kv_dtype: str = "auto"  # auto: the checkpoint's KV quantization, else the model dtype
     block_size: int | None = None  # tokens per block (0: not paged); None: the engine's (kv_cache: 16)
     quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
@@ -50,7 +51,7 @@ class CacheRequest:
 
     def __post_init__(self) -> None:
         if not all(type(v) is int and 0 < v <= MAX_COUNT for v in _COUNTS(self)):
-            for name in ("tp", "pp", "dcp", "dp"):
+            for name in ("tp", "pp", "dcp", "dp", "ep"):
                 _check_size(name, getattr(self, name))
             for name in ("quant_group", "batch"):
                 _check_positive(name, getattr(self, name), MAX_COUNT)
@@ -58,9 +59,6 @@ class CacheRequest:
             _check_positive("max_model_len", self.max_model_len, MAX_TOKENS)
         if self.block_size is not None:
             _check_block_size(self.block_size)
-        if self.tp % self.dp:
-            raise InputError(f"dp {self.dp} must divide tp {self.tp} (DP attention splits the TP group)",
-                             arg=("dp", "tp"))
         if not KNOWN_NAMES.issuperset(_DTYPES(self)):  # the spellings users type: one set lookup each
             for name in ("kv_dtype", "state_dtype", "ssm_state_dtype"):
                 check_dtype_name(getattr(self, name), name)
@@ -119,7 +117,7 @@ def _check_block_size(value: int) -> None:
 
 
 _LAYOUT_FIELDS = attrgetter(*(f.name for f in fields(CacheRequest) if f.name not in ("max_model_len", "batch")))
-_COUNTS = attrgetter("tp", "pp", "dcp", "dp", "quant_group", "batch")
+_COUNTS = attrgetter("tp", "pp", "dcp", "dp", "ep", "quant_group", "batch")
 _DTYPES = attrgetter("kv_dtype", "state_dtype", "ssm_state_dtype")
 NO_REQUEST = CacheRequest()
 

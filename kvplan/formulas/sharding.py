@@ -3,7 +3,8 @@
 - TP splits KV heads. ``"floor"`` (vLLM ``LlamaAttention``, SGLang): max(1, heads // tp) per rank,
   so heads are replicated once tp > heads, and tp must divide the heads or be a multiple of them.
   ``"ceil"`` (TensorRT-LLM ``KVCacheManager``): ceil(heads / tp). MLA's single latent and the
-  sparse-attention indexer key are replicated on every rank. Linear/Mamba state splits by heads and
+  sparse-attention indexer key are replicated on every rank, as are DeepSeek-V4's latents, indexer keys and
+  compressor states (every spec sets ``max_tp_shards=1``, vllm/models/deepseek_v4/attention.py:860-930). Linear/Mamba state splits by heads and
   conv channels; Mamba-2's B/C groups split too, or, a single group, are replicated.
 - PP splits layers as vLLM's ``get_pp_indices`` (vllm/distributed/utils.py): L // pp each, the
   remainder one each to the stages before the last.
@@ -16,10 +17,25 @@ from dataclasses import replace
 from typing import Literal
 
 from kvplan.errors import ShardingError
-from kvplan.specs import AttnSpec, Composite, IndexerCache, LayerSpec, LinearState, MLAAttn, NoKV, Part, parts
+from kvplan.specs import (
+    REPLICATED_PARTS,
+    AttnSpec,
+    Composite,
+    CompressedMLA,
+    CompressorState,
+    LayerSpec,
+    LinearState,
+    MLAAttn,
+    NoKV,
+    Part,
+    SlidingMLA,
+    parts,
+)
 from kvplan.units import cdiv
 
 HeadSplit = Literal["floor", "ceil"]
+HEADED = (AttnSpec, MLAAttn, CompressedMLA, SlidingMLA)  # attention whose query heads TP splits
+WINDOWED_STATE = (SlidingMLA, CompressorState)  # DeepSeek-V4's sliding caches (vLLM SlidingWindowMLASpec)
 
 
 def kv_heads_per_rank(num_kv_heads: int, tp: int, split: HeadSplit = "floor") -> int:
@@ -40,7 +56,7 @@ def replication(spec: LayerSpec, tp: int) -> int:
     """How many TP ranks hold the same KV data of this layer (1 = no duplication)."""
     if isinstance(spec, Composite):
         return min((replication(p, tp) for p in spec.parts), default=1)
-    if isinstance(spec, (MLAAttn, IndexerCache)):
+    if isinstance(spec, REPLICATED_PARTS):
         return tp
     if isinstance(spec, AttnSpec):
         return max(1, tp // spec.num_kv_heads)
@@ -69,7 +85,7 @@ def _shard_state(spec: LinearState, tp: int) -> LinearState:
 
 
 def _shard_part(spec: Part, tp: int, split: HeadSplit) -> Part:
-    if isinstance(spec, (MLAAttn, IndexerCache)):
+    if isinstance(spec, REPLICATED_PARTS):
         return spec
     if isinstance(spec, AttnSpec):
         return replace(spec, num_kv_heads=kv_heads_per_rank(spec.num_kv_heads, tp, split))
@@ -111,7 +127,7 @@ def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: i
     for name, value in (("tp", tp), ("pp", pp), ("dcp", dcp)):
         if value < 1:
             raise ShardingError(f"{name} must be at least 1, got {value}", arg=name)
-    if num_attention_heads % tp and any(isinstance(p, (AttnSpec, MLAAttn)) for s in specs for p in parts(s)):
+    if num_attention_heads % tp and any(isinstance(p, HEADED) for s in specs for p in parts(s)):
         divisors = [d for d in range(1, num_attention_heads + 1) if num_attention_heads % d == 0 and d <= 64]
         raise ShardingError(f"tp {tp} does not divide the {num_attention_heads} attention heads; "
                             f"try tp in {divisors}")
@@ -122,9 +138,13 @@ def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: i
 def _check_dcp(specs: tuple[LayerSpec, ...], tp: int, dcp: int) -> None:
     if tp % dcp:
         raise ShardingError(f"dcp {dcp} must divide tp {tp} (decode context parallel reuses the TP ranks)")
+    if any(isinstance(p, WINDOWED_STATE) for s in specs for p in parts(s)):  # vllm/v1/kv_cache_interface.py:946-951
+        raise ShardingError("dcp > 1: vLLM plans DeepSeek-V4's sliding latent and compressor states as sliding-window "
+                            "caches and asserts 'DCP not support sliding window.' (0.33, "
+                            "vllm/v1/kv_cache_interface.py:946-951)", arg="dcp")
     if any(isinstance(p, LinearState) or (isinstance(p, AttnSpec) and p.kind != "full") for s in specs for p in parts(s)):
         raise ShardingError("dcp > 1 is not supported with sliding-window, chunked or linear-attention layers")
     for spec in specs:
-        if isinstance(spec, (AttnSpec, MLAAttn)) and replication(spec, tp) % dcp:
+        if isinstance(spec, HEADED) and replication(spec, tp) % dcp:
             raise ShardingError(f"dcp {dcp} needs KV heads replicated at least {dcp}× across tp {tp}; "
                                 f"here they are replicated {replication(spec, tp)}×")

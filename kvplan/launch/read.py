@@ -147,11 +147,22 @@ def read_launch(command: Command) -> Launch:
 
 
 def _dp_attention(command: Command, parts: dict[str, dict[str, Any]]) -> None:
-    """SGLang: --dp-size with --enable-dp-attention splits attention inside the TP group (CacheRequest.dp)."""
-    layout = parts.get("layout", {})
+    """Data and expert parallelism the engine plans (CacheRequest.dp, .ep): vLLM's --data-parallel-size (dp
+    engines of tp × pp GPUs) and --enable-expert-parallel (experts over EP = DP × TP); SGLang's --dp-size with
+    --enable-dp-attention (attention split inside the TP group) and --ep-size."""
+    layout, cache = parts.get("layout", {}), parts.setdefault("cache", {})
+    if command.engine == "vllm":
+        dp = int(layout.get("dp", 1) or 1)
+        cache["dp"] = dp
+        if layout.get("ep"):
+            cache["ep"] = dp * int(cache.get("tp", 1) or 1)
     if command.engine == "sglang" and layout.pop("dp_attention", False):
-        parts.setdefault("cache", {})["dp"] = layout.get("dp", 1)
+        cache["dp"] = layout.get("dp", 1)
         layout["dp_attention"] = True
+    if command.engine == "sglang" and int(layout.get("ep", 1) or 1) > 1:
+        cache["ep"] = int(layout["ep"])
+    if not cache:
+        parts.pop("cache")
 
 
 def _lora(parts: dict[str, dict[str, Any]]) -> None:
@@ -219,7 +230,7 @@ def _layout_notes(launch: Launch, moe: bool) -> list[str]:
         out.append(f"{dp} data-parallel ranks: each plans its own KV cache as this answer (per GPU)" +
                    ("; warning: their MoE layers span DP × TP ranks, kvplan splits the experts by TP only" if moe
                     else ""))
-    if ep is True or (not isinstance(ep, bool) and isinstance(ep, int) and ep > 1):
+    if "ep" not in cache and (ep is True or (not isinstance(ep, bool) and isinstance(ep, int) and ep > 1)):
         out.append("warning: expert parallelism is carried into the command but not planned: the weights per GPU "
                    "are kvplan's TP split")
     return out

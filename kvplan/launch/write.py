@@ -82,13 +82,15 @@ def _entry(engine: str, model: str) -> list[str]:
 
 
 def layout_of(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, int]:
-    """{tp, pp, dp, ep, dcp, nodes, gpus_per_node} of one replica of the answer."""
+    """{tp, pp, dp, ep, dcp, nodes, gpus_per_node} of one replica of the answer (vLLM: dp engines of tp × pp GPUs;
+    SGLang: its DP attention ranks inside the TP group)."""
     cache, tp, pp = result.cache, result.tp, result.pp
-    attention_dp = cache is not None and cache.dp > 1  # SGLang DP attention: dp ranks inside the TP group
-    dp = cache.dp if cache is not None and attention_dp else int(extra.get("dp", 1) or 1)
-    gpus = tp * pp * (1 if attention_dp else dp)
+    planned_dp, planned_ep = (cache.dp, cache.ep) if cache is not None else (1, 1)
+    dp = planned_dp if planned_dp > 1 else int(extra.get("dp", 1) or 1)
+    gpus = tp * pp * (1 if result.engine == "sglang" and planned_dp > 1 else dp)
     ep_given = extra.get("ep")
-    ep = (tp * dp if ep_given else 1) if isinstance(ep_given, bool) else int(ep_given or 1)
+    ep = planned_ep if planned_ep > 1 else (
+        (tp * dp if ep_given else 1) if isinstance(ep_given, bool) else int(ep_given or 1))
     nodes = int(extra.get("nodes", 1) or 1)
     return {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "dcp": result.dcp, "nodes": nodes,
             "gpus_per_node": int(extra.get("gpus_per_node") or -(-gpus // nodes))}
@@ -102,8 +104,9 @@ def _values(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
     budget = memory.kv_budget_bytes if memory else None
     return {
         "tp": result.tp, "pp": result.pp if result.pp > 1 else None, "dcp": result.dcp if result.dcp > 1 else None,
-        "dp": layout["dp"] if layout["dp"] > 1 else None, "dp_attention": True if cache.dp > 1 else None,
-        "ep": (extra.get("ep") or None) if result.engine == "vllm" else (layout["ep"] if layout["ep"] > 1 else None),
+        "dp": layout["dp"] if layout["dp"] > 1 else None, "dp_attention": True if result.engine == "sglang" and cache.dp > 1 else None,
+        "ep": (True if layout["ep"] > 1 else None) if result.engine == "vllm" else (
+            layout["ep"] if layout["ep"] > 1 else None),
         "nodes": layout["nodes"] if layout["nodes"] > 1 else None,
         "gpus_per_node": extra.get("gpus_per_node"), "length": result.max_model_len,
         "seqs": settings.max_num_seqs, "budget": budget[0] if budget and result.engine == "vllm" else None,

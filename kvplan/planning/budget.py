@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Request
-from kvplan.engines.base import term_bytes
+from kvplan.engines.base import WeightSplit, term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.after_kv import CUDA_GRAPH_BYTES, AfterKvCheck
@@ -125,8 +125,21 @@ def device(memory: Memory, needed: bool) -> tuple[Device | None, str]:
                          arg="gpu_memory_bytes")
     found = lookup_gpu(memory.gpu or DEFAULT_GPU)
     if memory.gpu_memory_bytes is None:
-        return Device(name=found.name, memory_bytes=found.memory_bytes, smi_memory_mib=found.smi_memory_mib), found.source
-    return Device(name=found.name, memory_bytes=memory.gpu_memory_bytes), "gpu_memory_bytes"
+        return Device(name=found.name, memory_bytes=found.memory_bytes, smi_memory_mib=found.smi_memory_mib,
+                      compute_capability=found.compute_capability), found.source
+    return (Device(name=found.name, memory_bytes=memory.gpu_memory_bytes, compute_capability=found.compute_capability),
+            "gpu_memory_bytes")
+
+
+def unified_memory_note(memory: Memory) -> str | None:
+    """A unified-memory machine (DGX Spark): vLLM 0.33 budgets total × utilization but reads the memory free at start
+    from the OS (psutil, utils/mem_utils.py:143-151) and refuses to start below it (v1/worker/utils.py:761-770)."""
+    if memory.gpu is None or not lookup_gpu(memory.gpu).unified_memory:
+        return None
+    return (f"{lookup_gpu(memory.gpu).name} shares its memory with the CPU: vLLM budgets total × "
+            "gpu_memory_utilization but starts only if the OS reports that much available (the page cache, the "
+            "weights read through host memory and other processes take their share), else it refuses with 'Free "
+            "memory on device ... is less than desired GPU memory utilization'; this budget assumes it is available")
 
 
 def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
@@ -198,7 +211,7 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Sta
     """(KV bytes, terms, the engine's arithmetic, the start after the cache) of each PP stage."""
     rules = profile.budget_rules(request)
     weights_dtype = memory.weights_for(request.model)
-    weights = weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp, weights_dtype=weights_dtype)
+    weights = _weights_per_stage(request, profile.weight_split(request), weights_dtype)
     out = []
     for stage, w in enumerate(weights):
         terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
@@ -215,7 +228,7 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
     if given is not None and len(given) not in (1, pp):
         raise InputError(f"kv_budget_bytes has {len(given)} values; give 1 or one per PP stage ({pp})", arg="kv_budget_bytes")
     if given is not None:
-        weights = _informative_weights(request, memory)
+        weights = _informative_weights(profile, request, memory)
         return Budget(per_stage=given if len(given) == pp else given * pp,
                       gpu=request.device.name if request.device else None,
                       gpu_memory_bytes=request.device.memory_bytes if request.device else None,
@@ -223,10 +236,15 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
     return _estimated(profile, request, memory)
 
 
-def _informative_weights(request: Request, memory: Memory) -> int | None:
+def _weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str | None) -> tuple[int, ...]:
+    """One GPU's weights per PP stage, cut as the engine cuts them."""
+    return weight_bytes_per_stage(request.model, tp=split.tp, pp=request.pp, weights_dtype=weights_dtype, ep=split.ep,
+                                  expert_tp=split.expert_tp, attention_tp=split.attention_tp)
+
+
+def _informative_weights(profile: Engine, request: Request, memory: Memory) -> int | None:
     try:
-        return max(weight_bytes_per_stage(request.model, tp=request.tp, pp=request.pp,
-                                          weights_dtype=memory.weights_for(request.model)))
+        return max(_weights_per_stage(request, profile.weight_split(request), memory.weights_for(request.model)))
     except KvplanError:
         return None  # a budget was given: the weights are informative only
 
@@ -240,6 +258,7 @@ def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
     checks = [c for *_, c in stages if c is not None]
     after = next((c for c in checks if c.refusal), checks[-1] if checks else None)
     notes = [] if memory.gpu is not None else [f"no GPU given: assumed {DEFAULT_GPU}"]
+    notes += [n for n in (unified_memory_note(memory),) if n]
     estimated = [t.name for t in terms if not t.exact]
     if estimated:
         notes += [f"budget terms estimated: {', '.join(estimated)}",

@@ -16,15 +16,28 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kvplan.config.model import ModelConfig
-from kvplan.engines import ENGINE_NAMES, BudgetTerm, Engine, EnginePlan, Refusal, Request, Settings, get_engine
+from kvplan.engines import (
+    ENGINE_NAMES,
+    BudgetTerm,
+    Engine,
+    EnginePlan,
+    Refusal,
+    Request,
+    Settings,
+    get_engine,
+)
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning import extras
 from kvplan.planning.budget import Budget, Overhead, device, kv_budget, no_budget_warning
 from kvplan.planning.extras import NO_EXTRAS, Extras
+from kvplan.planning.quant_checks import fp8_block_refusal
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
+from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
+
+VLLM_ONLY_PARTS = (CompressedMLA, SlidingMLA, CompressorState)  # engines other than vLLM lay these out their own way
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +77,16 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it)."""
     if request.dcp > 1 and not profile.supports_dcp:
         raise InputError(f"dcp is a vLLM option (0.11 on); {profile.version} has no decode context parallel", arg="dcp")
+    release = getattr(profile, "release", None)
+    if profile.name == "vllm" and release is not None:
+        moe_tp = None if request.cache.ep > 1 else request.cache.dp * request.tp  # kvplan.engines.vllm.parallel: MoE TP dp × tp, whole experts under EP
+        refused = fp8_block_refusal(request.model, request.tp, release.key, expert_tp=moe_tp)
+        if refused:
+            raise InputError(f"{refused} ({profile.version}, vllm/model_executor/layers/quantization/utils/"
+                             "fp8_utils.py:1296-1374)")
+    if profile.name != "vllm" and any(isinstance(p, VLLM_ONLY_PARTS) for s in request.model.layer_specs for p in parts(s)):
+        raise InputError(f"kvplan models DeepSeek-V4's compressed caches as vLLM lays them out; {profile.version}'s "
+                         "own layout of them is not modelled", arg="engine")
     return build_layout(request.model, replace(request.cache, block_size=0), profile.policy(request))
 
 

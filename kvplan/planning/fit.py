@@ -44,7 +44,8 @@ class Candidate:
     replicas: int = 0  # 0: one replica cannot hold one request (or the layout is refused)
     requests_per_replica: float = 0.0  # the engine's figure; a replica serves its floor at once
     kv_budget_bytes_per_gpu: int = 0
-    kv_tokens: int = 0  # per replica
+    kv_tokens: int = 0  # per replica (every KV pool of it: vLLM's DP ranks, SGLang's DP-attention ranks)
+    gpus: int = 0  # GPUs per replica as the engine lays it out (0: tp × pp; vLLM data parallel: dp × tp × pp)
     price_per_gpu_hour: float | None = None
     fits: bool = False
     reason: str = ""
@@ -52,7 +53,7 @@ class Candidate:
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.gpus or self.tp * self.pp
 
     @property
     def num_gpus(self) -> int:
@@ -138,8 +139,9 @@ def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | 
     except KvplanError as exc:  # this layout cannot run (tp not dividing the heads, the engine refusing ...)
         return replace(base, reason=str(exc))
     plan = result.plan
-    base = replace(base, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu), kv_tokens=plan.kv_tokens,
-                   requests_per_replica=plan.requests_at_max_len, result=result)
+    base = replace(base, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu),
+                   kv_tokens=plan.kv_tokens * plan.pools, requests_per_replica=plan.requests_at_max_len,
+                   gpus=plan.gpus or 0, result=result)
     if plan.refusal is not None:  # the engine would not start: this setup serves nobody
         return replace(base, reason=f"the engine refuses: {plan.refusal.message}")
     return replicate(base, load)

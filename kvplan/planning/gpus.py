@@ -36,6 +36,8 @@ class Gpu:
     bandwidth_bytes_per_s: int  # vendor peak, decimal units
     source: str  # where memory_bytes comes from (a public reading), and how it was read
     smi_memory_mib: int | None = None  # nvidia-smi memory.total (SGLang's G); None: no public reading
+    compute_capability: tuple[int, int] | None = None  # as vLLM reads it (CUDA's; ROCm gfx9xy -> (9, x))
+    unified_memory: bool = False  # CPU and GPU share the memory: what the OS leaves free bounds the budget
 
     def with_memory(self, memory_bytes: int, source: str = "gpu_memory_bytes") -> Gpu:
         """The same GPU with a user-given memory size (``--gpu-mem``); the catalog's nvidia-smi reading goes with it."""
@@ -59,38 +61,79 @@ def _mib(gib: float) -> int:
 # T4 datasheet (320 GB/s); V100 datasheet (SXM2 900 GB/s).
 GPUS: dict[str, Gpu] = {g.name: g for g in (
     Gpu("H100-SXM", _mib(79.18), 3350 * GB_PER_S,
-        "vLLM total_gpu_memory 79.18 GiB (vllm-project/vllm#23192; same in llm-d-planner empirical results)", smi_memory_mib=81559),
+        "vLLM total_gpu_memory 79.18 GiB (vllm-project/vllm#23192; same in llm-d-planner empirical results)", smi_memory_mib=81559, compute_capability=(9, 0)),
     # nvidia-smi reads 81559 MiB on both the SXM and the PCIe card, so the SXM torch figure stands in.
     Gpu("H100-PCIe", _mib(79.18), 2000 * GB_PER_S,
-        "H100 SXM's 79.18 GiB (vllm-project/vllm#23192): nvidia-smi reads 81559 MiB on both cards", smi_memory_mib=81559),
-    Gpu("H100-NVL", _mib(93.02), 3900 * GB_PER_S, "torch 93.02 GiB (vllm-project/vllm#16712)", smi_memory_mib=95830),
+        "H100 SXM's 79.18 GiB (vllm-project/vllm#23192): nvidia-smi reads 81559 MiB on both cards", smi_memory_mib=81559, compute_capability=(9, 0)),
+    Gpu("H100-NVL", _mib(93.02), 3900 * GB_PER_S, "torch 93.02 GiB (vllm-project/vllm#16712)", smi_memory_mib=95830, compute_capability=(9, 0)),
     # 139.80 GiB: two readings (torch and vLLM) agree; vllm-project/vllm#34553 has 139.81.
-    Gpu("H200", _mib(139.80), 4800 * GB_PER_S, "torch/vLLM 139.8 GiB (two public readings agree; vllm-project/vllm#34553 has 139.81)", smi_memory_mib=143771),
+    Gpu("H200", _mib(139.80), 4800 * GB_PER_S, "torch/vLLM 139.8 GiB (two public readings agree; vllm-project/vllm#34553 has 139.81)", smi_memory_mib=143771, compute_capability=(9, 0)),
     Gpu("A100-40G", _mib(39.557), 1555 * GB_PER_S,
-        "torch 39.557 GiB (unslothai/notebooks Gemma3_(27B)_A100 @ bdda2efc; vllm#8731 has 39.56)", smi_memory_mib=40960),
-    Gpu("A100-80G", _mib(79.15), 2039 * GB_PER_S, "torch 79.15 GiB (vllm-project/vllm#4408 and #8903)", smi_memory_mib=81920),
-    Gpu("L40S", _mib(44.53), 864 * GB_PER_S, "torch 44.53 GiB (vllm-project/vllm#15598)", smi_memory_mib=46068),
-    Gpu("L4", _mib(22.05), 300 * GB_PER_S, "torch 22.05 GiB (vllm-project/vllm#20214; vLLM log in #33297)", smi_memory_mib=23034),
-    Gpu("A10G", _mib(22.184), 600 * GB_PER_S, "torch 22.184 GiB (unslothai/notebooks Llama3.2_(1B)-RAFT @ bdda2efc)", smi_memory_mib=23028),
-    Gpu("A10", _mib(21.99), 600 * GB_PER_S, "torch 21.99 GiB (vllm-project/vllm#16128)"),
-    Gpu("RTX-4090", _mib(23.64), 1008 * GB_PER_S, "torch 23.64 GiB (vllm-project/vllm#16896)", smi_memory_mib=24564),
+        "torch 39.557 GiB (unslothai/notebooks Gemma3_(27B)_A100 @ bdda2efc; vllm#8731 has 39.56)", smi_memory_mib=40960, compute_capability=(8, 0)),
+    Gpu("A100-80G", _mib(79.15), 2039 * GB_PER_S, "torch 79.15 GiB (vllm-project/vllm#4408 and #8903)", smi_memory_mib=81920, compute_capability=(8, 0)),
+    Gpu("L40S", _mib(44.53), 864 * GB_PER_S, "torch 44.53 GiB (vllm-project/vllm#15598)", smi_memory_mib=46068, compute_capability=(8, 9)),
+    Gpu("L4", _mib(22.05), 300 * GB_PER_S, "torch 22.05 GiB (vllm-project/vllm#20214; vLLM log in #33297)", smi_memory_mib=23034, compute_capability=(8, 9)),
+    Gpu("A10G", _mib(22.184), 600 * GB_PER_S, "torch 22.184 GiB (unslothai/notebooks Llama3.2_(1B)-RAFT @ bdda2efc)", smi_memory_mib=23028, compute_capability=(8, 6)),
+    Gpu("A10", _mib(21.99), 600 * GB_PER_S, "torch 21.99 GiB (vllm-project/vllm#16128)", compute_capability=(8, 6)),
+    Gpu("RTX-4090", _mib(23.64), 1008 * GB_PER_S, "torch 23.64 GiB (vllm-project/vllm#16896)", smi_memory_mib=24564, compute_capability=(8, 9)),
     Gpu("RTX-3090", _mib(23.56), 936 * GB_PER_S,
-        "torch 23.56 GiB (noonghunna/club-3090 docs/CLIFFS.md @ 4a29ab57; vLLM log in wtdcode/vllm-backport#34)", smi_memory_mib=24576),
+        "torch 23.56 GiB (noonghunna/club-3090 docs/CLIFFS.md @ 4a29ab57; vLLM log in wtdcode/vllm-backport#34)", smi_memory_mib=24576, compute_capability=(8, 6)),
     # 31.84 GiB = nvidia-smi's 32607 MiB; vllm#40291's 31.35 is likely a display-attached card.
-    Gpu("RTX-5090", _mib(31.84), 1792 * GB_PER_S, "torch 31.84 GiB (vllm-project/vllm#23050)", smi_memory_mib=32607),
+    Gpu("RTX-5090", _mib(31.84), 1792 * GB_PER_S, "torch 31.84 GiB (vllm-project/vllm#23050)", smi_memory_mib=32607, compute_capability=(12, 0)),
     # GH200 comes with 96 GB HBM3 or 144 GB HBM3e. The 96 GB part has only an nvidia-smi reading
     # (97871 MiB, which on other GPUs sits 250-900 MiB above torch's figure); the 144 GB one a vLLM log.
-    Gpu("GH200", 97871 * MIB, 4000 * GB_PER_S, "nvidia-smi 97871 MiB (a public reading, repository not identified; no torch reading)", smi_memory_mib=97871),
-    Gpu("GH200-144G", _mib(142.5), 4900 * GB_PER_S, "vLLM total_gpu_memory 142.5 GiB (vllm-project/vllm#35313)"),
-    Gpu("B200", _mib(178.36), 8000 * GB_PER_S, "torch 178.36 GiB (a public reading, repository not identified)", smi_memory_mib=183359),
-    Gpu("MI300X", _mib(191.98), 5300 * GB_PER_S, "torch 191.98 GiB (a public reading, repository not identified)"),
-    Gpu("MI325X", _mib(255.98), 6000 * GB_PER_S, "torch 255.98 GiB (vllm-project/vllm#41962)"),
+    Gpu("GH200", 97871 * MIB, 4000 * GB_PER_S, "nvidia-smi 97871 MiB (a public reading, repository not identified; no torch reading)", smi_memory_mib=97871, compute_capability=(9, 0)),
+    Gpu("GH200-144G", _mib(142.5), 4900 * GB_PER_S, "vLLM total_gpu_memory 142.5 GiB (vllm-project/vllm#35313)", compute_capability=(9, 0)),
+    Gpu("B200", _mib(178.36), 8000 * GB_PER_S, "torch 178.36 GiB (a public reading, repository not identified)", smi_memory_mib=183359, compute_capability=(10, 0)),
+    Gpu("MI300X", _mib(191.98), 5300 * GB_PER_S, "torch 191.98 GiB (a public reading, repository not identified)", compute_capability=(9, 4)),
+    Gpu("MI325X", _mib(255.98), 6000 * GB_PER_S, "torch 255.98 GiB (vllm-project/vllm#41962)", compute_capability=(9, 4)),
     Gpu("T4", _mib(14.748), 320 * GB_PER_S,
-        "torch 14.748 GiB (unslothai/notebooks CodeGemma_(7B) @ bdda2efc; vLLM log 14.74 in Qwen3_(4B)-GRPO)", smi_memory_mib=15360),
+        "torch 14.748 GiB (unslothai/notebooks CodeGemma_(7B) @ bdda2efc; vLLM log 14.74 in Qwen3_(4B)-GRPO)", smi_memory_mib=15360, compute_capability=(7, 5)),
     # No public torch reading for V100: nvidia-smi's non-round total (16160 / 32510 MiB) is used,
     # which on other GPUs sits 250-900 MiB above torch's figure. Pass --gpu-mem when it matters.
-    Gpu("V100-16G", 16160 * MIB, 900 * GB_PER_S, "nvidia-smi 16160 MiB (public readings, repository not identified; no torch reading)", smi_memory_mib=16160),
-    Gpu("V100-32G", 32510 * MIB, 900 * GB_PER_S, "nvidia-smi 32510 MiB (a public reading, repository not identified; no torch reading)", smi_memory_mib=32510),
+    Gpu("V100-16G", 16160 * MIB, 900 * GB_PER_S, "nvidia-smi 16160 MiB (public readings, repository not identified; no torch reading)", smi_memory_mib=16160, compute_capability=(7, 0)),
+    Gpu("V100-32G", 32510 * MIB, 900 * GB_PER_S, "nvidia-smi 32510 MiB (a public reading, repository not identified; no torch reading)", smi_memory_mib=32510, compute_capability=(7, 0)),
+    # The GPUs of 2026, each reading cited in its row. Compute capability: vllm-project/vllm#30630
+    # and public `nvidia-smi --query-gpu=compute_cap` tables (B300, GB300 10.3), a public probe log (RTX PRO 6000
+    # Server sm_120), vLLM 0.33 engine/arg_utils.py:2961-2963 (GB10 12.1), vLLM platforms/rocm.py:236-252 (gfx950 ->
+    # (9, 5)); GB200 (10.0), H20 / H800 (9.0) and A800 (8.0) by their architecture.
+    Gpu("B300", _mib(267.69), 8000 * GB_PER_S,
+        "vLLM 'Free memory on device (267.08/267.69 GiB)' in a public DeepSeek-V4 serving log, and a torch OOM on "
+        "eight B300s (public files, repositories not identified); bandwidth: HGX B300 spec 'up to 8 TB/s'",
+        smi_memory_mib=275040, compute_capability=(10, 3)),
+    Gpu("GB200", _mib(184.31), 8000 * GB_PER_S,
+        "torch 184.31 GiB 'total capacity' on GB200 (two public files, repositories not identified); bandwidth: "
+        "B200's 8 TB/s (estimate: the NVL72 per-GPU figure was not looked up)",
+        smi_memory_mib=189471, compute_capability=(10, 0)),
+    Gpu("GB300", _mib(276.50), 8000 * GB_PER_S,
+        "torchtitan 'NVIDIA GB300 with 276.50GiB memory' (public files); bandwidth: GB300 NVL72 576 TB/s over 72 GPUs",
+        smi_memory_mib=284208, compute_capability=(10, 3)),
+    # No name-attributed torch reading for the RTX PRO 6000 (unattributed OOMs say 94.97 GiB): nvidia-smi's 97887 MiB,
+    # the same on the Server, Workstation and Max-Q cards, stands in, as for GH200.
+    Gpu("RTX-PRO-6000", 97887 * MIB, 1792 * GB_PER_S,
+        "nvidia-smi 97887 MiB (public dumps of all three variants; no torch reading attributed to the card)",
+        smi_memory_mib=97887, compute_capability=(12, 0)),
+    Gpu("H20", 97871 * MIB, 4000 * GB_PER_S,
+        "nvidia-smi 97871 MiB (two public dumps of NVIDIA H20; no torch reading); bandwidth 4.0 TB/s, 96 GB HBM3",
+        smi_memory_mib=97871, compute_capability=(9, 0)),
+    Gpu("H800", _mib(79.18), 3350 * GB_PER_S,
+        "H100 SXM's 79.18 GiB: nvidia-smi reads 81559 MiB on both (three public H800 dumps; no torch reading); "
+        "bandwidth: H100 SXM's (estimate)", smi_memory_mib=81559, compute_capability=(9, 0)),
+    Gpu("A800", _mib(79.15), 2039 * GB_PER_S,
+        "A100 80 GB's 79.15 GiB: nvidia-smi reads 81920 MiB on both (public A800-SXM4-80GB dumps; no torch reading); "
+        "bandwidth: A100 80 GB SXM's (estimate)", smi_memory_mib=81920, compute_capability=(8, 0)),
+    Gpu("MI355X", _mib(287.98), 8000 * GB_PER_S,
+        "vLLM 'Free memory on device cuda:4 (126.77/287.98 GiB)' and a HIP OOM 'total capacity of 287.98 GiB' "
+        "(public files); bandwidth 8 TB/s", compute_capability=(9, 5)),
+    Gpu("MI350X", _mib(287.98), 8000 * GB_PER_S,
+        "MI355X's 287.98 GiB (estimate: the same 288 GB HBM3E; no MI350X reading found); bandwidth 8 TB/s",
+        compute_capability=(9, 5)),
+    # DGX Spark: 128 GB LPDDR5X shared with the CPU. torch reports what the OS leaves (119.61-119.70 GiB on three
+    # public GB10 systems); vLLM 0.33 takes the budget as total × utilization but refuses to start when the OS has
+    # less than that available (utils/mem_utils.py:132-151, v1/worker/utils.py:724-770).
+    Gpu("DGX-Spark", _mib(119.70), 273 * GB_PER_S,
+        "torch 'total capacity of 119.70 GiB' on GB10 (public file; 119.61-119.70 GiB across systems); bandwidth "
+        "273 GB/s", compute_capability=(12, 1), unified_memory=True),
 )}
 
 # Normalized alias -> catalog name. Keys are what _normalize() leaves: lower case, letters and
@@ -114,6 +157,13 @@ ALIASES: dict[str, str] = {
     "b200": "B200", "b200180g": "B200", "b200192g": "B200",
     "mi300x": "MI300X", "mi300x192g": "MI300X", "mi325x": "MI325X", "mi325x256g": "MI325X",
     "t4": "T4", "t416g": "T4",
+    "b300": "B300", "b300sxm6ac": "B300", "b300288g": "B300", "gb200": "GB200", "gb300": "GB300",
+    "rtxpro6000": "RTX-PRO-6000", "rtxpro6000blackwell": "RTX-PRO-6000", "rtxpro6000blackwellserveredition":
+    "RTX-PRO-6000", "rtxpro6000blackwellworkstationedition": "RTX-PRO-6000", "rtxpro6000blackwellmaxq": "RTX-PRO-6000",
+    "rtxpro6000blackwellmaxqworkstationedition": "RTX-PRO-6000", "rtxpro600096g": "RTX-PRO-6000",
+    "h20": "H20", "h2096g": "H20", "h800": "H800", "h80080g": "H800", "h800sxm": "H800",
+    "a800": "A800", "a80080g": "A800", "a800sxm480g": "A800",
+    "mi355x": "MI355X", "mi350x": "MI350X", "dgxspark": "DGX-Spark", "gb10": "DGX-Spark", "spark": "DGX-Spark",
     "v10016g": "V100-16G", "v100sxm216g": "V100-16G", "v100pcie16g": "V100-16G",
     "v10032g": "V100-32G", "v100sxm232g": "V100-32G", "v100pcie32g": "V100-32G",
 }

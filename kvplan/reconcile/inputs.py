@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from kvplan.config.model import ModelConfig
+from kvplan.config.model import SERVED_DTYPES, ModelConfig, with_dtype
 from kvplan.dtypes import canonical_dtype, check_dtype_name
 from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
@@ -233,8 +233,16 @@ def logged_gpu(log: StartupLog) -> str | None:
         return None
 
 
+def _served_dtype(log: StartupLog, model: ModelConfig) -> ModelConfig:
+    """The dtype the engine served the model in, where the log states one the config does not give (a bf16 config on
+    a T4 runs as float16: vLLM casts it, and its KV dtype auto follows): what the release's checks see."""
+    served = canonical_dtype(log.setting("dtype") or "")
+    return with_dtype(model, served) if served in SERVED_DTYPES and served != model.dtype else model
+
+
 def build_inputs(log: StartupLog, options: Options) -> Inputs:
     model, stand_in, implied = resolve_model(log, options.model)
+    model = _served_dtype(log, model)
     tp, pp, notes = parallel(log, options)
     profile, note = vllm_profile(log) if log.engine == "vllm" else profile_name(log.engine, log.version)
     if stand_in:

@@ -90,6 +90,22 @@ class CapacityGroup:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutPayload:
+    """The layout the numbers are for: one replica of ``gpus`` GPUs (vLLM: dp × tp × pp; SGLang: tp × pp, its DP
+    attention inside tp) holding ``pools`` KV pools of ``kv_tokens`` each (one per DP rank)."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    dcp: int
+    gpus: int
+    pools: int
+    nodes: int = 1
+    gpus_per_node: int = 0  # GPUs of the replica on each node
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CapacityPayload:
     """The `kvplan capacity --json` contract."""
 
@@ -116,6 +132,8 @@ class CapacityPayload:
     max_concurrency: float | None
     max_concurrency_log: str | None
     requests_at_max_model_len: float
+    layout: LayoutPayload
+    kv_tokens_per_replica: int
     per_request: PerRequest
     layer_groups: tuple[CapacityGroup, ...]
     notes: tuple[str, ...]
@@ -128,7 +146,6 @@ class CapacityPayload:
     log_line: str | None = field(default=None, metadata=OMIT_NONE)  # the log lines joined, when the engine starts
     command: str | None = None  # the launch command of this answer (kvplan.launch.write; None: no flags known)
     flags: Mapping[str, Any] | None = None  # its flags and values, in order (a switch: true)
-    layout: Mapping[str, int] | None = None  # tp, pp, dp, ep, dcp, nodes, gpus_per_node of one replica
     command_notes: tuple[str, ...] = ()  # knobs the command could not carry (no flag in that release)
     command_release: str | None = None  # the kvplan engine release the command is for (vllm@0.33)
 
@@ -151,7 +168,7 @@ def _layer_groups(result: CapacityResult) -> tuple[CapacityGroup, ...]:
     out = []
     for g in (group_payload(g, size) for g in layout.groups):
         kind = "mamba" if g.kind == "linear" and "mamba" in rows else g.kind
-        out.append(_engine_group(g, rows.get(kind), kind))
+        out.append(_engine_group(g, rows.get(kind) or rows.get(kind.split("+")[0]), kind))  # composite: first cache
     return tuple(out)
 
 
@@ -196,6 +213,15 @@ def launch_of(result: CapacityResult, extra: Mapping[str, Any] | None = None) ->
         return None
 
 
+def _layout(result: CapacityResult, written: Written | None) -> LayoutPayload:
+    dp, ep = (result.cache.dp, result.cache.ep) if result.cache else (1, 1)
+    gpus = result.plan.gpus or result.tp * result.pp
+    nodes = written.layout["nodes"] if written else 1
+    return LayoutPayload(tp=result.tp, pp=result.pp, dp=dp, ep=ep, dcp=result.dcp, pools=result.plan.pools,
+                         gpus=gpus, nodes=nodes,
+                         gpus_per_node=written.layout["gpus_per_node"] if written else -(-gpus // nodes))
+
+
 def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = None) -> CapacityPayload:
     """The `kvplan capacity --json` contract (`extra`: the layout a launch command read gave beyond the request)."""
     plan, refusal, conc = result.plan, result.plan.refusal, result.plan.max_concurrency
@@ -211,6 +237,7 @@ def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = N
         page_bytes=plan.page_bytes, num_blocks=plan.num_blocks, kv_tokens=plan.kv_tokens,
         max_model_len=result.max_model_len, max_concurrency=conc,
         max_concurrency_log=None if conc is None else f"{conc:.2f}x", requests_at_max_model_len=plan.requests_at_max_len,
+        layout=_layout(result, written), kv_tokens_per_replica=plan.kv_tokens * plan.pools,
         per_request=PerRequest(steady_state_bytes_per_gpu=plan.steady_bytes_per_request,
                                admission_reserve_bytes_per_gpu=plan.reserve_bytes_per_request),
         layer_groups=_layer_groups(result), notes=(*plan.notes, *result.notes), error=result.error,
@@ -219,7 +246,7 @@ def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = N
         decode_step_floor=_floor(result), extras=result.extras,
         log_line=", ".join(plan.log_lines) if plan.log_lines and not refusal else None,
         command=written.command if written else None, flags=written.flags if written else None,
-        layout=written.layout if written else None, command_notes=written.notes if written else (),
+        command_notes=written.notes if written else (),
         command_release=written.engine if written else None)
 
 

@@ -11,7 +11,7 @@ from kvplan.formulas.sizing import KvCacheResult
 from kvplan.render import human_bytes
 from kvplan.render.payload import INLINE, OMIT_NONE
 from kvplan.render.tables import Table
-from kvplan.specs import AttnSpec, LayerSpec, MLAAttn, parts
+from kvplan.specs import AttnSpec, CompressedMLA, LayerSpec, MLAAttn, SlidingMLA, parts
 from kvplan.units import cdiv
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ class HeadsAndDims:
     v_head_dim: int
     kv_lora_rank: int | None = field(default=None, metadata=OMIT_NONE)
     qk_rope_head_dim: int | None = field(default=None, metadata=OMIT_NONE)
+    compress_ratio: int | None = field(default=None, metadata=OMIT_NONE)  # DeepSeek-V4: tokens per latent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +101,7 @@ class SizePayload:
 
 def _attention_part(spec: LayerSpec) -> LayerSpec:
     """What a layer group's heads columns show: its (first) attention cache."""
-    return next((p for p in parts(spec) if isinstance(p, (MLAAttn, AttnSpec))), spec)
+    return next((p for p in parts(spec) if isinstance(p, (MLAAttn, AttnSpec, CompressedMLA, SlidingMLA))), spec)
 
 
 def _heads_and_dims(group: Group) -> HeadsAndDims:
@@ -108,6 +109,9 @@ def _heads_and_dims(group: Group) -> HeadsAndDims:
     if isinstance(spec, MLAAttn):
         return HeadsAndDims(num_kv_heads=1, num_kv_heads_per_gpu=1, head_dim=spec.latent_dim, v_head_dim=0,
                             kv_lora_rank=spec.kv_lora_rank, qk_rope_head_dim=spec.qk_rope_head_dim)
+    if isinstance(spec, (CompressedMLA, SlidingMLA)):  # DeepSeek-V4: one latent, the same on every rank
+        return HeadsAndDims(num_kv_heads=1, num_kv_heads_per_gpu=1, head_dim=spec.head_dim, v_head_dim=0,
+                            compress_ratio=spec.ratio if isinstance(spec, CompressedMLA) else None)
     if isinstance(spec, AttnSpec):
         assert isinstance(per_gpu, AttnSpec)
         return HeadsAndDims(num_kv_heads=spec.num_kv_heads, num_kv_heads_per_gpu=per_gpu.num_kv_heads,

@@ -111,7 +111,9 @@ CAPACITY_CASES = [
     ("unknown-kv-dtype", ["meta-llama/Llama-3.1-8B", "--kv-dtype", "fp7"], "fp7"),
     ("block-size-zero", ["meta-llama/Llama-3.1-8B", "--block-size", "0"], "--block-size"),
     ("tp-not-dividing-kv-heads", ["meta-llama/Llama-3.1-8B", "--tp", "3"], "tp 3"),
-    ("dcp-with-sliding-window", ["google/gemma-2-9b-it", "--tp", "2", "--dcp", "2"], "sliding"),
+    ("dcp-with-sliding-window", ["google/gemma-2-9b-it", "--tp", "16", "--dcp", "2"], "sliding"),  # tp > KV heads (vLLM 0.30+)
+    ("dcp-gqa-heads-not-replicated", ["google/gemma-2-9b-it", "--tp", "2", "--dcp", "2"],
+     "Decode context parallelism for GQA/MQA requires `--tensor-parallel-size` (2) to be greater than"),
     ("pp-more-than-layers", ["meta-llama/Llama-3.2-1B", "--pp", "17"], "pp 17"),
     ("unknown-model", ["lama-2-70b-hf"], "closest bundled ids"),
     ("config-truncated", ["{cfg:truncated}"], ""),

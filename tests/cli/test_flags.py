@@ -38,7 +38,8 @@ SPELLINGS = {
         ["--state-dtype", "fp32", "--ssm-state-dtype", "bf16"],
         ["--state-dtype=fp32", "--mamba-ssm-dtype", "bf16"]]),  # SGLang's name for the recurrent state's
     "fit-state": (["fit", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100", "--max-gpus", "4", "--overhead", "2GiB",
-                   "--max-model-len", "32k", "--concurrency", "64", "--kv-cache-dtype", "int4"], [
+                   "--max-model-len", "32k", "--concurrency", "64", "--kv-cache-dtype", "int4", "--engine", "hf"], [
+        # int4 KV (what --quant-group changes) is transformers', not vLLM's: vLLM 0.33 refuses the name
         ["--mamba-cache-dtype", "fp32", "--mamba-ssm-cache-dtype", "bf16", "--quant-group", "32"],
         ["--state-dtype", "fp32", "--ssm-state-dtype=bf16", "--quant-group=32"]]),
     "sweep-state": (["sweep", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--max-model-len", "4k", "--tp", "4", "--engine",

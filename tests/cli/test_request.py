@@ -31,7 +31,12 @@ REFUSED = [
     pytest.param(dict(quant_group=0), ["--quant-group", "0"], id="quant-group-0"),
     pytest.param(dict(gpu="H900"), ["--gpu", "H900"], id="unknown-gpu"),
     pytest.param(dict(sampler="fast"), ["--sampler", "fast"], id="sampler"),
-    pytest.param(dict(dp=3, tp=4), ["--dp", "3", "--tp", "4"], id="dp-not-dividing-tp"),
+    # SGLang's DP attention lives inside the tp GPUs; vLLM's --data-parallel-size 3 with tp 4 is 12 GPUs, not a refusal
+    pytest.param(dict(dp=3, tp=4, engine="sglang"), ["--engine", "sglang", "--dp", "3", "--tp", "4"],
+                 id="dp-not-dividing-tp"),
+    pytest.param(dict(ep=3, tp=4, engine="sglang"), ["--engine", "sglang", "--ep", "3", "--tp", "4"],
+                 id="ep-not-dividing-tp"),
+    pytest.param(dict(ep=3), ["--ep", "3"], id="vllm-ep-not-dp-times-tp"),
 ]
 
 

@@ -359,11 +359,20 @@ def test_minicpm3_caches_decompressed_heads() -> None:
     assert not m.is_mla and kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 62 * 40 * 192 * 2
 
 
-def test_mimo_v2_per_type_geometry_is_refused() -> None:
+def test_mimo_v2_per_type_geometry() -> None:
+    # Was refused ("MiMo-V2's sliding layers have their own geometry ... not modelled"); now sized as vLLM 0.33's
+    # mimo_v2.py:408-445 builds it. Without a window the sliding layers cannot be sized: the field is named.
     doc = {"model_type": "mimo_v2", "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512,
            "hybrid_layer_pattern": [0, 1, 1, 0], "swa_head_dim": 192}
-    with pytest.raises(ConfigError, match="'hybrid_layer_pattern': MiMo-V2"):
+    with pytest.raises(ConfigError, match="'sliding_window_size'"):
         normalize(doc, model_id="mimo", source="mimo-v2 fields")
+    # full layers: 8 KV heads (MHA default) × (64 + 64); sliding: 2 heads × (192 + 128), window 128:
+    # per token 2 × 8 × 128 × 2 B + 2 × 2 × 320 × 2 B = 4,096 + 2,560 = 6,656 B
+    m = normalize({**doc, "sliding_window_size": 128, "swa_num_key_value_heads": 2, "swa_v_head_dim": 128},
+                  model_id="mimo", source="mimo-v2 fields")
+    assert [s.kind for s in m.layer_specs] == ["full", "sliding", "sliding", "full"]
+    assert kvplan.kv_cache(m, max_model_len=1).bytes_per_token == 6_656
+    assert kvplan.kv_cache(m, max_model_len=1000).bytes_per_sequence == 4_096 * 1000 + 2_560 * 128
 
 
 def test_unmodelled_architecture_is_refused() -> None:

@@ -46,7 +46,7 @@ from transformers.models.falcon.modeling_falcon import FalconAttention
 import kvplan
 from kvplan.config import bundled_index
 from kvplan.formulas.layers import layer_specs
-from kvplan.specs import AttnSpec, ChunkedAttn, SlidingAttn, parts
+from kvplan.specs import AttnSpec, ChunkedAttn, CompressedMLA, IndexerCache, SlidingAttn, SlidingMLA, parts
 
 # transformers' layer_types strings -> kvplan's layer kinds (written here, not taken from kvplan's
 # own alias table, so a wrong row there cannot agree with itself).
@@ -185,6 +185,8 @@ REMOTE_CODE: dict[str, Callable[[dict[str, Any]], Derived]] = {
 # Bundled architectures transformers does not implement: no class to compare with.
 NOT_IN_TRANSFORMERS = {
     "nvidia/Llama-3_3-Nemotron-Super-49B-v1": "nemotron-nas (DeciLM) runs remote code only; tests/config/test_kinds.py",
+    "deepseek-ai/DeepSeek-V4-Flash": "compressed and sliding latents, no K/V heads: test_deepseek_v4_matches_transformers",
+    "XiaomiMiMo/MiMo-V2-Flash": "heads and K/V widths per kind, window + 1 in transformers: test_mimo_v2_matches_transformers",
 }
 
 
@@ -220,6 +222,40 @@ BUNDLED = [(k, p) for k, p in bundled_index().items() if k in sized_ids() and k 
 @pytest.mark.parametrize(("model_id", "path"), [pytest.param(k, p, id=_short_id(k)) for k, p in BUNDLED])
 def test_kvplan_matches_transformers(model_id: str, path: Path) -> None:
     assert kvplan_view(model_id) == transformers_view(model_id, path)
+
+
+def test_deepseek_v4_matches_transformers() -> None:
+    """DeepSeek-V4: transformers' DeepseekV4Config turns the legacy compress_ratios into layer_types and
+    compress_rates; vLLM takes max(1, compress_rates[layer_type]) per layer (vllm/models/deepseek_v4/
+    attention.py:238-242). Compared: each layer's ratio, the window, the latent's width and rotary part, the
+    indexer key's width."""
+    model_id = "deepseek-ai/DeepSeek-V4-Flash"
+    cfg = AutoConfig.from_pretrained(str(bundled_index()[model_id].parent), trust_remote_code=False)
+    theirs = [max(1, cfg.compress_rates.get(t, 0)) for t in cfg.layer_types]
+    m = kvplan.load_model(model_id)
+    caches = [parts(s) for s in m.layer_specs]
+    assert [next((p.ratio for p in c if isinstance(p, CompressedMLA)), 1) for c in caches] == theirs
+    sliding = {p for c in caches for p in c if isinstance(p, SlidingMLA)}
+    assert sliding == {SlidingMLA(head_dim=cfg.head_dim, rope_dim=cfg.qk_rope_head_dim, window=cfg.sliding_window)}
+    keys = {p.head_dim for c in caches for p in c if isinstance(p, IndexerCache)}
+    assert keys == {cfg.index_head_dim} and m.num_layers == cfg.num_hidden_layers == len(caches)
+
+
+def test_mimo_v2_matches_transformers() -> None:
+    """MiMo-V2: transformers' MiMoV2FlashConfig gives each layer's type, and per type the KV heads and K and V widths
+    (swa_* for sliding layers). Its cache window is sliding_window_size + 1 (the config class adds one; DynamicCache
+    keeps window − 1 tokens of it); vLLM takes sliding_window_size itself (vllm/model_executor/models/mimo_v2.py:
+    408-429), and so does kvplan."""
+    model_id = "XiaomiMiMo/MiMo-V2-Flash"
+    cfg = AutoConfig.from_pretrained(str(bundled_index()[model_id].parent), trust_remote_code=False)
+    types, kwargs = get_layer_types_and_kwargs(cfg)
+    theirs = [(HF_LAYER_KINDS[t], cfg.swa_num_key_value_heads, cfg.swa_head_dim, cfg.swa_v_head_dim,
+               kw["sliding_window"] - 1) if t == "sliding_attention" else
+              (HF_LAYER_KINDS[t], cfg.num_key_value_heads, cfg.head_dim, cfg.v_head_dim, None)
+              for t, kw in zip(types, kwargs, strict=True)]
+    ours = [(s.kind, s.num_kv_heads, s.head_dim, s.v_head_dim, s.window if isinstance(s, SlidingAttn) else None)
+            for s in kvplan.load_model(model_id).layer_specs if isinstance(s, AttnSpec)]
+    assert ours == theirs and len(ours) == cfg.num_hidden_layers
 
 
 # vLLM's dtype=auto (engines.md §1.3): fp32 checkpoints are served in bf16, kvplan notes it.

@@ -9,6 +9,7 @@ come from tests/data/vllm-memory-profiles.json (each profile names its source).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -98,9 +99,14 @@ def test_gpt_oss_20b_0_11_reserves_without_async_or_pp_factor(model: Any) -> Non
 
 def test_gpt_oss_20b_0_8_has_no_hybrid_manager(model: Any) -> None:
     # 0.8 unifies sliding layers to full: 40 GiB // (24 × 32,768) = 54,613 blocks -> 873,808 tokens;
-    # concurrency = tokens / max_model_len = 873,808 / 131,072 = 6.67x
-    p = plan(model, "openai/gpt-oss-20b", "vllm@0.8", 40 * GIB, max_model_len=131072)
+    # concurrency = tokens / max_model_len = 873,808 / 131,072 = 6.67x. vLLM 0.8 has no GptOssForCausalLM (first
+    # listed in 0.10.1.1), so the rule is checked on gpt-oss-20b's layers under an architecture 0.8 builds.
+    gpt_oss = model("openai/gpt-oss-20b")
+    as_08 = dataclasses.replace(gpt_oss, raw={**gpt_oss.raw, "architectures": ["MixtralForCausalLM"]})
+    p = plan(lambda _: as_08, "openai/gpt-oss-20b", "vllm@0.8", 40 * GIB, max_model_len=131072)
     assert (p.num_blocks, p.kv_tokens, f"{p.max_concurrency:.2f}x") == (54_613, 873_808, "6.67x")
+    with pytest.raises(InputError, match=r"GptOssForCausalLM: vLLM serves it from v0\.10\.1\.1"):
+        plan(model, "openai/gpt-oss-20b", "vllm@0.8", 40 * GIB, max_model_len=131072)
 
 
 def test_0_10_token_log_of_the_jetson_profile(model: Any) -> None:

@@ -50,7 +50,9 @@ def test_vllm_011_pads_every_output_to_the_budget() -> None:
     pytest.param("vllm", 3, id="0.33-floor"),
 ])
 def test_items_by_release(engine: str, items: int) -> None:
-    e = encoder(engine, max_num_batched_tokens=1000)
+    # max_num_seqs is given: before 0.10.1 vLLM does not cap its default (1,024) by max_num_batched_tokens and refuses
+    # 1,000 < 1,024 (config/scheduler.py _verify_args); 256 leaves the items uncapped (256 × 999 ≥ 4)
+    e = encoder(engine, max_num_batched_tokens=1000, max_num_seqs=256)
     assert e.items_profiled == items and e.bytes_per_gpu == items * 256 * 5376 * 2
 
 

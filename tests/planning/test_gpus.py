@@ -32,6 +32,12 @@ MIB = 2**20
         pytest.param("MI300X", 191.98, id="mi300x-191.98"),
         pytest.param("MI325X", 255.98, id="mi325x-255.98"),
         pytest.param("T4", 14.748, id="t4-14.748"),
+        # the GPUs of 2026 (research note gpus.md, readings marked C there)
+        pytest.param("B300", 267.69, id="b300-267.69"),
+        pytest.param("GB200", 184.31, id="gb200-184.31"),
+        pytest.param("GB300", 276.5, id="gb300-276.50"),
+        pytest.param("MI355X", 287.98, id="mi355x-287.98"),
+        pytest.param("DGX-Spark", 119.7, id="gb10-119.70"),
     ],
 )
 def test_memory_reproduces_the_reading(name: str, gib: float) -> None:
@@ -44,10 +50,22 @@ def test_memory_reproduces_the_reading(name: str, gib: float) -> None:
 def test_memory_is_below_nvidia_smi_total() -> None:
     # torch's total excludes the driver's reserve, so it sits under nvidia-smi's "Total" (gpus.md):
     # H100 81559 MiB, A100-80G 81920 MiB, L4 23034 MiB, T4 15360 MiB, RTX 4090 24564 MiB.
-    smi_mib = {"H100-SXM": 81559, "A100-80G": 81920, "L4": 23034, "T4": 15360, "RTX-4090": 24564}
+    smi_mib = {"H100-SXM": 81559, "A100-80G": 81920, "L4": 23034, "T4": 15360, "RTX-4090": 24564,
+               "B300": 275040, "GB200": 189471, "GB300": 284208}
     for name, mib in smi_mib.items():
         assert GPUS[name].memory_bytes < mib * MIB, name
         assert GPUS[name].memory_bytes > 0.95 * mib * MIB, name
+
+
+def test_every_entry_has_a_compute_capability() -> None:
+    # CUDA's compute capability (vLLM reads it for backends and KV dtypes); ROCm's gfx942/gfx950 as vLLM maps them
+    # (platforms/rocm.py:236-252); only the unified-memory machine is marked so
+    assert all(gpu.compute_capability for gpu in GPUS.values())
+    assert {n: GPUS[n].compute_capability for n in ("H100-SXM", "A100-80G", "L40S", "B200", "B300", "GB300",
+                                                     "RTX-PRO-6000", "DGX-Spark", "MI300X", "MI355X", "T4")} == {
+        "H100-SXM": (9, 0), "A100-80G": (8, 0), "L40S": (8, 9), "B200": (10, 0), "B300": (10, 3), "GB300": (10, 3),
+        "RTX-PRO-6000": (12, 0), "DGX-Spark": (12, 1), "MI300X": (9, 4), "MI355X": (9, 5), "T4": (7, 5)}
+    assert [g.name for g in GPUS.values() if g.unified_memory] == ["DGX-Spark"]
 
 
 def test_every_entry_is_sourced_and_sane() -> None:
@@ -71,6 +89,11 @@ def test_every_entry_is_sourced_and_sane() -> None:
         ("rtx5090", "RTX-5090"), ("GH200", "GH200"), ("GH200 480GB", "GH200"),
         ("GH200-144GB", "GH200-144G"), ("B200", "B200"), ("MI300X", "MI300X"), ("AMD Instinct MI300X", "MI300X"),
         ("mi325x", "MI325X"), ("T4", "T4"), ("Tesla T4", "T4"), ("V100-16G", "V100-16G"), ("V100-32GB", "V100-32G"),
+        ("NVIDIA B300 SXM6 AC", "B300"), ("NVIDIA GB200", "GB200"), ("GB300", "GB300"), ("NVIDIA H20", "H20"),
+        ("NVIDIA H800", "H800"), ("NVIDIA A800-SXM4-80GB", "A800"), ("AMD Instinct MI355X", "MI355X"),
+        ("MI350X", "MI350X"), ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000"),
+        ("RTX PRO 6000 Blackwell Max-Q Workstation Edition", "RTX-PRO-6000"), ("DGX Spark", "DGX-Spark"),
+        ("NVIDIA GB10", "DGX-Spark"),
     ],
 )
 def test_aliases(alias: str, name: str) -> None:
@@ -114,7 +137,8 @@ def test_gpu_is_frozen_and_overridable() -> None:
     with pytest.raises(AttributeError):
         gpu.memory_bytes = 1  # type: ignore[misc]
     custom = gpu.with_memory(79 * GIB)
-    assert custom == Gpu("H100-SXM", 79 * GIB, gpu.bandwidth_bytes_per_s, "gpu_memory_bytes")
+    # a user-given memory size keeps the GPU's compute capability (its backends), not its nvidia-smi reading
+    assert custom == Gpu("H100-SXM", 79 * GIB, gpu.bandwidth_bytes_per_s, "gpu_memory_bytes", compute_capability=(9, 0))
     assert lookup_gpu("H100").memory_bytes != 79 * GIB  # the catalog is untouched
 
 

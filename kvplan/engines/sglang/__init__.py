@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.base import BudgetRules, BudgetSteps, BudgetTerm, EnginePlan, Refusal, Request, term_bytes
+from kvplan.engines.base import (
+    BudgetRules,
+    BudgetSteps,
+    BudgetTerm,
+    EnginePlan,
+    Refusal,
+    Request,
+    WeightSplit,
+    term_bytes,
+)
 from kvplan.engines.sglang import extras, fraction, pool
 from kvplan.engines.sglang.plan import build, pool_bytes, pool_log
 from kvplan.engines.sglang.releases import MINORS, NEWEST, RELEASES, ROWS, SglangRelease, release_for
@@ -41,6 +50,7 @@ class SglangEngine:
 
     def resolve(self, request: Request) -> Request:
         """Chunked prefill and mem_fraction_static from the GPU (left unset when no GPU is given)."""
+        pool.check_data_parallel(request.tp, request.dp, request.ep)  # before the layout: attention TP is tp // dp
         s = request.settings
         if request.device is None:
             return request
@@ -56,6 +66,12 @@ class SglangEngine:
         pool.check(self.release, request)
         return BudgetRules(profile=None, non_torch=("cuda_context",), nccl_groups=int(request.tp > 1) + int(request.pp > 1),
                            lora=extras.lora_rule(request), cpu_offload_bytes=request.settings.cpu_offload_bytes)
+
+    def weight_split(self, request: Request) -> WeightSplit:
+        """Attention at the attention TP (tp // dp, replicated over the DP groups; tp before 0.4.1), the MoE at
+        TP tp // ep (distributed/parallel_state.py)."""
+        attention_tp = request.tp // request.dp if self.release.heads_by_attention_tp else request.tp
+        return WeightSplit(tp=request.tp, ep=request.ep, attention_tp=attention_tp)
 
     def no_memory(self, request: Request) -> Refusal:
         """The weights leave nothing of the fraction (rest ≤ 0): 0.5.14 on says so (``model_runner_kv_cache_mixin.py
@@ -95,7 +111,8 @@ class SglangEngine:
 
     def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
         pool.check(self.release, request)
-        found = replace(build(self.release, request, layout, budgets_per_stage), version=self.version)
+        found = replace(build(self.release, request, layout, budgets_per_stage), version=self.version,
+                        pools=request.dp)
         return replace(found, refusal=self._too_small(request)) if found.kv_tokens <= 0 else found
 
 

@@ -49,6 +49,18 @@ def check(rel: SglangRelease, req: Request) -> None:
     _check_state(rel, req)
 
 
+def check_data_parallel(tp: int, dp: int, ep: int) -> None:
+    """DP attention (--dp-size with --enable-dp-attention; 0.5.22 on, --attn-dp-size) splits the tp GPUs into dp
+    attention groups: tp % dp asserted (0.5.2 server_args.py:640; 0.5.23 arg_groups/parallel_hook.py:326). The MoE runs
+    at TP tp // ep over ep expert groups (0.5.2 distributed/parallel_state.py:1461-1462), ep at most tp."""
+    if tp % dp:
+        raise InputError(f"dp {dp} must divide tp {tp}: SGLang's DP attention splits the TP GPUs into DP attention "
+                         "groups (assert tp_size % dp_size == 0, sglang/srt/server_args.py:640)", arg=("dp", "tp"))
+    if tp % ep:
+        raise InputError(f"ep {ep} must divide tp {tp}: SGLang's MoE runs at TP size / EP size over EP expert groups "
+                         "inside the TP GPUs (sglang/srt/distributed/parallel_state.py:1461-1462)", arg=("ep", "tp"))
+
+
 def _check_state(rel: SglangRelease, req: Request) -> None:
     if req.model.linear is None:
         return

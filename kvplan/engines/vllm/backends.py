@@ -80,12 +80,40 @@ def mla_backend(dtype: KvDtype, block_size: int | None, gpu_name: str | None,
     return picked
 
 
+def diff_kv_backend(capability: tuple[int, int] | None) -> str:
+    """K and V of different widths (MiMo-V2; vllm/model_executor/models/mimo_v2.py:320-344): FLASH_ATTN_DIFFKV where
+    FlashAttention 3 (sm90) or 4 (sm10x) runs, else TRITON_ATTN_DIFFKV (flash_attn_diffkv.py:43-64); both take
+    blocks of a multiple of 16."""
+    major = (capability or (9, 0))[0]
+    return "FLASH_ATTN_DIFFKV" if major in (9, 10) else "TRITON_ATTN_DIFFKV"
+
+
+MINIMAX_M3_BLOCK = 128  # MiniMax-M3's sparse attention and indexer backends: [128] (models/minimax_m3/common/
+# sparse_attention.py:165-167, common/indexer.py:94-95)
+
+
+def index_key_backend(block_size: int | None) -> tuple[str, int, int]:
+    """MiniMax-M3: blocks of 128 (a manager block that 128 divides is split into kernel blocks of 128; any other is
+    refused by the worker, vllm/v1/worker/utils.py:515-558)."""
+    block = block_size or MINIMAX_M3_BLOCK
+    if block % MINIMAX_M3_BLOCK:
+        raise InputError(f"No common block size for {block} (MINIMAX_M3_SPARSE: [{MINIMAX_M3_BLOCK}]; "
+                         f"MINIMAX_M3_INDEXER: [{MINIMAX_M3_BLOCK}]). (vLLM 0.33's worker, vllm/v1/worker/utils.py:551-558)",
+                         arg="block_size")
+    return "MINIMAX_M3_SPARSE", block, MINIMAX_M3_BLOCK
+
+
 def attention_backend(has_mla: bool, dtype: KvDtype, block_size: int | None, gpu_name: str | None,
-                      sparse: bool = False, head_size: int = 0) -> tuple[str, int, int]:
+                      sparse: bool = False, head_size: int = 0, diff_kv: bool = False,
+                      capability: tuple[int, int] | None = None, index_key: bool = False) -> tuple[str, int, int]:
     """(backend, block size, kernel block multiple) for the model's attention layers; `head_size`
     is the model's (the widest layer's, as vLLM's ModelArchitectureConfig takes the max)."""
     if has_mla:
         return mla_backend(dtype, block_size, gpu_name, sparse)
+    if index_key:
+        return index_key_backend(block_size)
+    if diff_kv:
+        return diff_kv_backend(capability), block_size or DEFAULT_BLOCK_SIZE, FLASH_ATTN_KERNEL_BLOCK
     if is_hopper(gpu_name) and dtype.name in ("fp8", "fp8_e4m3") and head_size == FA4_FP8_HEAD_SIZE:
         if block_size is not None and block_size % FA4_FP8_BLOCK:
             return "TRITON_ATTN", block_size, FLASH_ATTN_KERNEL_BLOCK

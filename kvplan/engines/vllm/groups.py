@@ -16,7 +16,18 @@ from dataclasses import dataclass, replace
 from kvplan.dtypes import KvDtype
 from kvplan.errors import InputError
 from kvplan.formulas.per_token import StateDtypes, encoder_bytes_per_token, part_bytes_per_token, part_state_bytes
-from kvplan.specs import ChunkedAttn, CrossAttn, LayerSpec, LinearState, MLAAttn, Part, SlidingAttn, parts
+from kvplan.specs import (
+    ChunkedAttn,
+    CompressorState,
+    CrossAttn,
+    LayerSpec,
+    LinearState,
+    MLAAttn,
+    Part,
+    SlidingAttn,
+    SlidingMLA,
+    parts,
+)
 from kvplan.units import cdiv
 
 
@@ -39,17 +50,19 @@ class PagedSpec:
 
     @property
     def window(self) -> int:
-        if isinstance(self.spec, SlidingAttn):
+        if isinstance(self.spec, SLIDING):
             return self.spec.window
         return self.spec.chunk_size if isinstance(self.spec, ChunkedAttn) else 0
 
     @property
     def family(self) -> str:
         """vLLM's uniform_type_base_spec (single_type_kv_cache_manager.py:2656-2730): MLA latents and
-        indexer keys are FullAttentionSpecs; sliding and chunked layers match only on equal windows."""
-        if self.kind in ("full", "mla", "indexer"):
+        indexer keys are FullAttentionSpecs; sliding and chunked layers match only on equal windows
+        (DeepSeek-V4's sliding latent and compressor states are SlidingWindowSpecs)."""
+        if self.kind in ("full", "mla", "indexer", "compressed_mla"):
             return "full"
-        return f"{self.kind}:{self.window}" if self.window else self.kind
+        kind = "sliding" if isinstance(self.spec, SLIDING) else self.kind
+        return f"{kind}:{self.window}" if self.window else kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +72,7 @@ class Group:
 
 
 Specs = tuple[PagedSpec | None, ...]
+SLIDING = (SlidingAttn, SlidingMLA, CompressorState)  # vLLM SlidingWindowSpec (and SlidingWindowMLASpec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +182,7 @@ def blocks_needed(spec: PagedSpec, max_model_len: int, in_flight_tokens: int, dc
                   reserve: SpecReserve = NO_SPEC) -> int:
     """Blocks one max_model_len request reserves in one group (vLLM max_memory_usage_bytes / page)."""
     bs, m = spec.block_size, max_model_len
-    if isinstance(spec.spec, SlidingAttn):  # the window may straddle a block boundary: +1
+    if isinstance(spec.spec, SLIDING):  # the window may straddle a block boundary: +1
         return cdiv(min(spec.window - 1 + reserve.retained_tokens + in_flight_tokens, m), bs) + 1
     if isinstance(spec.spec, ChunkedAttn):
         return cdiv(min(spec.window + in_flight_tokens, m), bs)

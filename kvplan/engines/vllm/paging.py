@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.engines.base import Request
+from kvplan.engines.vllm import deepseek_v4
 from kvplan.engines.vllm.backends import DEFAULT_BLOCK_SIZE, attention_backend, is_hopper
 from kvplan.engines.vllm.groups import PagedSpec, Specs, modules, paged_spec
 from kvplan.engines.vllm.mamba import (
@@ -26,7 +27,7 @@ from kvplan.engines.vllm.speculative import worker_stages
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
-from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, parts
+from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, Part, parts
 
 MAX_NUM_BATCHED_TOKENS = 8192  # vLLM 0.33 `vllm serve` default on an H100
 MAMBA_ALIGN_BLOCK = 16  # attention-free models in align mode: mamba_block_size = cache_config.block_size
@@ -42,6 +43,7 @@ class Paging:
     block_size: int  # of attention layers, after any Mamba alignment
     mamba_alignment: int | None  # set when a Mamba hybrid's alignment set the block size
     mamba_align_mode: bool = False
+    packed: tuple[int, ...] | None = None  # block-outermost packing (DeepSeek-V4): each module's stride alignment
 
 
 def max_num_batched_tokens(req: Request) -> int:
@@ -88,11 +90,11 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     0.11 platforms/cuda.py:161-167 whatever the size, 0.12-0.17 unless a multiple (``_forced_mla_block``)."""
     per_gpu = (*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ()))
     mods = modules(per_gpu, worker_stages(req, layout))
+    if deepseek_v4.is_deepseek_v4(mods.parts):
+        specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
+        return Paging(specs, mods.stages, name, block, None, packed=aligns)
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
-    head_size = max((p.head_dim for p in mods.parts if isinstance(p, AttnSpec)), default=0)
-    asked = _forced_mla_block(req, bool(mla) and not any(p.sparse for p in mla), rel)
-    backend, bs, kernel = attention_backend(bool(mla), layout.kv_dtype, asked, req.gpu_name,
-                                            sparse=any(p.sparse for p in mla), head_size=head_size)
+    backend, bs, kernel = _backend(req, layout, mods.parts, rel)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
     specs = tuple(paged_spec(p, layout.kv_dtype, dtypes, bs) for p in mods.parts)
     specs = _with_cross_blocks(specs, max_num_batched_tokens(req))
@@ -128,6 +130,17 @@ def _forced_mla_block(req: Request, dense_mla: bool, rel: VllmRelease) -> int | 
     if size is None or not dense_mla or not is_hopper(req.gpu_name):
         return asked
     return asked if asked and (asked == size or (rel.mla_block_multiples and asked % size == 0)) else size
+
+
+def _backend(req: Request, layout: Layout, parts_: tuple[Part | None, ...], rel: VllmRelease) -> tuple[str, int, int]:
+    mla = [p for p in parts_ if isinstance(p, MLAAttn)]
+    heads = [p for p in parts_ if isinstance(p, AttnSpec)]
+    asked = _forced_mla_block(req, bool(mla) and not any(p.sparse for p in mla), rel)
+    return attention_backend(bool(mla), layout.kv_dtype, asked, req.gpu_name,
+                             sparse=any(p.sparse for p in mla), head_size=max((p.head_dim for p in heads), default=0),
+                             diff_kv=any(p.v_head_dim != p.head_dim for p in heads),
+                             capability=req.device.compute_capability if req.device else None,
+                             index_key=any(isinstance(p, IndexerCache) and not p.scales for p in parts_))
 
 
 def _gdn_flashinfer(req: Request, states: list[LinearState]) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
-from kvplan.engines.vllm import refusals, speculative
+from kvplan.engines.vllm import deepseek_v4, packed, refusals, speculative
 from kvplan.engines.vllm.backends import is_hopper
 from kvplan.engines.vllm.groups import (
     NO_SPEC,
@@ -28,6 +28,7 @@ from kvplan.engines.vllm.groups import (
 )
 from kvplan.engines.vllm.paging import Paging, kept_block_size, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
+from kvplan.engines.vllm.served import check_served
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layout import Layout
 from kvplan.specs import AttnSpec, parts
@@ -38,16 +39,6 @@ V0_SWAP_SPACE_BYTES = 4 * 1024**3  # V0 CacheConfig.swap_space default (4 GiB)
 KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
 
 
-# Architectures vLLM 0.33 no longer builds, with the last release that did (_PREVIOUSLY_SUPPORTED_MODELS,
-# vllm/model_executor/models/registry.py:841-895; the ones a bundled or common config declares). A release
-# after that one refuses them. BaichuanForCausalLM was still registered in 0.24.0 although vLLM's list says 0.23.0
-# (/work/research registry.json, read from each release's registry).
-REMOVED_ARCHITECTURES = {
-    "RWForCausalLM": "0.28.0", "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0",
-    "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "MiniMaxM1ForCausalLM": "0.23.0",
-    "BambaForCausalLM": "0.23.0", "Plamo2ForCausalLM": "0.26.0", "MllamaForConditionalGeneration": "0.10.2",
-    "Phi4FlashForCausalLM": "0.10.2", "QWenLMHeadModel": "0.23.0", "BaichuanForCausalLM": "0.24.0",
-}
 # Model classes without SupportsPP: vLLM refuses pp > 1 ("Pipeline parallelism is not supported for this
 # model", vllm/config/model.py:1573): whisper.py, gemma3n_mm.py.
 NO_PP_ARCHITECTURES = ("WhisperForConditionalGeneration", "Gemma3nForConditionalGeneration", "Gemma3nForCausalLM")
@@ -63,11 +54,13 @@ class Blocks:
     stages: tuple[range, ...]  # the layers of each worker's stage (the last holds any draft layers)
     reserve: SpecReserve = NO_SPEC
     first_group_check: bool = False  # the start-up check counts the first group's blocks only (0.14-0.18)
+    packed: bool = False  # block-outermost packed groups (DeepSeek-V4)
 
 
 def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
     """What vLLM refuses before planning: a length past the model's, heads it cannot split, an architecture
-    it no longer builds (0.33), pipeline parallelism a model class lacks, a KV dtype Falcon ignores."""
+    the release does not build (not yet, or no longer), pipeline parallelism a model class lacks, a KV dtype
+    Falcon ignores."""
     m = req.model
     if m.max_model_len and req.max_model_len > m.max_model_len:
         raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
@@ -84,11 +77,7 @@ def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
 def _check_architecture(req: Request, layout: Layout, rel: VllmRelease) -> None:
     m, archs = req.model, req.model.raw.get("architectures")
     archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
-    removed = [a for a in archs if a in REMOVED_ARCHITECTURES and rel.version > _version(REMOVED_ARCHITECTURES[a])]
-    if removed:
-        raise InputError(f"{rel.label} refuses architecture {removed[0]}: supported until "
-                         f"v{REMOVED_ARCHITECTURES[removed[0]]} (vllm/model_executor/models/registry.py)",
-                         arg="engine")
+    check_served(archs, rel.key, rel.label.split(" (")[0])  # served.py: the registry by release
     if "FalconForCausalLM" in archs and not m.raw.get("alibi") and layout.kv_dtype.name != m.dtype:
         raise InputError(f"vLLM's Falcon attention ignores the KV dtype ({layout.kv_dtype.name}): it builds its "
                          "rotary Attention without the cache config (vllm/model_executor/models/falcon.py:173-180), "
@@ -98,8 +87,6 @@ def _check_architecture(req: Request, layout: Layout, rel: VllmRelease) -> None:
                             "parallelism", arg="pp")
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split("."))
 
 
 def in_flight_tokens(req: Request) -> int:
@@ -113,15 +100,20 @@ def in_flight_tokens(req: Request) -> int:
 def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelease) -> Blocks:
     """Groups, bytes per block id on each stage, blocks per request, and num_blocks (min over stages)."""
     specs = pages.specs
-    groups, uniform_type = kv_cache_groups(specs, rel.group_size_ratio, rel.hybrid_groups_strided)
     stages = pages.stages
-    block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
+    if pages.packed is not None:  # block-outermost packing (DeepSeek-V4): packed.py
+        groups, uniform_type = packed.packed_groups(specs), True
+        block_bytes = tuple(deepseek_v4.block_bytes(rel.key, groups, specs, r, pages.packed) for r in stages)
+    else:
+        groups, uniform_type = kv_cache_groups(specs, rel.group_size_ratio, rel.hybrid_groups_strided)
+        block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(_group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, rel.check_first_group)
+    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve,
+                  first_group_check=rel.check_first_group, packed=pages.packed is not None)
 
 
 def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,
@@ -134,8 +126,13 @@ def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tupl
 
 def request_bytes(req: Request, specs: Specs, stage: range, length: int, paged: Blocks) -> int:
     """Bytes the start-up check counts for one request of `length` tokens on a worker of this stage: what it
-    reserves; 0.14-0.18 (``check_first_group``) the group width × page × the first group's blocks only
+    reserves (packed groups: one block id per block a group needs, vllm/v1/core/kv_cache_planning.py:1253-1285);
+    0.14-0.18 (``check_first_group``) the group width × page × the first group's blocks only
     (0.14.0 v1/core/kv_cache_utils.py:1342-1351)."""
+    if paged.packed:
+        flight = (paged.in_flight, req.dcp)
+        need = sum(_group_need(g, specs, length, flight, True, paged.reserve) for g in paged.groups)
+        return need * paged.block_bytes[paged.stages.index(stage)]
     if paged.first_group_check and len(paged.groups) > 1:
         first = paged.groups[0].spec
         need = blocks_needed(first, length, paged.in_flight, req.dcp, paged.reserve)
@@ -236,7 +233,9 @@ def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
         mode = "align (prefix caching)" if pages.mamba_align_mode else "none (no prefix caching)"
         out.append(f"attention block size set to {pages.block_size} tokens so one page holds a Mamba/linear state "
                    f"(a smaller block_size is raised); mamba_cache_mode {mode}")
-    padding = _padding(paged.groups)
+    padding = 0 if paged.packed else _padding(paged.groups)
+    if paged.packed:
+        out.append(packed.waste_note(paged.groups, pages.specs, paged.block_bytes))
     if padding:
         width = max(len(g.layers) for g in paged.groups)
         out.append(f"hybrid groups padded with {padding} layers: up to "
@@ -282,10 +281,15 @@ def rows(paged: Blocks) -> tuple[GroupRow, ...]:
     """One row per kind of cache module: its modules, the engine groups holding it, its blocks per request."""
     heavy = paged.stages[paged.block_bytes.index(max(paged.block_bytes))]
     out: dict[str, GroupRow] = {}
+    blocks: dict[str, set[int]] = {}  # a kind in groups of several block sizes (DeepSeek-V4's compressor states) gets a row per size
+    for g in paged.groups:
+        blocks.setdefault(g.spec.kind, set()).add(g.spec.block_size)
     for g, n in zip(paged.groups, paged.need, strict=True):
-        spec, prev = g.spec, out.get(g.spec.kind)
-        out[spec.kind] = GroupRow(
-            kind=spec.kind, num_layers=len(g.layers) + (prev.num_layers if prev else 0),
+        spec = g.spec
+        kind = spec.kind if len(blocks[spec.kind]) == 1 else f"{spec.kind} (block {spec.block_size})"
+        prev = out.get(kind)
+        out[kind] = GroupRow(
+            kind=kind, num_layers=len(g.layers) + (prev.num_layers if prev else 0),
             num_layers_per_gpu=sum(1 for i in g.layers if i in heavy) + (prev.num_layers_per_gpu if prev else 0),
             engine_groups=(prev.engine_groups if prev else 0) + 1, block_size=spec.block_size,
             page_bytes_per_layer=spec.page_bytes, blocks_per_request=n,

@@ -148,34 +148,39 @@ def _check(**sizes: int) -> None:
             raise InputError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _split(model: ModelConfig, weights_dtype: str | None, tp: int | None, ep: int) -> Split:
-    return Split(weight_format(model, weights_dtype), tp, ep, model.num_attention_heads, model.num_kv_heads)
+Cuts = tuple[int, int | None, int | None]  # ep, expert_tp, attention_tp (None: tp)
+
+
+def _split(model: ModelConfig, weights_dtype: str | None, tp: int | None, cuts: Cuts) -> Split:
+    ep, expert_tp, attention_tp = cuts
+    return Split(weight_format(model, weights_dtype), tp, ep, model.num_attention_heads, model.num_kv_heads,
+                 expert_tp, attention_tp)
 
 
 def weight_bytes(model: ModelConfig, weights_dtype: str | None = None, *, include_mtp: bool = False) -> int:
     """Bytes of all weights as stored (no TP split, no vocab padding), scales included."""
-    return sum(stage_bytes(weight_parts(model), _split(model, weights_dtype, None, 1), 1, 0,
+    return sum(stage_bytes(weight_parts(model), _split(model, weights_dtype, None, (1, None, None)), 1, 0,
                            include_mtp=include_mtp).values())
 
 
 @lru_cache(maxsize=1024)
-def _stages(model: ModelConfig, _key: str, tp: int, pp: int, ep: int, weights_dtype: str | None,
+def _stages(model: ModelConfig, _key: str, tp: int, pp: int, cuts: Cuts, weights_dtype: str | None,
             include_mtp: bool, towers: Towers) -> tuple[dict[str, int], ...]:
-    parts, split = weight_parts(model), _split(model, weights_dtype, tp, ep)
+    parts, split = weight_parts(model), _split(model, weights_dtype, tp, cuts)
     return tuple(dict(stage_bytes(parts, split, pp, s, include_mtp=include_mtp, towers=towers)) for s in range(pp))
 
 
-def _stage_kinds(model: ModelConfig, tp: int, pp: int, ep: int, weights_dtype: str | None, include_mtp: bool,
+def _stage_kinds(model: ModelConfig, tp: int, pp: int, cuts: Cuts, weights_dtype: str | None, include_mtp: bool,
                  towers: Towers) -> tuple[dict[str, int], ...]:
-    _check(tp=tp, pp=pp, ep=ep)
-    return _stages(model, content_key(model), tp, pp, ep, weights_dtype, include_mtp, towers)
+    _check(tp=tp, pp=pp, ep=cuts[0], expert_tp=cuts[1] or tp, attention_tp=cuts[2] or tp)
+    return _stages(model, content_key(model), tp, pp, cuts, weights_dtype, include_mtp, towers)
 
 
 def weight_bytes_by_kind(model: ModelConfig, *, tp: int = 1, pp: int = 1, stage: int | None = None,
                          weights_dtype: str | None = None, include_mtp: bool = False, ep: int = 1,
                          towers: Towers = "first") -> dict[str, int]:
     """Bytes on one GPU of `stage` (default: the heaviest) by kind: embedding, attention, moe_experts, ..., mtp."""
-    stages = _stage_kinds(model, tp, pp, ep, weights_dtype, include_mtp, towers)
+    stages = _stage_kinds(model, tp, pp, (ep, None, None), weights_dtype, include_mtp, towers)
     if stage is None:
         stage = max(range(pp), key=lambda s: sum(stages[s].values()))
     if not 0 <= stage < pp:
@@ -184,9 +189,11 @@ def weight_bytes_by_kind(model: ModelConfig, *, tp: int = 1, pp: int = 1, stage:
 
 
 def weight_bytes_per_stage(model: ModelConfig, *, tp: int = 1, pp: int = 1, weights_dtype: str | None = None,
-                           include_mtp: bool = False, ep: int = 1, towers: Towers = "first") -> tuple[int, ...]:
-    """Bytes on one TP rank of each PP stage."""
-    return tuple(sum(s.values()) for s in _stage_kinds(model, tp, pp, ep, weights_dtype, include_mtp, towers))
+                           include_mtp: bool = False, ep: int = 1, towers: Towers = "first",
+                           expert_tp: int | None = None, attention_tp: int | None = None) -> tuple[int, ...]:
+    """Bytes on one TP rank of each PP stage (experts at `expert_tp`, attention at `attention_tp`; None: `tp`)."""
+    cuts = (ep, expert_tp, attention_tp)
+    return tuple(sum(s.values()) for s in _stage_kinds(model, tp, pp, cuts, weights_dtype, include_mtp, towers))
 
 
 def weight_bytes_per_gpu(model: ModelConfig, *, tp: int = 1, pp: int = 1, weights_dtype: str | None = None,
@@ -201,7 +208,7 @@ def mtp_bytes_per_gpu(model: ModelConfig, *, tp: int = 1, weights_dtype: str | N
     """Bytes of the MTP modules on one TP rank, without the parts the engine shares with the target
     (vLLM's MTP drafter reuses the target's embedding and lm_head)."""
     _check(tp=tp)
-    by_kind, split = Counter[str](), _split(model, weights_dtype, tp, 1)
+    by_kind, split = Counter[str](), _split(model, weights_dtype, tp, (1, None, None))
     for layer in weight_parts(model).mtp_layers:
         add_bytes(by_kind, (p for p in layer if p.category not in shared), split, "mtp")
     return by_kind["mtp"]

@@ -8,8 +8,9 @@ formula):
   (``kv_heads_per_rank``: replicated once tp exceeds them), a fused Q/K/V weight splits its Q rows and its
   K/V rows the same way.
 - EP (``ep``): a stack of experts is split over the EP ranks (ceil(experts / ep) on the most loaded rank),
-  each expert cut by the TP ranks within an EP group (tp // ep, at least 1: vLLM's expert parallelism runs
-  the experts unsplit, ep = tp × dp; SGLang's --ep-size below tp keeps tp / ep).
+  each expert cut by the TP ranks within an EP group (expert_tp // ep, at least 1: vLLM's MoE runs at TP
+  dp × tp, so its expert parallelism, ep = dp × tp, runs the experts unsplit; SGLang's --ep-size below tp keeps
+  tp / ep). Attention parts are cut by ``attention_tp`` where an engine sets one (SGLang DP attention: tp / dp).
 - PP (``pp``): decoder layers as ``pp_layer_counts``; the first stage holds the embeddings and the towers
   (``towers="every"``: every stage, as vLLM's V1 model runner builds them; ``"none"``: text only), the last
   the final norm, lm_head and the MTP modules; with tied embeddings and pp > 1 the last stage holds its own
@@ -117,6 +118,8 @@ class Split:
     ep: int
     heads: int
     kv_heads: int
+    expert_tp: int | None = None  # the TP the MoE layers run at (None: tp; vLLM's data parallel: dp × tp)
+    attention_tp: int | None = None  # the TP the attention layers run at (None: tp; SGLang DP attention: tp // dp)
 
 
 def shard_shape(part: Part, tp: int, num_kv_heads: int, *, heads: int = 0) -> tuple[int, ...]:
@@ -143,21 +146,29 @@ def _shard(shape: tuple[int, ...], tp_rule: TpRule, tp: int, num_kv_heads: int, 
     return shape
 
 
+def _rank_tp(part: Part, split: Split) -> int | None:
+    """The TP size `part` is cut by: experts by the MoE TP over the EP ranks, attention by the attention TP."""
+    if split.tp is None:
+        return None
+    if part.tp.startswith("expert-"):
+        return max(1, (split.expert_tp or split.tp) // split.ep)
+    return split.attention_tp or split.tp if part.category == "attention" else split.tp
+
+
 def part_bytes(part: Part, split: Split) -> int:
     """Bytes of `part` on one rank, scales included."""
     quantized = part.is_linear and part.bits is None and split.fmt.is_quantized(part.name)
-    return _shaped_bytes(part.shape, part.tp, part.count, part.bits, quantized, split)
+    return _shaped_bytes(part.shape, part.tp, part.count, part.bits, quantized, _rank_tp(part, split), split)
 
 
 @lru_cache(maxsize=8192)
 def _shaped_bytes(shape: tuple[int, ...], rule: TpRule, count: int, bits: int | None, quantized: bool,
-                  split: Split) -> int:
-    """part_bytes without the name: the decoder layers repeat their shapes, so a layout's count is a few
-    dozen of these (fit tries every layout of a model, and counted DeepSeek-V3's 61 layers part by part)."""
-    expert = rule.startswith("expert-")
-    if expert and split.tp is not None:
+                  tp: int | None, split: Split) -> int:
+    """part_bytes without the name, cut by `tp` (_rank_tp): the decoder layers repeat their shapes, so a layout's
+    count is a few dozen of these (fit tries every layout of a model, and counted DeepSeek-V3's 61 layers part by
+    part)."""
+    if rule.startswith("expert-") and split.tp is not None:
         count = cdiv(count, split.ep)
-    tp = max(1, split.tp // split.ep) if expert and split.tp is not None else split.tp
     shape = shape if tp is None else _shard(shape, rule, tp, split.kv_heads, split.heads)
     if bits is not None:
         elements = count

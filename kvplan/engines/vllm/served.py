@@ -1,0 +1,77 @@
+"""Which vLLM release serves an architecture, as data keyed by release (``registry.json`` beside this file).
+
+Each architecture of ``vllm/model_executor/models/registry.py`` across the releases kvplan's research read
+(0.8.0-0.33.0; mllama's first, 0.6.2, from that release's ``models/__init__.py``): the first release that lists
+it, and the first that refuses it (``_PREVIOUSLY_SUPPORTED_MODELS``), with the last release vLLM's refusal names.
+A release row serves it when its version is at least the first and below the refusal; a version compares on as
+many parts as the row's key has (the row ``0.10`` stands for every 0.10.x, so it serves what 0.10.2 serves).
+An architecture first listed in 0.8.0 may be older: rows before 0.8 serve it. Architectures that left the native
+registry for the Transformers backend are still served (kvplan sizes them by their config).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from kvplan.errors import InputError
+
+REGISTRY = Path(__file__).resolve().parent / "registry.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One architecture's releases: first listed (None: 0.8.0 or earlier), last native, first refusing, the release
+    vLLM's refusal names, kind, and the first release that has it only through the Transformers backend."""
+
+    first: str | None
+    last: str | None
+    refused_from: str | None
+    says_last: str | None
+    kind: str
+    transformers_from: str | None
+
+
+@cache
+def registry() -> dict[str, Served]:
+    doc = json.loads(REGISTRY.read_text())
+    return {name: Served(*(row + [None] * (6 - len(row)))) for name, row in doc["architectures"].items()}
+
+
+def newest() -> str:
+    return str(json.loads(REGISTRY.read_text())["newest"])
+
+
+def version(key: str) -> tuple[int, ...]:
+    """A release key or version ('0.10', '0.8-v0', '0.6.4', 'vLLM 0.33') -> its numbers."""
+    found = re.search(r"\d+(?:\.\d+)*", key)
+    return tuple(int(x) for x in found.group(0).split(".")) if found else ()
+
+
+def at_least(row: str, bound: str) -> bool:
+    """The row's version ≥ bound, compared on the row key's parts ('0.10' ≥ '0.10.2': a 0.10 release does)."""
+    ours = version(row)
+    return ours >= version(bound)[: len(ours)]
+
+
+def below(row: str, bound: str) -> bool:
+    ours = version(row)
+    return ours < version(bound)[: len(ours)]
+
+
+def check_served(architectures: list[str], row_key: str, label: str) -> None:
+    """Refuse an architecture the release does not build, in vLLM's words where it has them."""
+    table = registry()
+    for arch in architectures:
+        served = table.get(arch)
+        if served is None:
+            continue
+        if served.refused_from and not below(row_key, served.refused_from):
+            raise InputError(f"{label} refuses architecture {arch}: supported until v{served.says_last} "
+                             "(vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS)", arg="engine")
+        if served.first and below(row_key, served.first):
+            raise InputError(f"{label} does not have architecture {arch}: vLLM serves it from v{served.first} "
+                             "(vllm/model_executor/models/registry.py)", arg="engine")

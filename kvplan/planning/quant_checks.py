@@ -1,0 +1,90 @@
+"""vLLM's check that a block-quantized FP8 checkpoint's weight blocks divide at the requested TP, on the weight
+inventory (``kvplan.planning.weights.parts``), release by release.
+
+``validate_fp8_block_shape`` (0.33 ``model_executor/layers/quantization/utils/fp8_utils.py:1296-1344``, from
+``Fp8LinearMethod.create_weights``) for a checkpoint with ``weight_block_size = [block_n, block_k]``:
+- a row-parallel layer (o_proj, down_proj) at tp > 1: its input per rank must be a multiple of block_k;
+- a column-parallel layer: its output per rank a multiple of block_n. A merged layer (QKV, gate_up) whose partitions
+  do not divide is let through from 0.14 (``linear.py:562-585``, ``allow_fp8_block_shape_mismatch``); before,
+  each partition is checked (0.11 ``fp8_utils.py:760-782``);
+- MoE experts (``fp8_utils.py:1347-1374``; 0.11 ``quantization/fp8.py:505-515``): the intermediate size per rank a
+  multiple of block_n, and at tp > 1 of block_k. Experts are not split under expert parallelism (kvplan's DP).
+The first layer that fails refuses the start; kvplan walks the layers in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvplan.config.model import ModelConfig
+from kvplan.engines.vllm.served import at_least
+from kvplan.errors import KvplanError
+from kvplan.planning.weights.parts import Part, model_parts
+
+MERGED_RELAXED_FROM = "0.14"
+MERGED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "gate_proj", "up_proj", "linear_attn.")
+
+
+def block_shape(model: ModelConfig) -> tuple[int, int] | None:
+    quant: Any = model.raw.get("quantization_config")
+    if not isinstance(quant, dict) or quant.get("quant_method") != "fp8":
+        return None
+    block = quant.get("weight_block_size")
+    if not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
+        return None
+    return block[0], block[1]
+
+
+def _merged(part: Part, model: ModelConfig) -> bool:
+    return any(part.name.endswith(m) or part.name.startswith(m) for m in MERGED) and not (
+        model.is_mla and part.name == "self_attn.q_proj")
+
+
+def _expert_refusal(part: Part, tp: int, block: tuple[int, int]) -> str | None:
+    inter = (part.shape[0] // 2 if "gate_up" in part.name else part.shape[1]) // tp
+    if "gate_up" in part.name and inter % block[0]:
+        return f"The output_size of gate's and up's weight = {inter} is not divisible by weight quantization block_n = {block[0]}."
+    if "down" in part.name and tp > 1 and inter % block[1]:
+        return f"The input_size of down's weight = {inter} is not divisible by weight quantization block_k = {block[1]}."
+    return None
+
+
+def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int], release_key: str) -> str | None:
+    if not part.is_linear or part.tp in ("replicated", "vocab"):
+        return None
+    if part.category == "moe_experts":
+        return _expert_refusal(part, tp, block)
+    if part.tp == "row":
+        size = part.shape[1] // tp
+        bad = tp > 1 and size % block[1]
+        return f"Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block[1]}." \
+            if bad else None
+    merged = _merged(part, model)
+    if merged and at_least(release_key, MERGED_RELAXED_FROM):
+        return None
+    size = part.shape[0] // tp
+    if part.tp == "kv":  # K/V rows split by KV heads, replicated once tp passes them
+        size = max(1, model.num_kv_heads // tp) * (part.shape[0] // model.num_kv_heads)
+    if size % block[0]:
+        return f"Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block[0]}."
+    return None
+
+
+def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, expert_tp: int | None = None) -> str | None:
+    """vLLM's message for the first layer whose FP8 weight blocks do not divide at `tp` (the experts at `expert_tp`:
+    vLLM's MoE TP, dp × tp; None: whole experts under expert parallel); None when all do."""
+    block = block_shape(model)
+    if block is None:
+        return None
+    try:
+        layers = model_parts(model).layers
+    except KvplanError:
+        return None  # a family whose weights kvplan does not know: nothing to check against
+    for layer in layers:
+        for part in layer:
+            if part.category == "moe_experts" and expert_tp is None:
+                continue
+            at = expert_tp if part.category == "moe_experts" and expert_tp is not None else tp
+            if (message := _part_refusal(part, model, at, block, release_key)) is not None:
+                return message
+    return None
