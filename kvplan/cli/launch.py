@@ -65,11 +65,11 @@ def resolve(asked: Asked, engines: list[str]) -> tuple[Any, Any, list[str]]:
 
 def manifest(payload: Any) -> dict[str, Any]:
     """--format yaml: one answer as a deployment takes it (None where kvplan has no command for its release)."""
-    layout = payload.layout or {}
+    from kvplan.render.payload import plain
+
+    layout = payload.layout
     return {"model": payload.model, "engine": payload.engine, "release": payload.command_release,
-            "gpu": payload.gpu, "gpus_per_replica": layout.get("tp", 1) * layout.get("pp", 1) * (
-                1 if layout.get("dp", 1) == 1 or (payload.flags or {}).get("--enable-dp-attention") else layout["dp"]),
-            "replicas": 1, "layout": dict(layout), "command": payload.command, "flags": dict(payload.flags or {}),
+            "gpu": payload.gpu, "gpus_per_replica": layout.gpus, "replicas": 1, "layout": plain(layout), "command": payload.command, "flags": dict(payload.flags or {}),
             "min_gpu_memory_bytes": payload.gpu_memory_bytes, "kv_tokens": payload.kv_tokens,
             "max_concurrency": payload.max_concurrency, "notes": list(payload.notes)}
 

@@ -47,7 +47,8 @@ def test_the_command_out_pasted_back_is_the_same_answer(run_cli: Any) -> None:
                                 "--max-num-seqs 256 --gpu-memory-utilization 0.9 --kv-cache-dtype fp8")
     again = _json(run_cli, "--gpu", "L40S", "--engine", "vllm@0.19", "--json", "--", first["command"])
     assert {k: again[k] for k in SAME} == {k: first[k] for k in SAME}
-    assert first["layout"] == {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "dcp": 1, "nodes": 1, "gpus_per_node": 1}
+    assert first["layout"] == {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "dcp": 1, "nodes": 1, "gpus_per_node": 1,
+                               "gpus": 1, "pools": 1}
 
 
 @pytest.mark.parametrize(("args", "message"), [
