@@ -14,7 +14,7 @@ from kvplan.cli.common import emit
 from kvplan.cli.expand import Expand, command
 from kvplan.cli.options import OUTPUT, GpuIndex, Json, KvDtypeOrNone, ModelList, cache_options, option, switch
 from kvplan.errors import KvplanError
-from kvplan.formulas import DEFAULT_BLOCK_SIZE, CacheRequest
+from kvplan.formulas import CacheRequest
 
 if TYPE_CHECKING:
     import torch
@@ -166,7 +166,7 @@ def _options(on_gpu: bool, cache: CacheRequest, blocks: int | None, seqs: int | 
     if (blocks is not None and blocks <= 0) or (seqs is not None and seqs <= 0) or cache.block_size == 0:
         raise KvplanError("--blocks, --seqs and --block-size must be positive")
     return ProbeOptions(num_blocks=blocks or (GPU_BLOCKS if on_gpu else CPU_BLOCKS),
-                        cache=replace(cache, block_size=cache.paged_in(DEFAULT_BLOCK_SIZE)),
+                        cache=cache,  # block size None: the probe's 16, or the engine's where a model needs its own
                         num_seqs=seqs or (GPU_SEQS if on_gpu else CPU_SEQS), layout=layout,
                         check_kernels=kernel_check, time_kernels=on_gpu)
 
