@@ -14,7 +14,7 @@ from kvplan.cli.common import emit
 from kvplan.cli.expand import Expand, command
 from kvplan.cli.options import OUTPUT, GpuIndex, Json, KvDtypeOrNone, ModelList, cache_options, option, switch
 from kvplan.errors import KvplanError
-from kvplan.formulas import DEFAULT_BLOCK_SIZE, CacheRequest
+from kvplan.formulas import CacheRequest
 
 if TYPE_CHECKING:
     import torch
@@ -52,7 +52,7 @@ def plan_targets(models: list[str] | None, kv_dtype: str | None, opts: ProbeOpti
     from kvplan.config import load_model
     from kvplan.probe import require_torch
     from kvplan.probe.allocate import CacheShape, allocate_group
-    from kvplan.probe.run import DEFAULT_TARGETS, probe_layout
+    from kvplan.probe.run import DEFAULT_TARGETS, probe_block_size, probe_layout
 
     torch = require_torch()
     wanted = [(m, kv_dtype or "auto") for m in models] if models else \
@@ -63,7 +63,8 @@ def plan_targets(models: list[str] | None, kv_dtype: str | None, opts: ProbeOpti
             layout = probe_layout(load_model(model_id), dtype, opts, tp)
             for g in layout.groups:  # a dry run on the meta device: refuses layouts that cannot be built
                 allocate_group(CacheShape(spec=g.spec_per_gpu, num_layers=g.num_layers, num_blocks=1,
-                                          block_size=opts.block_size, num_seqs=1, kv_dtype=layout.kv_dtype,
+                                          block_size=probe_block_size(layout, opts), num_seqs=1,
+                                          kv_dtype=layout.kv_dtype,
                                           state_dtype=layout.state_dtype, layout=opts.layout),
                                torch.device("meta"))
         except KvplanError as exc:
@@ -166,7 +167,7 @@ def _options(on_gpu: bool, cache: CacheRequest, blocks: int | None, seqs: int | 
     if (blocks is not None and blocks <= 0) or (seqs is not None and seqs <= 0) or cache.block_size == 0:
         raise KvplanError("--blocks, --seqs and --block-size must be positive")
     return ProbeOptions(num_blocks=blocks or (GPU_BLOCKS if on_gpu else CPU_BLOCKS),
-                        cache=replace(cache, block_size=cache.paged_in(DEFAULT_BLOCK_SIZE)),
+                        cache=cache,  # block size None: the probe's 16, or the engine's where a model needs its own
                         num_seqs=seqs or (GPU_SEQS if on_gpu else CPU_SEQS), layout=layout,
                         check_kernels=kernel_check, time_kernels=on_gpu)
 
@@ -175,7 +176,7 @@ def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> tuple[Repli
     from kvplan.config import load_model
     from kvplan.formulas.per_token import StateDtypes
     from kvplan.probe.compare import predicted_group_bytes
-    from kvplan.probe.run import probe_layout
+    from kvplan.probe.run import probe_block_size, probe_layout
     from kvplan.render.probe import replication_rows
 
     whole = {}  # the unsharded prediction (g.spec, not g.spec_per_gpu): what one copy of the cache takes
@@ -183,7 +184,8 @@ def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> tuple[Repli
         layout = probe_layout(load_model(r.model), r.kv_dtype, opts, tp)
         whole[(r.model, r.kv_dtype)] = sum(
             predicted_group_bytes(g.spec, g.num_layers, layout.kv_dtype,
-                                  StateDtypes(layout.state_dtype, layout.ssm_state_dtype), opts.block_size,
+                                  StateDtypes(layout.state_dtype, layout.ssm_state_dtype),
+                                  probe_block_size(layout, opts),
                                   opts.num_blocks, opts.num_seqs) for g in layout.groups)
     return replication_rows(results, whole)
 
@@ -191,13 +193,13 @@ def _replication(results: list[Any], opts: ProbeOptions, tp: int) -> tuple[Repli
 def _capacity(targets: list[tuple[str, str]], opts: ProbeOptions, dev: torch.device,
               tp: int) -> CapacityCheckPayload:
     from kvplan.config import load_model
-    from kvplan.formulas import page_bytes
     from kvplan.probe.capacity import capacity_check
-    from kvplan.probe.run import cache_shapes, probe_layout
+    from kvplan.probe.compare import layer_page_bytes
+    from kvplan.probe.run import cache_shapes, probe_block_size, probe_layout
     from kvplan.render.probe import capacity_check_payload
 
     model_id, dtype = targets[0]
     layout = probe_layout(load_model(model_id), dtype, opts, tp)
-    block_bytes = sum(g.num_layers * page_bytes(g.spec_per_gpu, layout.kv_dtype, opts.block_size)
-                      for g in layout.groups)
+    block = probe_block_size(layout, opts)
+    block_bytes = sum(g.num_layers * layer_page_bytes(g.spec_per_gpu, layout.kv_dtype, block) for g in layout.groups)
     return capacity_check_payload(capacity_check(model_id, cache_shapes(layout, opts), block_bytes, tp, dtype, dev))

@@ -13,7 +13,8 @@ Element storage: fp8 as uint8 (vLLM); int8/int4 with one fp16 scale per ``quant_
 (int4 packed two per byte) in a ``*_scale`` tensor of the same layout; fp8/int8_per_token_head with
 one fp32 scale per token and head; nvfp4 packed with one byte-scale per 16 values; fp8_ds_mla as
 the 656-byte latent rows. Linear/Mamba layers get ``conv`` and ``ssm`` state tensors per sequence
-(each in its own dtype); a sparse-attention indexer gets its byte rows; a composite layer gets its
+(each in its own dtype); a sparse-attention indexer gets its byte rows; DeepSeek-V4's latents, compressor
+states and compressed indexer keys get vLLM's pages of raw rows (``kvplan.probe.compressed``); a composite layer gets its
 parts' tensors, named ``<part>.<tensor>``.
 
 This module never computes a prediction: ``compare`` does, from ``kvplan.formulas``.
@@ -29,6 +30,8 @@ import torch
 from kvplan.errors import InputError
 from kvplan.formulas import KvDtype, kv_bytes_per_token
 from kvplan.formulas.per_token import StateDtypes, latent_dtype
+from kvplan.probe.compare import is_compressed
+from kvplan.probe.compressed import rows
 from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, SlidingAttn
 
 PAGED = (FullAttn, SlidingAttn, ChunkedAttn, MLAAttn)  # the specs whose tokens live in blocks
@@ -96,6 +99,9 @@ def allocate_group(shape: CacheShape, device: torch.device, alloc: Allocator | N
                 for layer in range(shape.num_layers)]  # a cross-attention part holds no decoder tokens
     if isinstance(spec, LinearState):
         return [_state_tensors(spec, shape, new) for _ in range(shape.num_layers)]
+    if is_compressed(spec):  # DeepSeek-V4: vLLM's page of the part's own block, as raw rows
+        return [{"rows": rows(spec, shape.num_blocks, shape.block_size, shape.kv_dtype, new)}
+                for _ in range(shape.num_layers)]
     if isinstance(spec, IndexerCache):  # fp8 key + fp32 scales as raw bytes per token
         lead = (shape.num_blocks, shape.block_size, spec.bytes_per_token)
         return [{"indexer": new(lead, torch.uint8)} for _ in range(shape.num_layers)]

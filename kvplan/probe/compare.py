@@ -1,27 +1,47 @@
 """Predicted vs measured bytes: the probe's result types. No torch here (the payload and tables are
 ``kvplan.render.probe``).
 
-Predicted bytes come only from ``kvplan.formulas`` (never from the tensors):
+Predicted bytes come only from ``kvplan.formulas`` and the engine's page rule (never from the tensors):
 attention/MLA group = ``num_layers × page_bytes(spec_per_gpu, kv_dtype, block_size) × num_blocks``;
-linear-state group = ``num_layers × state_bytes_per_sequence(spec_per_gpu, state_dtype) × num_seqs``.
+linear-state group = ``num_layers × state_bytes_per_sequence(spec_per_gpu, state_dtype) × num_seqs``;
+DeepSeek-V4's parts (``is_compressed``) take vLLM 0.33's page instead of block_size × bytes per token: the part's
+own block (``module_block``) // tokens_per_state entries × the entry's exact bytes (``part_bytes_per_state``, the
+``PartLoad`` figures), rounded up to the page alignment (``kvplan.engines.vllm.deepseek_v4.page``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
+from kvplan.engines.vllm.deepseek_v4 import module_block, page
 from kvplan.formulas import KvDtype, page_bytes, state_bytes_per_sequence
 from kvplan.formulas.per_token import StateDtypes
-from kvplan.specs import LayerSpec
+from kvplan.specs import CompressedMLA, CompressorState, IndexerCache, LayerSpec, SlidingMLA, parts
 
 KernelCheck = str  # "pass" | "fail" | "skipped"
 PER_SEQUENCE_KINDS = ("linear", "none")  # groups that hold per-sequence state, not pages
 
 
+def is_compressed(part: object) -> TypeGuard[CompressedMLA | SlidingMLA | CompressorState | IndexerCache]:
+    """DeepSeek-V4's parts: the latents, the compressor states, and an indexer key kept once per `ratio` tokens."""
+    return isinstance(part, (CompressedMLA, SlidingMLA, CompressorState)) or (
+        isinstance(part, IndexerCache) and part.ratio > 1)
+
+
+def layer_page_bytes(spec: LayerSpec, kv_dtype: KvDtype, block_size: int) -> int:
+    """One block id of one layer: page_bytes of its token caches, vLLM's own page for each DeepSeek-V4 part."""
+    own = [p for p in parts(spec) if is_compressed(p)]
+    if not own:
+        return page_bytes(spec, kv_dtype, block_size)
+    rest = sum(page_bytes(p, kv_dtype, block_size) for p in parts(spec) if not is_compressed(p))
+    return rest + sum(page(p, kv_dtype, module_block(p, block_size)) for p in own)
+
+
 def predicted_group_bytes(spec: LayerSpec, num_layers: int, kv_dtype: KvDtype, state_dtype: KvDtype | StateDtypes,
                           block_size: int, num_blocks: int, num_seqs: int) -> int:
-    """num_layers × (page_bytes × num_blocks + state_bytes_per_sequence × num_seqs)."""
-    paged = page_bytes(spec, kv_dtype, block_size) * num_blocks
+    """num_layers × (layer_page_bytes × num_blocks + state_bytes_per_sequence × num_seqs)."""
+    paged = layer_page_bytes(spec, kv_dtype, block_size) * num_blocks
     return num_layers * (paged + state_bytes_per_sequence(spec, state_dtype) * num_seqs)
 
 

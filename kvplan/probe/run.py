@@ -20,10 +20,12 @@ from kvplan.formulas.per_token import StateDtypes
 from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest
 from kvplan.probe import bench, check
 from kvplan.probe.allocate import CacheShape, Tensors, paged_part
-from kvplan.probe.compare import GroupResult, ProbeResult, predicted_group_bytes
+from kvplan.probe.compare import GroupResult, ProbeResult, is_compressed, predicted_group_bytes
+from kvplan.probe.compressed import cache_block
 from kvplan.probe.measure import allocate_measured, release
 from kvplan.probe.pages import Pages, pages_of
 from kvplan.probe.room import check_room
+from kvplan.specs import parts
 
 # (model, kv dtype): GQA, MQA, MLA, sliding/full hybrid, linear hybrid, fp8, int4 with fp16 group scales.
 DEFAULT_TARGETS: tuple[tuple[str, str], ...] = (
@@ -37,7 +39,7 @@ DEFAULT_TARGETS: tuple[tuple[str, str], ...] = (
 )
 
 
-PROBED = CacheRequest(block_size=DEFAULT_BLOCK_SIZE)
+PROBED = CacheRequest()  # block size None: 16, or the engine's own where a model's caches need theirs (DeepSeek-V4)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,9 +61,16 @@ def probe_layout(model: ModelConfig, kv_dtype: str, opts: ProbeOptions, tp: int 
     return build_layout(model, replace(opts.cache, kv_dtype=kv_dtype, tp=tp))
 
 
+def probe_block_size(layout: Layout, opts: ProbeOptions) -> int:
+    """Tokens per block: the asked block size (16 when none), or DeepSeek-V4's cache block (256 when none)."""
+    if any(is_compressed(p) for g in layout.groups for p in parts(g.spec_per_gpu)):
+        return cache_block(opts.cache.block_size)
+    return opts.block_size
+
+
 def cache_shapes(layout: Layout, opts: ProbeOptions) -> list[CacheShape]:
     return [CacheShape(spec=g.spec_per_gpu, num_layers=g.num_layers, num_blocks=opts.num_blocks,
-                       block_size=opts.block_size, num_seqs=opts.num_seqs, kv_dtype=layout.kv_dtype,
+                       block_size=probe_block_size(layout, opts), num_seqs=opts.num_seqs, kv_dtype=layout.kv_dtype,
                        state_dtype=layout.state_dtype, layout=opts.layout, ssm_state_dtype=layout.ssm_state_dtype)
             for g in layout.groups]
 
@@ -83,7 +92,7 @@ def probe_model(model_id: str, kv_dtype: str, opts: ProbeOptions, device: torch.
         allocated.clear()  # the only references to the tensors: clearing frees them, also on error/Ctrl-C
         release(device)
     return ProbeResult(model=model.model_id, tp=tp, tp_rank=rank, kv_dtype=layout.kv_dtype.name,
-                       layout=opts.layout, num_blocks=opts.num_blocks, block_size=opts.block_size,
+                       layout=opts.layout, num_blocks=opts.num_blocks, block_size=probe_block_size(layout, opts),
                        num_seqs=opts.num_seqs, groups=tuple(groups), kernel_check=verdict,
                        kernel_notes=notes, write_gbps=timings.write_gbps, decode_gbps=timings.decode_gbps,
                        decode_step_s=timings.decode_step_s, decode_step_bytes=timings.decode_step_bytes)
@@ -93,7 +102,7 @@ def _check_room(layout: Layout, opts: ProbeOptions, device: torch.device) -> Non
     """The predicted bytes of every group, and the largest layer's (the kernel check copies one), against the
     device's free memory, before anything is allocated."""
     states = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
-    sizes = [predicted_group_bytes(s.spec, s.num_layers, layout.kv_dtype, states, opts.block_size, opts.num_blocks,
+    sizes = [predicted_group_bytes(s.spec, s.num_layers, layout.kv_dtype, states, s.block_size, opts.num_blocks,
                                    opts.num_seqs) for s in cache_shapes(layout, opts)]
     largest = max((size // shape.num_layers for size, shape in zip(sizes, cache_shapes(layout, opts), strict=True)
                    if shape.num_layers), default=0)
@@ -109,7 +118,7 @@ def _allocate_all(layout: Layout, opts: ProbeOptions, device: torch.device,
         allocated.append((shape, layers))
         predicted = predicted_group_bytes(shape.spec, shape.num_layers, layout.kv_dtype,
                                           StateDtypes(layout.state_dtype, layout.ssm_state_dtype),
-                                          opts.block_size, opts.num_blocks, opts.num_seqs)
+                                          shape.block_size, opts.num_blocks, opts.num_seqs)
         groups.append(GroupResult(kind=shape.spec.kind, num_layers=shape.num_layers, predicted_bytes=predicted,
                                   measured_bytes=got.measured_bytes, reserved_bytes=got.reserved_bytes,
                                   driver_bytes=got.driver_bytes, allocated_bytes=got.allocated_bytes))
