@@ -47,9 +47,10 @@ def test_one_model_native_kernels_and_bandwidth():
 ])
 def test_every_kv_dtype_decodes_natively(model, kv_dtype):
     """128 MLA heads over 64-token blocks (which ran out of shared memory before) and the quantized caches."""
+    from kvplan.formulas.request import CacheRequest
     from kvplan.probe.run import ProbeOptions, probe_model
 
-    opts = ProbeOptions(num_blocks=256, block_size=64, time_kernels=True)
+    opts = ProbeOptions(num_blocks=256, cache=CacheRequest(block_size=64), time_kernels=True)
     result = probe_model(model, kv_dtype, opts, torch.device("cuda", 0))
     assert result.kernel_check == "pass", result.kernel_notes
     assert result.decode_gbps and result.decode_step_s
