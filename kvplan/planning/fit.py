@@ -27,7 +27,7 @@ from kvplan.engines import Engine, get_engine
 from kvplan.errors import InputError, KvplanError
 from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
-from kvplan.planning.layouts import Planned, Shape, launch_extra, shape_label, shapes, why
+from kvplan.planning.layouts import Planned, Shape, launch_extra, replica_gpus, shape_label, shapes, why
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.units import cdiv, format_floor
 
@@ -150,7 +150,8 @@ def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | 
     shape = Shape(cache.tp, cache.pp, cache.dp, cache.ep)
     extra = launch_extra(profile.name, shape, gpus_per_node)
     base = Candidate(gpu=question.memory.gpu or "", tp=cache.tp, pp=cache.pp, dp=cache.dp, ep=cache.ep,
-                     kv_dtype=cache.kv_dtype, nodes=int(extra.get("nodes", 1)), price_per_gpu_hour=price, launch=extra)
+                     kv_dtype=cache.kv_dtype, nodes=cdiv(replica_gpus(profile.name, shape), gpus_per_node),
+                     price_per_gpu_hour=price, launch=extra, gpus=replica_gpus(profile.name, shape))
     try:
         result = plan_capacity(question, profile)
     except KvplanError as exc:  # this layout cannot run (tp not dividing the heads, the engine refusing ...)
@@ -158,7 +159,7 @@ def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | 
     plan = result.plan
     base = replace(base, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu),
                    kv_tokens=plan.kv_tokens * plan.pools, requests_per_replica=plan.requests_at_max_len,
-                   gpus=plan.gpus or 0, result=result)
+                   gpus=plan.gpus or base.gpus, result=result)
     if plan.refusal is not None:  # the engine would not start: this setup serves nobody
         return replace(base, reason=f"the engine refuses: {plan.refusal.message}")
     return replicate(base, load)

@@ -108,6 +108,9 @@ def why(best: Planned, ranked: Sequence[Planned]) -> str | None:
     rival = rivals[0]
     fewer_pp = f"; ranked first for PP {best.shape.pp} against {rival.shape.pp}" \
         if best.kv_tokens < rival.kv_tokens and best.shape.pp < rival.shape.pp else ""
+    one_stage = next((p for p in rivals if p.shape.pp == 1 and p.shape.dp == 1), None)  # plain TP on these GPUs
+    plain_tp = f"; {best.kv_tokens / one_stage.kv_tokens:.2f}× {shape_label(one_stage.shape)}'s " \
+        f"({one_stage.kv_tokens:,})" if one_stage is not None and one_stage != rival else ""
     return (f"{shape_label(best.shape)}: {best.kv_tokens / rival.kv_tokens:.2f}× the KV tokens of "
             f"{shape_label(rival.shape)} on the same {best.gpus:,} {best.gpu} GPUs ({best.kv_tokens:,} vs "
-            f"{rival.kv_tokens:,} tokens per replica){fewer_pp}")
+            f"{rival.kv_tokens:,} tokens per replica){plain_tp}{fewer_pp}")
