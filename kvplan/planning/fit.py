@@ -27,7 +27,17 @@ from kvplan.engines import Engine, get_engine
 from kvplan.errors import InputError, KvplanError
 from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
-from kvplan.planning.layouts import Planned, Shape, launch_extra, replica_gpus, shape_label, shapes, why
+from kvplan.planning.layouts import (
+    Planned,
+    Shape,
+    gpus_allowed,
+    launch_extra,
+    limiting_stage,
+    replica_gpus,
+    shape_label,
+    shapes,
+    why,
+)
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.units import cdiv, format_floor
 
@@ -52,6 +62,7 @@ class Candidate:
     kv_budget_bytes_per_gpu: int = 0
     kv_tokens: int = 0  # per replica (every KV pool of it: vLLM's DP ranks, SGLang's DP-attention ranks)
     gpus: int = 0  # GPUs per replica as the engine lays it out (0: tp × pp; vLLM data parallel: dp × tp × pp)
+    limiting_stage: int | None = None  # the PP stage whose KV runs out first (None: one stage)
     price_per_gpu_hour: float | None = None
     fits: bool = False
     reason: str = ""
@@ -89,6 +100,7 @@ class Candidate:
 
     def as_dict(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "nodes": self.nodes,
+                "limiting_stage": self.limiting_stage,
                 "replicas": self.replicas,
                 "gpus_per_replica": self.gpus_per_replica, "num_gpus": self.num_gpus, "kv_dtype": self.kv_dtype,
                 "kv_budget_bytes_per_gpu": self.kv_budget_bytes_per_gpu, "kv_tokens_per_replica": self.kv_tokens,
@@ -159,7 +171,7 @@ def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | 
     plan = result.plan
     base = replace(base, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu),
                    kv_tokens=plan.kv_tokens * plan.pools, requests_per_replica=plan.requests_at_max_len,
-                   gpus=plan.gpus or base.gpus, result=result)
+                   gpus=plan.gpus or base.gpus, result=result, limiting_stage=limiting_stage(result))
     if plan.refusal is not None:  # the engine would not start: this setup serves nobody
         return replace(base, reason=f"the engine refuses: {plan.refusal.message}")
     return replicate(base, load)
@@ -228,9 +240,8 @@ def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: st
     question, price = capacity_request(model, **options), _price_table(prices)
     gpus = _gpu_list(gpu, price)
     dtypes = _kv_dtypes(question.cache.kv_dtype if kv_dtype is None else kv_dtype)
-    _check_nodes(nodes, gpus_per_node)
     load = Load(context=question.cache.max_model_len or 0, concurrency=concurrency,
-                max_gpus=_max_gpus(max_gpus, nodes, gpus_per_node), max_replicas=max_replicas)
+                max_gpus=gpus_allowed(max_gpus, nodes, gpus_per_node), max_replicas=max_replicas)
     _check(question, load, gpus_per_node, dtypes)
     if question.memory.gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
@@ -245,19 +256,6 @@ def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: st
                      notes=_notes(gpus, price, load, bool(good), estimated=question.memory.overhead_bytes is None),
                      why=_why(good[0], [*good, *bad]) if good else None,
                      considered=tuple(dict.fromkeys(f"{c.label} on {c.nodes} node{'s' * (c.nodes > 1)}" for c in found)))
-
-
-def _check_nodes(nodes: int | None, gpus_per_node: int) -> None:
-    for name, value in (("nodes", 1 if nodes is None else nodes), ("gpus_per_node", gpus_per_node)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InputError(f"{name} must be positive, got {value}", arg=name)
-
-
-def _max_gpus(max_gpus: int | None, nodes: int | None, gpus_per_node: int) -> int:
-    """--max-gpus, within --nodes × --gpus-per-node; neither given: 8 nodes."""
-    if nodes is None:
-        return 8 * gpus_per_node if max_gpus is None else max_gpus
-    return nodes * gpus_per_node if max_gpus is None else min(max_gpus, nodes * gpus_per_node)
 
 
 def _search(question: CapacityRequest, profile: Engine, load: Load,

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvplan.errors import InputError
+from kvplan.planning.capacity import CapacityResult
 from kvplan.units import cdiv
 
 TPS = (1, 2, 4, 8, 16, 32, 64)
@@ -44,6 +46,16 @@ def layouts(gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
     tps = [t for t in TPS if t <= gpus_per_node]
     pps = [p for p in PPS if p * tps[0] <= max_gpus]
     return [(t, p) for t in tps for p in pps if t * p <= max_gpus]
+
+
+def gpus_allowed(max_gpus: int | None, nodes: int | None, gpus_per_node: int) -> int:
+    """--max-gpus, within --nodes × --gpus-per-node; neither given: 8 nodes. A count below 1 is refused."""
+    for name, value in (("nodes", 1 if nodes is None else nodes), ("gpus_per_node", gpus_per_node)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError(f"{name} must be positive, got {value}", arg=name)
+    if nodes is None:
+        return 8 * gpus_per_node if max_gpus is None else max_gpus
+    return nodes * gpus_per_node if max_gpus is None else min(max_gpus, nodes * gpus_per_node)
 
 
 def replica_gpus(engine: str, shape: Shape) -> int:
@@ -114,3 +126,15 @@ def why(best: Planned, ranked: Sequence[Planned]) -> str | None:
     return (f"{shape_label(best.shape)}: {best.kv_tokens / rival.kv_tokens:.2f}× the KV tokens of "
             f"{shape_label(rival.shape)} on the same {best.gpus:,} {best.gpu} GPUs ({best.kv_tokens:,} vs "
             f"{rival.kv_tokens:,} tokens per replica){plain_tp}{fewer_pp}")
+
+
+def limiting_stage(result: CapacityResult) -> int | None:
+    """The PP stage with the fewest tokens for its budget (budget / bytes per token of its own layers): the one
+    every stage is cut to (vLLM 0.33 v1/core/kv_cache_planning.py:1561-1594, the min over workers; SGLang from
+    0.5.2 the min over PP ranks). None with one stage or nothing cached."""
+    budgets, layout = result.kv_budget_bytes_per_gpu, result.layout
+    if layout is None or len(budgets) < 2 or len(layout.stages) != len(budgets):
+        return None
+    tokens = [(b / s.bytes_per_token(), k) for k, (b, s) in enumerate(zip(budgets, layout.stages, strict=True))
+              if s.bytes_per_token() > 0]
+    return min(tokens)[1] if tokens else None

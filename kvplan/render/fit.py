@@ -30,6 +30,8 @@ class SetupPayload:
     pools: int = 1  # KV pools of one replica (one per DP rank)
     kv_tokens_per_rank: int = 0  # one pool's tokens (what each DP rank logs)
     requests_per_rank: float = 0.0  # one pool's requests of the full context
+    kv_budget_bytes_per_stage: tuple[int, ...] = ()  # one GPU of each PP stage
+    limiting_stage: int | None = None  # the PP stage whose KV runs out first (the others are cut to it)
     num_gpus: int
     kv_dtype: str
     kv_budget_bytes_per_gpu: int
@@ -54,7 +56,8 @@ def setup_payload(c: Candidate) -> SetupPayload:
     pools = max(c.pools, 1)
     return SetupPayload(gpu=c.gpu, tp=c.tp, pp=c.pp, replicas=c.replicas, gpus_per_replica=c.gpus_per_replica,
                         dp=c.dp, ep=c.ep, nodes=c.nodes, pools=pools, kv_tokens_per_rank=c.kv_tokens // pools,
-                        requests_per_rank=c.requests_per_replica / pools,
+                        requests_per_rank=c.requests_per_replica / pools, limiting_stage=c.limiting_stage,
+                        kv_budget_bytes_per_stage=c.result.kv_budget_bytes_per_gpu if c.result is not None else (),
                         num_gpus=c.num_gpus, kv_dtype=c.kv_dtype, kv_budget_bytes_per_gpu=c.kv_budget_bytes_per_gpu,
                         kv_tokens_per_replica=c.kv_tokens, requests_per_replica=c.requests_per_replica,
                         requests=c.requests, price_per_gpu_hour=c.price_per_gpu_hour, cost_per_hour=c.cost_per_hour,

@@ -102,6 +102,9 @@ def test_a_pp_layout_across_nodes_reads_back(run_cli: Any, engine: str, flag: st
     best = data["best"]
     assert best["tp"] == 4 and best["pp"] > 1 and best["nodes"] == -(-best["gpus_per_replica"] // 4) > 1
     assert best["flags"][flag] == nodes
+    assert len(best["kv_budget_bytes_per_stage"]) == best["pp"] and best["limiting_stage"] is not None
+    if engine == "vllm":  # the last stage holds lm_head and runs the sampler (0.33 gpu_model_runner.py:6132-6143)
+        assert best["limiting_stage"] == best["pp"] - 1
     _pasted_back(run_cli, "L4", best)
 
 
