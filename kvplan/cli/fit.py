@@ -49,20 +49,24 @@ Price = Annotated[str | None, option("--price", "Price per GPU-hour: H100=2.49,H
                                      "or .csv (gpu,price) file. Ranks by cost per hour.", MEMORY, "PRICES")]
 MaxReplicas = Annotated[int | None, option("--max-replicas", "Most data-parallel replicas (1: one replica serves "
                                            "it all; default: as many as --max-gpus allows).", PARALLEL, "N")]
-GpusPerNode = Annotated[int, option("--gpus-per-node", "Largest TP (one node).", PARALLEL, "N")]
+GpusPerNode = Annotated[int, option("--gpus-per-node", "GPUs of one node: the largest TP (TP stays inside a node; PP "
+                                    "and DP cross nodes).", PARALLEL, "N")]
+Nodes = Annotated[int | None, option("--nodes", "Most nodes in all, of --gpus-per-node GPUs each (default 8; "
+                                     "--max-gpus within it).", PARALLEL, "N")]
 MaxGpus = Annotated[int | None, option("--max-gpus", "Most GPUs in all, replicas × tp × pp (default 8 nodes).",
                                        PARALLEL, "N")]
-# tp, pp and the KV dtype are what fit searches; the GPU is a list of types here.
-FitCache = Annotated[CacheRequest, Expand(cache_options, without=("tp", "pp", "kv_dtype"))]
+# tp, pp, dp, ep and the KV dtype are what fit searches; the GPU is a list of types here.
+FitCache = Annotated[CacheRequest, Expand(cache_options, without=("tp", "pp", "dp", "ep", "kv_dtype"))]
 FitMemory = Annotated[Memory, Expand(memory_options, without=("gpu",))]
 
 
 @command
 def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemory, gpu: Gpu = None,
         prices: Price = None, max_replicas: MaxReplicas = None, engine: Engines = None, kv_dtype: KvDtypes = None,
-        gpus_per_node: GpusPerNode = 8, max_gpus: MaxGpus = None, json: Json = False, format: Format = None) -> None:
+        gpus_per_node: GpusPerNode = 8, max_gpus: MaxGpus = None, nodes: Nodes = None, json: Json = False,
+        format: Format = None) -> None:
     """Cheapest setups serving --batch requests (also --concurrency) of --max-model-len tokens: GPU type,
-    replicas × (TP × PP), KV dtype.
+    replicas × layout (TP × PP; for a model with experts also DP attention + EP), KV dtype.
 
     Ranking: cost per hour (--price; unpriced last), GPUs, fewer PP stages, precise KV dtype, requests, smaller TP.
     --kv-cache-dtype takes a comma list or any (auto and fp8). A draft model, LoRA slots, ... beside the KV cache
@@ -82,7 +86,7 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     with progress("fitting") as step:
         result = run(question, concurrency=cache.batch, gpu=[g for g in gpu.split(",") if g.strip()] if gpu else None,
                      engine=engines[0], kv_dtype=listed(kv_dtype, "kv_dtype", "auto"), gpus_per_node=gpus_per_node,
-                     max_gpus=max_gpus,
+                     max_gpus=max_gpus, nodes=nodes,
                      max_replicas=max_replicas, prices=read_prices(prices) if prices else None, progress=step)
     payload = fit_payload(result)
     if fmt == "yaml":
@@ -91,6 +95,7 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
         best = payload.best
         launch = [f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}: {best.command}"] \
             if fmt == "table" and best is not None and best.command else None
-        emit(payload, fmt == "json", fit_tables, launch, notes=result.notes)
+        told = [*([result.why] if result.why and fmt == "table" else []), *(launch or [])]
+        emit(payload, fmt == "json", fit_tables, told or None, notes=result.notes)
     if result.best is None:
         raise typer.Exit(1)

@@ -82,7 +82,7 @@ ROWS: dict[str, dict[str, Row]] = {
         "kv_cache_memory_bytes": ("memory", "kv_budget_bytes", _budget), "quantization": ("memory", "quantization", _same),
         "dtype": ("model", "dtype", _dtype), "revision": ("model", "revision", _same),
         "data_parallel_size": ("layout", "dp", _same), "enable_expert_parallel": ("layout", "ep", bool),
-        "nnodes": ("layout", "nodes", _same),
+        "nnodes": ("layout", "nodes", _same), "data_parallel_size_local": ("layout", "dp_local", _same),
     },
     "sglang": {
         "tp_size": TP, "tensor_parallel_size": TP, "pp_size": PP, "pipeline_parallel_size": PP,

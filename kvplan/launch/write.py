@@ -29,6 +29,7 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
              "fraction": ("--gpu-memory-utilization",), "budget": ("--kv-cache-memory-bytes",),
              "kv_dtype": ("--kv-cache-dtype",), "block": ("--block-size",), "batched": ("--max-num-batched-tokens",),
              "eager": ("--enforce-eager",), "quantization": ("--quantization",), "nodes": ("--nnodes",),
+             "dp_local": ("--data-parallel-size-local",),
              "speculative": ("--speculative-config",), "lora": ("--enable-lora",), "loras": ("--max-loras",),
              "lora_rank": ("--max-lora-rank",), "cpu_loras": ("--max-cpu-loras",),
              "lora_modules": ("--lora-target-modules",), "cpu_offload": ("--cpu-offload-gb",),
@@ -91,9 +92,16 @@ def layout_of(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, int
     ep_given = extra.get("ep")
     ep = planned_ep if planned_ep > 1 else (
         (tp * dp if ep_given else 1) if isinstance(ep_given, bool) else int(ep_given or 1))
-    nodes = int(extra.get("nodes", 1) or 1)
-    return {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "dcp": result.dcp, "nodes": nodes,
-            "gpus_per_node": int(extra.get("gpus_per_node") or -(-gpus // nodes))}
+    return {"tp": tp, "pp": pp, "dp": dp, "ep": ep, "dcp": result.dcp, **_nodes(gpus, dp, extra)}
+
+
+def _nodes(gpus: int, dp: int, extra: Mapping[str, Any]) -> dict[str, int]:
+    """Nodes of one replica and GPUs on each: --nnodes; vLLM's DP ranks per node (--data-parallel-size-local,
+    0.9.0 on: dp / local nodes); TensorRT-LLM's --gpus_per_node (the replica's GPUs over it)."""
+    per_node = int(extra.get("gpus_per_node") or 0)
+    nodes = int(extra.get("nodes", 0) or 0) or (-(-dp // int(extra["dp_local"])) if extra.get("dp_local") else 0)
+    nodes = nodes or (-(-gpus // per_node) if per_node else 1)
+    return {"nodes": nodes, "gpus_per_node": per_node or -(-gpus // nodes)}
 
 
 def _values(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,8 +115,9 @@ def _values(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
         "dp": layout["dp"] if layout["dp"] > 1 else None, "dp_attention": True if result.engine == "sglang" and cache.dp > 1 else None,
         "ep": (True if layout["ep"] > 1 else None) if result.engine == "vllm" else (
             layout["ep"] if layout["ep"] > 1 else None),
-        "nodes": layout["nodes"] if layout["nodes"] > 1 else None,
-        "gpus_per_node": extra.get("gpus_per_node"), "length": result.max_model_len,
+        "nodes": layout["nodes"] if layout["nodes"] > 1 and not extra.get("dp_local") and result.engine != "trtllm"
+        else None, "dp_local": extra.get("dp_local"),
+        "gpus_per_node": extra.get("gpus_per_node") if result.engine == "trtllm" else None, "length": result.max_model_len,
         "seqs": settings.max_num_seqs, "budget": budget[0] if budget and result.engine == "vllm" else None,
         "fraction": None if budget and result.engine == "vllm" else _fraction(result),
         "kv_dtype": None if cache.kv_dtype == "auto" else KV_DTYPES.get(result.engine, {}).get(cache.kv_dtype,

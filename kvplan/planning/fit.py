@@ -5,13 +5,15 @@ dtype. One replica serves ``floor(requests)`` requests of ``context`` tokens at 
 ``requests`` is what the engine admits for max_model_len = context (vLLM's logged max concurrency,
 SGLang's and TRT-LLM's pools divided by one request, transformers' budget divided by one request's
 bytes; an engine that would refuse to start serves nobody). The setup needs ``replicas = ceil(concurrency / floor(requests))`` copies and holds
-``replicas × tp × pp`` GPUs, at most ``max_gpus``; with a price per GPU-hour it costs
-``GPUs × price`` per hour.
+``replicas × tp × pp`` GPUs (vLLM data parallel: ``replicas × dp × tp × pp``), at most ``max_gpus``; with a
+price per GPU-hour it costs ``GPUs × price`` per hour. The layouts tried are kvplan.planning.layouts': TP × PP on
+every engine, and for a model with experts the engine's DP attention + EP, on one node or several.
 
 Ranking (``RANKING``; ``RANKING_BY_GPUS`` without prices): cost per hour (a GPU type without a
 price ranks after every priced one), then GPUs, then fewer PP stages (TP stays inside a node, PP crosses nodes), then the more precise
 KV dtype (auto before fp8), then headroom (requests served in all), then smaller TP. TP runs over
-powers of two up to ``gpus_per_node``.
+powers of two up to ``gpus_per_node``. ``FitResult.why`` says why the winner beats the best layout of the other
+family (DP attention or not) on the same GPUs, with the ratio of the two plans' KV tokens.
 """
 
 from __future__ import annotations
@@ -25,6 +27,17 @@ from kvplan.engines import Engine, get_engine
 from kvplan.errors import InputError, KvplanError
 from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
+from kvplan.planning.layouts import (
+    Planned,
+    Shape,
+    gpus_allowed,
+    launch_extra,
+    limiting_stage,
+    replica_gpus,
+    shape_label,
+    shapes,
+    why,
+)
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.units import cdiv, format_floor
 
@@ -41,15 +54,32 @@ class Candidate:
     tp: int
     pp: int
     kv_dtype: str
+    dp: int = 1  # data parallel as the engine runs it (vLLM DP ranks, SGLang DP attention groups)
+    ep: int = 1  # expert-parallel ranks
+    nodes: int = 1  # nodes one replica spans
     replicas: int = 0  # 0: one replica cannot hold one request (or the layout is refused)
     requests_per_replica: float = 0.0  # the engine's figure; a replica serves its floor at once
     kv_budget_bytes_per_gpu: int = 0
     kv_tokens: int = 0  # per replica (every KV pool of it: vLLM's DP ranks, SGLang's DP-attention ranks)
     gpus: int = 0  # GPUs per replica as the engine lays it out (0: tp × pp; vLLM data parallel: dp × tp × pp)
+    limiting_stage: int | None = None  # the PP stage whose KV runs out first (None: one stage)
     price_per_gpu_hour: float | None = None
     fits: bool = False
     reason: str = ""
     result: CapacityResult | None = field(default=None, compare=False, repr=False)  # its capacity answer
+    launch: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # multi-node flags
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.tp, self.pp, self.dp, self.ep)
+
+    @property
+    def label(self) -> str:
+        return shape_label(self.shape)
+
+    @property
+    def pools(self) -> int:
+        return self.result.plan.pools if self.result is not None else 1
 
     @property
     def gpus_per_replica(self) -> int:
@@ -69,7 +99,9 @@ class Candidate:
         return None if self.price_per_gpu_hour is None else round(self.num_gpus * self.price_per_gpu_hour, 6)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"gpu": self.gpu, "tp": self.tp, "pp": self.pp, "replicas": self.replicas,
+        return {"gpu": self.gpu, "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "nodes": self.nodes,
+                "limiting_stage": self.limiting_stage,
+                "replicas": self.replicas,
                 "gpus_per_replica": self.gpus_per_replica, "num_gpus": self.num_gpus, "kv_dtype": self.kv_dtype,
                 "kv_budget_bytes_per_gpu": self.kv_budget_bytes_per_gpu, "kv_tokens_per_replica": self.kv_tokens,
                 "requests_per_replica": self.requests_per_replica, "requests": self.requests,
@@ -92,6 +124,8 @@ class FitResult:
     num_evaluated: int = 0
     ranking: str = RANKING
     notes: tuple[str, ...] = ()
+    why: str | None = None  # the winner against the best layout of the other family on the same GPUs
+    considered: tuple[str, ...] = ()  # every layout tried, with the nodes of one replica
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,13 +136,6 @@ class Load:
     concurrency: int
     max_gpus: int
     max_replicas: int | None = None
-
-
-def layouts(gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
-    """(tp, pp) pairs: TP a power of two inside a node, PP the stage counts engines use, tp × pp ≤ max_gpus."""
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= gpus_per_node]
-    pps = [p for p in (1, 2, 3, 4, 6, 8, 16) if p * tps[0] <= max_gpus]
-    return [(t, p) for t in tps for p in pps if t * p <= max_gpus]
 
 
 def replicate(c: Candidate, load: Load) -> Candidate:
@@ -129,11 +156,14 @@ def replicate(c: Candidate, load: Load) -> Candidate:
     return replace(fitted, fits=True)
 
 
-def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | None) -> Candidate:
+def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | None, gpus_per_node: int) -> Candidate:
     """One layout on one GPU type: the engine's capacity for max_model_len = context, then the replicas."""
     cache = question.cache
-    base = Candidate(gpu=question.memory.gpu or "", tp=cache.tp, pp=cache.pp, kv_dtype=cache.kv_dtype,
-                     price_per_gpu_hour=price)
+    shape = Shape(cache.tp, cache.pp, cache.dp, cache.ep)
+    extra = launch_extra(profile.name, shape, gpus_per_node)
+    base = Candidate(gpu=question.memory.gpu or "", tp=cache.tp, pp=cache.pp, dp=cache.dp, ep=cache.ep,
+                     kv_dtype=cache.kv_dtype, nodes=cdiv(replica_gpus(profile.name, shape), gpus_per_node),
+                     price_per_gpu_hour=price, launch=extra, gpus=replica_gpus(profile.name, shape))
     try:
         result = plan_capacity(question, profile)
     except KvplanError as exc:  # this layout cannot run (tp not dividing the heads, the engine refusing ...)
@@ -141,7 +171,7 @@ def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | 
     plan = result.plan
     base = replace(base, kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu),
                    kv_tokens=plan.kv_tokens * plan.pools, requests_per_replica=plan.requests_at_max_len,
-                   gpus=plan.gpus or 0, result=result)
+                   gpus=plan.gpus or base.gpus, result=result, limiting_stage=limiting_stage(result))
     if plan.refusal is not None:  # the engine would not start: this setup serves nobody
         return replace(base, reason=f"the engine refuses: {plan.refusal.message}")
     return replicate(base, load)
@@ -201,34 +231,54 @@ def _kv_dtypes(kv_dtype: str | Sequence[str]) -> tuple[str, ...]:
 def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: str | Sequence[str] | None = None,
         engine: str = "vllm", kv_dtype: str | Sequence[str] | None = None, gpus_per_node: int = 8,
         max_gpus: int | None = None, max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
-        progress: Callable[[int, int], None] | None = None, **options: Any) -> FitResult:
-    """Every (GPU type, tp, pp, KV dtype) with the replicas it needs to serve `concurrency` requests of the
+        nodes: int | None = None, progress: Callable[[int, int], None] | None = None, **options: Any) -> FitResult:
+    """Every (GPU type, layout, KV dtype) with the replicas it needs to serve `concurrency` requests of the
     request's max_model_len; ranked by RANKING. The question is a CapacityRequest, or a model and its fields as
-    keywords (everything but the GPU, tp, pp and KV dtype is the same in every setup). `kv_dtype`: one, a list
-    (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8); default: the request's."""
+    keywords (everything but the GPU, the layout and KV dtype is the same in every setup). `kv_dtype`: one, a list
+    (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8); default: the request's. `nodes`:
+    the most nodes of `gpus_per_node` GPUs in all (default 8, or max_gpus's)."""
     question, price = capacity_request(model, **options), _price_table(prices)
     gpus = _gpu_list(gpu, price)
     dtypes = _kv_dtypes(question.cache.kv_dtype if kv_dtype is None else kv_dtype)
     load = Load(context=question.cache.max_model_len or 0, concurrency=concurrency,
-                max_gpus=8 * gpus_per_node if max_gpus is None else max_gpus, max_replicas=max_replicas)
+                max_gpus=gpus_allowed(max_gpus, nodes, gpus_per_node), max_replicas=max_replicas)
     _check(question, load, gpus_per_node, dtypes)
     if question.memory.gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
                          arg=("gpu_memory_bytes", "gpu"))
-    profile = get_engine(engine)
-    grid = [(g, tp, pp, d) for g in gpus for tp, pp in layouts(gpus_per_node, load.max_gpus) for d in dtypes]
-    found = []
-    for i, (g, tp, pp, d) in enumerate(grid, 1):
-        found.append(_try(question.on_gpu(g).with_cache(tp=tp, pp=pp, kv_dtype=d), profile, load, price.get(g)))
-        if progress:
-            progress(i, len(grid))
+    found = _search(question, get_engine(engine), load, (gpus, dtypes, price), gpus_per_node, progress)
     good = sorted((c for c in found if c.fits), key=lambda c: rank_key(c, dtypes))
     bad = sorted((c for c in found if not c.fits), key=lambda c: (-c.requests_per_replica, c.gpus_per_replica))
     return FitResult(model_id=question.model.model_id, engine=engine, gpus=gpus, context=load.context,
                      concurrency=concurrency, gpus_per_node=gpus_per_node, max_gpus=load.max_gpus,
                      max_replicas=max_replicas, best=good[0] if good else None, candidates=tuple((good + bad)[:MAX_SHOWN]),
                      num_evaluated=len(found), ranking=RANKING if price else RANKING_BY_GPUS,
-                     notes=_notes(gpus, price, load, bool(good), estimated=question.memory.overhead_bytes is None))
+                     notes=_notes(gpus, price, load, bool(good), estimated=question.memory.overhead_bytes is None),
+                     why=_why(good[0], [*good, *bad]) if good else None,
+                     considered=tuple(dict.fromkeys(f"{c.label} on {c.nodes} node{'s' * (c.nodes > 1)}" for c in found)))
+
+
+def _search(question: CapacityRequest, profile: Engine, load: Load,
+            asked: tuple[Sequence[str], Sequence[str], Mapping[str, float]], gpus_per_node: int,
+            progress: Callable[[int, int], None] | None) -> list[Candidate]:
+    """Every GPU type × layout × KV dtype, planned (the weights are counted once per layout and reused)."""
+    gpus, dtypes, price = asked
+    moe = bool(question.model.field("num_experts"))
+    grid = [(g, s, d) for g in gpus for s in shapes(profile.name, moe, gpus_per_node, load.max_gpus) for d in dtypes]
+    found = []
+    for i, (g, s, d) in enumerate(grid, 1):
+        asking = question.on_gpu(g).with_cache(tp=s.tp, pp=s.pp, dp=s.dp, ep=s.ep, kv_dtype=d)
+        found.append(_try(asking, profile, load, price.get(g), gpus_per_node))
+        if progress:
+            progress(i, len(grid))
+    return found
+
+
+def _why(best: Candidate, ranked: Sequence[Candidate]) -> str | None:
+    def planned(c: Candidate) -> Planned:
+        return Planned(shape=c.shape, gpu=c.gpu, kv_dtype=c.kv_dtype, gpus=c.gpus_per_replica, kv_tokens=c.kv_tokens)
+
+    return why(planned(best), [planned(c) for c in ranked if c.result is not None and c.result.plan.refusal is None])
 
 
 def _notes(gpus: Sequence[str], price: Mapping[str, float], load: Load, any_fits: bool,

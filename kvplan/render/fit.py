@@ -24,6 +24,14 @@ class SetupPayload:
     pp: int
     replicas: int
     gpus_per_replica: int
+    dp: int = 1  # data parallel as the engine runs it (vLLM DP ranks of tp × pp GPUs; SGLang DP attention in tp)
+    ep: int = 1  # expert-parallel ranks
+    nodes: int = 1  # nodes one replica spans
+    pools: int = 1  # KV pools of one replica (one per DP rank)
+    kv_tokens_per_rank: int = 0  # one pool's tokens (what each DP rank logs)
+    requests_per_rank: float = 0.0  # one pool's requests of the full context
+    kv_budget_bytes_per_stage: tuple[int, ...] = ()  # one GPU of each PP stage
+    limiting_stage: int | None = None  # the PP stage whose KV runs out first (the others are cut to it)
     num_gpus: int
     kv_dtype: str
     kv_budget_bytes_per_gpu: int
@@ -44,8 +52,12 @@ class SetupPayload:
 def setup_payload(c: Candidate) -> SetupPayload:
     from kvplan.render.capacity import launch_of
 
-    written = launch_of(c.result) if c.result is not None else None
+    written = launch_of(c.result, c.launch) if c.result is not None else None
+    pools = max(c.pools, 1)
     return SetupPayload(gpu=c.gpu, tp=c.tp, pp=c.pp, replicas=c.replicas, gpus_per_replica=c.gpus_per_replica,
+                        dp=c.dp, ep=c.ep, nodes=c.nodes, pools=pools, kv_tokens_per_rank=c.kv_tokens // pools,
+                        requests_per_rank=c.requests_per_replica / pools, limiting_stage=c.limiting_stage,
+                        kv_budget_bytes_per_stage=c.result.kv_budget_bytes_per_gpu if c.result is not None else (),
                         num_gpus=c.num_gpus, kv_dtype=c.kv_dtype, kv_budget_bytes_per_gpu=c.kv_budget_bytes_per_gpu,
                         kv_tokens_per_replica=c.kv_tokens, requests_per_replica=c.requests_per_replica,
                         requests=c.requests, price_per_gpu_hour=c.price_per_gpu_hour, cost_per_hour=c.cost_per_hour,
@@ -71,6 +83,8 @@ class FitPayload:
     best: SetupPayload | None
     alternatives: tuple[SetupPayload, ...]
     notes: tuple[str, ...]
+    why: str | None = None  # the winner against the best layout of the other family (DP attention or not)
+    considered: tuple[str, ...] = ()  # every layout tried (`DP 16 + EP 16 (TP 1) on 2 nodes`)
 
 
 def fit_payload(result: FitResult) -> FitPayload:
@@ -79,18 +93,21 @@ def fit_payload(result: FitResult) -> FitPayload:
                       concurrency=result.concurrency, gpus_per_node=result.gpus_per_node, max_gpus=result.max_gpus,
                       max_replicas=result.max_replicas, ranking=result.ranking, num_evaluated=result.num_evaluated,
                       fits=best is not None, best=None if best is None else setup_payload(best),
-                      alternatives=tuple(setup_payload(c) for c in result.candidates), notes=result.notes)
+                      alternatives=tuple(setup_payload(c) for c in result.candidates), notes=result.notes,
+                      why=result.why, considered=result.considered)
 
 
 def setup_text(c: SetupPayload) -> str:
-    """`2 × (tp 4 pp 1) on H100-SXM, 8 GPUs, $19.92/h`."""
+    """`2 × (tp 4 pp 1) on H100-SXM, 8 GPUs, $19.92/h`; with data parallel `1 × (dp 16 ep 16 tp 1 pp 1)`."""
     cost = "" if c.cost_per_hour is None else f", ${c.cost_per_hour:,.2f}/h"
-    return (f"{c.replicas} × (tp {c.tp} pp {c.pp}) on {c.gpu}, KV {c.kv_dtype}: "
+    dp = f"dp {c.dp} ep {c.ep} " if c.dp > 1 else ""
+    return (f"{c.replicas} × ({dp}tp {c.tp} pp {c.pp}) on {c.gpu}, KV {c.kv_dtype}: "
             f"{c.num_gpus:,} GPU{'s' if c.num_gpus > 1 else ''}{cost}")
 
 
-def _row(rank: int, c: SetupPayload, priced: bool, why: bool) -> tuple[str, ...]:
-    cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", str(c.tp), str(c.pp), c.kv_dtype,
+def _row(rank: int, c: SetupPayload, priced: bool, why: bool, dp: bool = False) -> tuple[str, ...]:
+    cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", *((str(c.dp), str(c.ep)) if dp else ()),
+             str(c.tp), str(c.pp), c.kv_dtype,
              gib(c.kv_budget_bytes_per_gpu), format_floor(c.requests_per_replica), f"{c.requests:,}"]
     if priced:
         cells.append("-" if c.cost_per_hour is None else f"{c.cost_per_hour:,.2f}")
@@ -107,13 +124,14 @@ def fit_tables(payload: FitPayload) -> list[RenderableType]:
              + (setup_text(best) if best else "nothing fits"))
     priced = any(c.price_per_gpu_hour is not None for c in rows)
     why = any(not c.fits for c in rows)
+    dp = any(c.dp > 1 for c in rows)
     table = Table(title=title)
-    for name in ("rank", "GPU", "GPUs", "replicas", "tp", "pp", "KV dtype", "KV budget/GPU", "requests/replica",
+    for name in ("rank", "GPU", "GPUs", "replicas", *(("dp", "ep") if dp else ()), "tp", "pp", "KV dtype", "KV budget/GPU", "requests/replica",
                  "requests", *(("$/hour",) if priced else ()), "serves"):
         table.add_column(name, justify="left" if name in ("GPU", "KV dtype") else "right")
     if why:
         table.add_column("why not", wrap=True)
     for rank, c in enumerate(rows, 1):
-        table.add_row(*_row(rank, c, priced, why))
+        table.add_row(*_row(rank, c, priced, why, dp))
     shown = f"{len(rows)} of {payload.num_evaluated:,} setups on {', '.join(payload.gpus)} shown"
     return [table, Text(f"ranked by {payload.ranking}"), Text(shown)]
