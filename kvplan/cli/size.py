@@ -63,13 +63,14 @@ def size(model: ModelArgs, cache: SizeCache, json: Json = False, explain: Explai
 
 
 def vllm_notes(result: KvCacheResult, cache: CacheRequest) -> tuple[str, ...]:
-    """vLLM 0.33's checks on the KV dtype and block size (size answers regardless)."""
+    """vLLM 0.33's checks on the KV dtype and block size (size answers regardless; the engines are imported only
+    when one of them is asked for, so a plain `kvplan size` starts without them)."""
+    if cache.kv_dtype == "auto" and cache.block_size is None:
+        return ()
     from kvplan.engines import Request
     from kvplan.engines.vllm.checks import size_notes
     from kvplan.engines.vllm.releases import NEWEST, RELEASES
 
-    if cache.kv_dtype == "auto" and cache.block_size is None:
-        return ()
     return size_notes(Request(model=result.model, cache=cache), RELEASES[NEWEST])
 
 
