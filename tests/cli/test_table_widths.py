@@ -21,6 +21,7 @@ from unittest import mock
 
 import pytest
 from rich.console import Console
+from terminal import drain
 from typer.testing import CliRunner
 
 from kvplan.cli import app, common
@@ -159,17 +160,7 @@ def test_a_terminal_of_80_columns_gets_whole_numbers() -> None:
                            "--seq-len", "32k", "--tp", "8"], stdout=follower, stderr=subprocess.PIPE, cwd=ROOT,
                           env=env, timeout=60)
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode())  # colours and styles off
+    out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drain(leader).decode())  # colours and styles off
     assert proc.returncode == 0, proc.stderr
     assert "…" not in out
     assert max(len(line.rstrip()) for line in out.splitlines()) <= 80

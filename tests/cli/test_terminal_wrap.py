@@ -15,6 +15,7 @@ import termios
 from pathlib import Path
 
 import pytest
+from terminal import drain
 
 from kvplan.render.tables import wrap_line
 
@@ -49,17 +50,7 @@ def run_with_stderr_terminal(*args: str, columns: int = 80) -> tuple[int, str, s
     proc = subprocess.run([sys.executable, "-m", "kvplan", *args], stdout=subprocess.PIPE, stderr=follower,
                           cwd=ROOT, env={**env, "TERM": "dumb", "NO_COLOR": "1"}, timeout=120)
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    return proc.returncode, proc.stdout.decode(), b"".join(chunks).decode().replace("\r\n", "\n")
+    return proc.returncode, proc.stdout.decode(), drain(leader).decode().replace("\r\n", "\n")
 
 
 def test_models_piped_on_an_80_column_terminal_is_laid_out_at_80() -> None:
