@@ -38,6 +38,13 @@ def test_the_readme_fits_on_a_page() -> None:
     assert len((ROOT / "README.md").read_text().splitlines()) <= 150
 
 
+def test_the_readme_counts_the_bundled_models() -> None:
+    from kvplan.config.resolve import bundled_index
+
+    counted = re.search(r"the (\d+) bundled configs", (ROOT / "README.md").read_text())
+    assert counted and int(counted.group(1)) == len(bundled_index())
+
+
 def test_every_page_is_in_the_navigation_and_every_entry_exists() -> None:
     """A page left out of mkdocs.yml's nav is unreachable; an entry without its file fails the strict build."""
     nav = _nav_files(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
