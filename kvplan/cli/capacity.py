@@ -15,6 +15,7 @@ from kvplan.cli.options import (
     EngineArgs,
     Engines,
     Explain,
+    GpusPerNode,
     Json,
     KvDtypes,
     MemoryArgs,
@@ -22,6 +23,7 @@ from kvplan.cli.options import (
     cache_options,
     listed,
 )
+from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
 from kvplan.launch.read import question_of
 from kvplan.planning.request import CapacityRequest
@@ -52,7 +54,7 @@ def _run(question: CapacityRequest, engines: list[str], kv_dtypes: list[str]) ->
 @command
 def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, memory: MemoryArgs,
              engine: Engines = None, kv_dtype: KvDtypes = None, json: Json = False, explain: Explain = False,
-             plot: Plot = None, format: Format = None) -> None:
+             plot: Plot = None, format: Format = None, gpus_per_node: GpusPerNode = None) -> None:
     """KV capacity an engine release reaches on a GPU: its budget term by term, blocks, tokens, concurrency,
     the lines it logs, and its verdict (exit 1 when it would refuse to start; the answer is still printed).
     Engines and KV dtypes given as lists are shown side by side. What shares the GPU beside the cache: a
@@ -72,20 +74,21 @@ def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, 
     if launch is not None:
         question = question_of(launch, question)
         kv_dtypes = [question.cache.kv_dtype]
-    refused = _show(_run(question, engines, kv_dtypes), fmt, explain, launch)
+    if gpus_per_node is not None and gpus_per_node < 1:
+        raise InputError(f"gpus_per_node must be positive, got {gpus_per_node}", arg="gpus_per_node")
+    refused = _show(_run(question, engines, kv_dtypes), fmt, explain, launch, gpus_per_node)
     if plot:
         _plot(question, plot, engines)  # several dtypes: the first one's curves
     if refused:
         raise typer.Exit(1)
 
 
-def _show(results: list[Any], fmt: str, explain: bool, launch: Any) -> bool:
+def _show(results: list[Any], fmt: str, explain: bool, launch: Any, gpus_per_node: int | None) -> bool:
     """Print the answers (one column each), their --explain lines and notes; whether an engine refuses."""
     from kvplan.render.capacity import capacity_payload, explain_lines
     from kvplan.render.capacity_tables import capacity_tables, column_labels
 
-    extra = launch.part("layout") if launch is not None else None
-    payloads = [_with_notes(capacity_payload(r, extra), launch, r) for r in results]
+    payloads = [_with_notes(capacity_payload(r, _layout_extra(r, launch, gpus_per_node)), launch, r) for r in results]
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     labels = column_labels(payloads) if len(payloads) > 1 else [""]
     if fmt == "yaml":
@@ -100,6 +103,19 @@ def _show(results: list[Any], fmt: str, explain: bool, launch: Any) -> bool:
     emit(payloads if len(payloads) > 1 else payloads[0], fmt == "json", capacity_tables, lines or None,
          notes=[(label, n) for label, p in zip(labels, payloads, strict=True) for n in p.notes])
     return any(p.refusal for p in payloads)
+
+
+def _layout_extra(result: Any, launch: Any, gpus_per_node: int | None) -> dict[str, Any] | None:
+    """The layout beyond the request, for the command written: a pasted command's (its --nnodes, ...), else the
+    nodes one replica needs at --gpus-per-node (fit's rule: vLLM DP ranks per node, --nnodes, TRT-LLM's
+    --gpus_per_node)."""
+    extra = dict(launch.part("layout")) if launch is not None else {}
+    if gpus_per_node and result.cache is not None and not extra:
+        from kvplan.planning.layouts import Shape, launch_extra
+
+        cache = result.cache
+        extra = launch_extra(result.engine, Shape(cache.tp, cache.pp, cache.dp, cache.ep), gpus_per_node)
+    return extra or None
 
 
 def _with_notes(payload: Any, launch: Any, result: Any) -> Any:

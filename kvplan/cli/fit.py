@@ -16,6 +16,7 @@ from kvplan.cli.options import (
     EngineArgs,
     Engines,
     Gpu,
+    GpusPerNode,
     Json,
     KvDtypes,
     ModelArgs,
@@ -49,8 +50,6 @@ Price = Annotated[str | None, option("--price", "Price per GPU-hour: H100=2.49,H
                                      "or .csv (gpu,price) file. Ranks by cost per hour.", MEMORY, "PRICES")]
 MaxReplicas = Annotated[int | None, option("--max-replicas", "Most data-parallel replicas (1: one replica serves "
                                            "it all; default: as many as --max-gpus allows).", PARALLEL, "N")]
-GpusPerNode = Annotated[int, option("--gpus-per-node", "GPUs of one node: the largest TP (TP stays inside a node; PP "
-                                    "and DP cross nodes).", PARALLEL, "N")]
 Nodes = Annotated[int | None, option("--nodes", "Most nodes in all, of --gpus-per-node GPUs each (default 8; "
                                      "--max-gpus within it).", PARALLEL, "N")]
 MaxGpus = Annotated[int | None, option("--max-gpus", "Most GPUs in all, replicas × tp × pp (default 8 nodes).",
@@ -85,7 +84,7 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     question = CapacityRequest(model=model, cache=cache, settings=settings, memory=memory)
     with progress("fitting") as step:
         result = run(question, concurrency=cache.batch, gpu=[g for g in gpu.split(",") if g.strip()] if gpu else None,
-                     engine=engines[0], kv_dtype=listed(kv_dtype, "kv_dtype", "auto"), gpus_per_node=gpus_per_node,
+                     engine=engines[0], kv_dtype=listed(kv_dtype, "kv_dtype", "auto"), gpus_per_node=8 if gpus_per_node is None else gpus_per_node,
                      max_gpus=max_gpus, nodes=nodes,
                      max_replicas=max_replicas, prices=read_prices(prices) if prices else None, progress=step)
     payload = fit_payload(result)

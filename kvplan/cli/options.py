@@ -196,6 +196,9 @@ LmcacheSize = Annotated[str | None, option("--lmcache-cpu-size", "LMCache max_lo
                                            "rank; GiB or a size.", EXTRAS, "GIB")]
 
 # Output.
+GpusPerNode = Annotated[int | None, option("--gpus-per-node", "GPUs of one node (fit: 8; the largest TP, PP and DP cross "
+                                    "nodes; capacity: the command is written for a replica over as many nodes as "
+                                    "it needs).", PARALLEL, "N")]
 Json = Annotated[bool, switch("--json", "Print JSON instead of tables (sweep: JSON lines, one per point; report: the "
                               "page's JSON, and the page only with -o).", OUTPUT)]
 Explain = Annotated[bool, switch("--explain", "Show each number with its formula.", OUTPUT)]

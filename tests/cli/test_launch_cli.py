@@ -106,3 +106,30 @@ def test_what_shares_the_gpu_travels_through_the_command(run_cli: Any, plain: tu
     again = _json(run_cli, "--gpu", "H200", "--json", "--", first["command"])
     same = (*SAME, "speculative", "lora", "weights_bytes_per_gpu")
     assert {k: again[k] for k in same} == {k: first[k] for k in same}
+
+
+@pytest.mark.parametrize(("args", "nodes", "written"), [
+    # vLLM DP 16 x TP 1 on 8-GPU nodes: 2 nodes, 8 DP ranks on each (--data-parallel-size-local)
+    (("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--max-model-len", "32k", "--dp", "16", "--ep", "16"), 2,
+     "--data-parallel-size-local 8"),
+    # one TP 8 x PP 2 engine over two nodes
+    (("meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "8", "--pp", "2"), 2, "--nnodes 2"),
+    (("meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "8", "--pp", "2", "--engine", "trtllm"), 2,
+     "--gpus_per_node 8"),
+    # what fits one node gets no multi-node flag
+    (("meta-llama/Llama-3.1-70B", "--gpu", "H100", "--tp", "8"), 1, None),
+])
+def test_capacity_writes_the_command_for_the_nodes_a_replica_needs(run_cli: Any, args: tuple[str, ...], nodes: int,
+                                                                    written: str | None) -> None:
+    first = _json(run_cli, *args, "--gpus-per-node", "8", "--json")
+    assert (first["layout"]["nodes"], first["layout"]["gpus_per_node"]) == (nodes, 8)
+    assert written is None or written in first["command"]
+    assert "--nnodes" not in first["command"] or nodes > 1
+    engine = ("--engine", "trtllm") if "trtllm" in args else ()
+    again = _json(run_cli, "--gpu", first["gpu"].split("-")[0], *engine, "--json", "--", first["command"])
+    assert {k: again[k] for k in SAME} == {k: first[k] for k in SAME}
+
+
+def test_gpus_per_node_must_be_positive(run_cli: Any) -> None:
+    code, _, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--gpus-per-node", "0")
+    assert code == 2 and err.strip() == "kvplan: error: --gpus-per-node must be positive, got 0"
