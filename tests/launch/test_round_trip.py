@@ -45,12 +45,27 @@ def questions(draw: Any) -> tuple[str, dict[str, Any]]:
         options["max_loras"], options["max_lora_rank"] = draw(st.sampled_from(((1, 16), (4, 64))))
     if engine.startswith("sglang") and draw(st.booleans()):
         options["mem_fraction_static"] = 0.8
+    options.update(draw(parallel(engine, options["tp"])))
     return engine, options
+
+
+@st.composite
+def parallel(draw: Any, engine: str, tp: int) -> dict[str, int]:
+    """Data and expert parallelism as each engine runs them: vLLM dp engines of tp GPUs, experts over EP = dp × tp
+    (or none); SGLang DP attention inside tp, EP within tp. A model without experts refuses EP (no answer)."""
+    if engine.startswith("vllm") and draw(st.booleans()):
+        dp = draw(st.sampled_from((2, 4)))
+        return {"dp": dp, "ep": draw(st.sampled_from((1, dp * tp)))}
+    if engine.startswith("sglang") and tp > 1 and draw(st.booleans()):
+        return {"dp": draw(st.sampled_from([d for d in (2, 4, 8) if tp % d == 0])),
+                "ep": draw(st.sampled_from((1, tp)))}
+    return {}
 
 
 def _numbers(result: CapacityResult) -> tuple[Any, ...]:
     plan = result.plan
-    return (result.tp, result.pp, result.max_model_len, result.kv_budget_bytes_per_gpu, plan.num_blocks,
+    layout = (result.cache.dp, result.cache.ep) if result.cache else None
+    return (layout, plan.pools, result.tp, result.pp, result.max_model_len, result.kv_budget_bytes_per_gpu, plan.num_blocks,
             plan.kv_tokens, plan.block_size, plan.page_bytes, plan.max_concurrency, plan.requests_at_max_len,
             plan.refusal.message if plan.refusal else None)
 
@@ -65,7 +80,7 @@ def read_back(written: Written, gpu: str) -> CapacityResult:
     return plan_capacity(question_of(launch, question), get_engine(written.engine))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model=st.sampled_from(MODELS), question=questions())
 def test_the_command_written_reads_back_to_the_same_plan(model: str, question: tuple[str, dict[str, Any]]) -> None:
     engine, options = question
@@ -74,7 +89,7 @@ def test_the_command_written_reads_back_to_the_same_plan(model: str, question: t
     except KvplanError:  # a layout this model or release refuses (tp over the KV heads, MLA fp8 ...): no answer
         event("refused")
         return
-    event("planned")
+    event("planned" + (" with dp/ep" if options.get("dp", 1) > 1 else ""))
     written = write_launch(result)
     back = read_back(written, options["gpu"])
     assert _numbers(back) == _numbers(result), written.command
