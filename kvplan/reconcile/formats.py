@@ -40,6 +40,7 @@ SGLANG_NUMBERS = (
 SGLANG_SETTINGS = (
     *setting("model", r"\bmodel_path='([^']+)'"),
     *setting("tp", r"\btp_size=(\d+)"), *setting("pp", r"\bpp_size=(\d+)"), *setting("dp", r"\bdp_size=(\d+)"),
+    *setting("dp_attention", r"\benable_dp_attention=(True|False)"),
     *setting("mem_fraction_static", r"\bmem_fraction_static=([\d.]+)"),
     *setting("page_size", r"\bpage_size=(\d+)"),
     *setting("kv_dtype", r"Using KV cache dtype: torch\.(\w+)", r"\bkv_cache_dtype='(\w+)'"),

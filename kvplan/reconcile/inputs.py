@@ -162,6 +162,14 @@ def _int(log: StartupLog, name: str) -> int | None:
     return int(value) if value is not None else None
 
 
+def _attention_dp(log: StartupLog) -> int:
+    """SGLang's dp_size splits attention only with enable_dp_attention=True; without it the DP ranks are whole
+    engines side by side, each planned as this log's (0.4-0.5 server_args: dp attention is the switch). A log
+    that does not print the switch keeps dp_size."""
+    dp = _int(log, "dp") or 1
+    return 1 if log.engine == "sglang" and log.setting("dp_attention") == "False" else dp
+
+
 def _float(log: StartupLog, name: str) -> float | None:
     value = log.setting(name)
     return float(value) if value is not None else None
@@ -248,7 +256,7 @@ def build_inputs(log: StartupLog, options: Options) -> Inputs:
     if stand_in:
         notes.append(f"{model.model_id} stands in for {log.setting('model')}: KV geometry only, weights not compared")
     # the block size (vLLM) / page size (SGLang) / tokens per block (TRT-LLM) and DP attention the log states
-    cache = CacheRequest(tp=tp, pp=pp, kv_dtype=kv_dtype_of(log, options.kv_dtype), dp=_int(log, "dp") or 1,
+    cache = CacheRequest(tp=tp, pp=pp, kv_dtype=kv_dtype_of(log, options.kv_dtype), dp=_attention_dp(log),
                          block_size=_int(log, "block_size") or _int(log, "page_size"),
                          max_model_len=options.max_model_len or logged_max_model_len(log))
     return Inputs(model=model, named=log.setting("model"), stand_in=stand_in, cache=replace(

@@ -304,6 +304,15 @@ def test_log_settings_and_flags() -> None:
     assert flagged.tp == 4 and "tp 4 (flag) replaces the log's 8" in flagged.notes
 
 
+@pytest.mark.parametrize(("switch", "attention_dp"), [("False", 1), ("True", 2)])
+def test_sglang_dp_size_is_attention_dp_only_with_its_switch(switch: str, attention_dp: int) -> None:
+    # The real Kimi-K2.5 TP 8 log prints dp_size=1 and enable_dp_attention=False; with dp_size=2 written in, its
+    # DP ranks are whole engines (each a replica of this plan) unless the switch is on.
+    text = (LOGS / "sglang-v058post1-kimi-k25-tp8-mi355x.log").read_text().replace("dp_size=1", "dp_size=2")
+    log = parse_log(text.replace("enable_dp_attention=False", f"enable_dp_attention={switch}"))
+    assert build_inputs(log, Options()).cache.dp == attention_dp
+
+
 def test_checkpoint_names_resolve_without_their_suffix() -> None:
     assert name_candidates("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8")[:3] == [
         ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", None), ("Qwen/Qwen3-235B-A22B-Instruct-2507", "fp8"),
