@@ -73,7 +73,7 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
     from kvplan.render.tables import wrap_line
 
     width = None if sys.stdout.isatty() else terminal_width(sys.stderr)
-    console = Console(highlight=False, width=width if width or sys.stdout.isatty() else PIPE_WIDTH)
+    console = Console(highlight=False, emoji=False, width=width if width or sys.stdout.isatty() else PIPE_WIDTH)
     known = sys.stdout.isatty() or width is not None
     for table in tables(payload):
         if isinstance(table, Text) and known:

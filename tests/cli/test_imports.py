@@ -37,6 +37,8 @@ def test_size_command_is_light() -> None:
     assert not loaded & {"kvplan.config.schema", "kvplan.config.hf", "kvplan.config.hub"}
     # the engines' checks on settings are imported only when a KV dtype or block size is asked (~30 ms)
     assert not {m for m in loaded if m.startswith("kvplan.engines")}
+    # rich's emoji table (~2 ms) is not loaded: kvplan prints no :emoji: codes (a model id's colons stay literal)
+    assert "rich._emoji_codes" not in loaded
 
 
 @pytest.mark.parametrize(("name", "code", "imports_hub"), [("acme/tiny", 0, False), ("acme/elsewhere", 2, True)],
