@@ -139,6 +139,26 @@ def test_scheduler_limits(engine: str, settings: dict[str, int], message: str) -
     assert str(caught.value).startswith(message)
 
 
+@pytest.mark.parametrize(("engine", "rank", "message"), [
+    # 0.12 on: MaxLoRARanks = Literal[1, 8, ..., 512] as argparse choices (0.33 config/lora.py:27)
+    ("vllm", 7, "argument --max-lora-rank: invalid choice: 7 (choose from 1, 8, 16, 32, 64, 128, 256, 320, 512)"),
+    ("vllm@0.12", 12, "argument --max-lora-rank: invalid choice: 12 (choose from 1, 8, 16, 32, 64, 128, 256, 320, "
+                      "512)"),
+    # up to 0.11: LoRAConfig's own check, without rank 1 (0.11.0 config/lora.py:104-109, 0.8.0 config.py:2326-2330)
+    ("vllm@0.11", 1, "max_lora_rank (1) must be one of (8, 16, 32, 64, 128, 256, 320, 512)."),
+    ("vllm@0.8", 7, "max_lora_rank (7) must be one of (8, 16, 32, 64, 128, 256, 320, 512)."),
+])
+def test_lora_ranks_by_release(engine: str, rank: int, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        _plan(LLAMA, engine, settings=Settings.of(max_lora_rank=rank, max_loras=1))
+    assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(("engine", "rank"), [("vllm", 1), ("vllm", 320), ("vllm@0.11", 8)])
+def test_lora_ranks_vllm_takes(engine: str, rank: int) -> None:
+    assert _plan(LLAMA, engine, settings=Settings.of(max_lora_rank=rank, max_loras=1)).refusal is None
+
+
 @pytest.mark.parametrize("engine", ["vllm", "vllm@0.11", "vllm@0.10"])
 def test_max_num_batched_tokens_caps_the_default_max_num_seqs(engine: str) -> None:
     # 0.10.1 on: max_num_seqs = min(1,024, 1) (0.10.1.1 engine/arg_utils.py:1676-1679, 0.33 :3232-3234): it starts

@@ -11,6 +11,9 @@ message with its numbers (an ``InputError``: the engine would not start, exit 2)
   min(its default, max_num_batched_tokens) (0.10.1.1 ``engine/arg_utils.py:1676-1679``, 0.33 ``:3232-3234``).
 - nvfp4 KV on GPUs no backend of the release takes it on (``NVFP4_CAPABILITIES``).
 - Decode context parallel on GQA/MQA models (0.30+ ``config/model.py:1578-1606``, ``config/parallel.py:596-600``).
+- LoRA ranks (``LORA_RANKS``): 8-512 checked by ``LoRAConfig`` up to 0.11 (0.8.0 ``config.py:2326-2330``, 0.11.0
+  ``config/lora.py:104-109``); from 0.12 the ``MaxLoRARanks`` literal, rank 1 added, as argparse choices
+  (0.12.0 ``config/lora.py``, ``engine/arg_utils.py:981``; 0.33 ``config/lora.py:27``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ KV_DTYPES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("0.33", _V33), ("0.32", _V32), ("0.30", _V30), ("0.28", _V28), ("0.25", _V25), ("0.20", _V20), ("0.18", _V18),
     ("0.12", _V12), ("0.11", _V12[:6]), ("0.10", (*_E4, "fp8_inc")), ("0.8", _E4),
 )
+# (first release, the LoRA ranks it accepts), newest first; the same tuple in every release of each span
+LORA_RANKS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("0.12", (1, 8, 16, 32, 64, 128, 256, 320, 512)), ("0.8", (8, 16, 32, 64, 128, 256, 320, 512)))
+LORA_LITERAL_FROM = "0.12"
 VALIDATED_FROM = "0.33"  # a pydantic validator instead of argparse choices
 VLLM_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "half": "float16", "float": "float32"}
 # (first release, --block-size choices; None: any size, the backends decide), newest first.
@@ -144,6 +151,19 @@ def check_dcp(rel: VllmRelease, req: Request) -> None:
                          f"`--decode-context-parallel-size` ({dcp}) for GQA/MQA.")  # vLLM's words, verbatim
 
 
+def check_lora_rank(rel: VllmRelease, req: Request) -> None:
+    """--max-lora-rank outside the release's ranks: vLLM refuses it before it loads anything."""
+    rank, ranks = req.settings.max_lora_rank, _row(LORA_RANKS, rel)
+    if rank is None or not isinstance(ranks, tuple) or rank in ranks:
+        return
+    if at_least(rel.key, LORA_LITERAL_FROM):
+        raise InputError(f"argument --max-lora-rank: invalid choice: {rank} (choose from "
+                         f"{', '.join(map(str, ranks))}) ({rel.label}, vllm/config/lora.py MaxLoRARanks)",
+                         arg="max_lora_rank")  # argparse's words, verbatim
+    raise InputError(f"max_lora_rank ({rank}) must be one of {ranks}. ({rel.label}, LoRAConfig)",
+                     arg="max_lora_rank")  # vLLM's words, verbatim
+
+
 def before_defaults(rel: VllmRelease, req: Request) -> Request:
     """The checks on what the user typed, and the max_num_seqs clamp of 0.10.1 on (a given max_num_batched_tokens
     caps the default max_num_seqs)."""
@@ -152,6 +172,7 @@ def before_defaults(rel: VllmRelease, req: Request) -> Request:
     check_block_size(rel, req)
     check_backend_block(rel, req)
     check_dcp(rel, req)
+    check_lora_rank(rel, req)
     s = req.settings
     if s.max_num_batched_tokens is None or s.max_num_seqs is not None or not at_least(rel.key, CLAMPED_SEQS_FROM):
         return req
