@@ -98,16 +98,6 @@ class Candidate:
     def cost_per_hour(self) -> float | None:
         return None if self.price_per_gpu_hour is None else round(self.num_gpus * self.price_per_gpu_hour, 6)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"gpu": self.gpu, "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "nodes": self.nodes,
-                "limiting_stage": self.limiting_stage,
-                "replicas": self.replicas,
-                "gpus_per_replica": self.gpus_per_replica, "num_gpus": self.num_gpus, "kv_dtype": self.kv_dtype,
-                "kv_budget_bytes_per_gpu": self.kv_budget_bytes_per_gpu, "kv_tokens_per_replica": self.kv_tokens,
-                "requests_per_replica": self.requests_per_replica, "requests": self.requests,
-                "price_per_gpu_hour": self.price_per_gpu_hour, "cost_per_hour": self.cost_per_hour,
-                "fits": self.fits, "reason": self.reason}
-
 
 @dataclass(frozen=True, kw_only=True)
 class FitResult:

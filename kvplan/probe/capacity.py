@@ -10,7 +10,6 @@ memory). Everything is freed before returning. The prediction is ``kvplan.planni
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 import torch
 
@@ -35,12 +34,6 @@ class CapacityCheck:
     def error(self) -> float:
         predicted = self.capacity_blocks if self.capacity_blocks is not None else self.formula_blocks
         return (self.allocated_blocks - predicted) / predicted if predicted else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "free_bytes": self.free_bytes, "block_bytes": self.block_bytes,
-                "allocated_blocks": self.allocated_blocks, "formula_blocks": self.formula_blocks,
-                "capacity_blocks": self.capacity_blocks, "capacity_page_bytes": self.capacity_page_bytes,
-                "error": self.error, "note": self.note}
 
 
 def fill_blocks(shapes: list[CacheShape], device: torch.device, chunk_blocks: int,
