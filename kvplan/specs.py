@@ -16,11 +16,12 @@ module of its own (``kvplan.engines.vllm``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from kvplan.records import record
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@record
 class AttnSpec:
     """K and V heads per token: MHA, GQA and MQA differ only in num_kv_heads."""
 
@@ -31,12 +32,12 @@ class AttnSpec:
     kind: ClassVar[str] = "full"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FullAttn(AttnSpec):
     """Full attention: K and V for every token."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SlidingAttn(AttnSpec):
     """Sliding-window attention: a sequence keeps at most `window` tokens."""
 
@@ -45,7 +46,7 @@ class SlidingAttn(AttnSpec):
     kind: ClassVar[str] = "sliding"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ChunkedAttn(AttnSpec):
     """Chunked local attention (Llama-4): tokens attend within chunks of `chunk_size`."""
 
@@ -54,7 +55,7 @@ class ChunkedAttn(AttnSpec):
     kind: ClassVar[str] = "chunked"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CrossAttn(AttnSpec):
     """Cross-attention of an encoder-decoder decoder layer (Whisper): K and V of the encoder's
     output, `encoder_tokens` of them per sequence, whatever the decoder's length."""
@@ -64,7 +65,7 @@ class CrossAttn(AttnSpec):
     kind: ClassVar[str] = "cross"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MLAAttn:
     """Multi-head latent attention: one latent of kv_lora_rank + qk_rope_head_dim per token,
     shared by all heads, and the same on every TP rank. `sparse`: DeepSeek sparse attention
@@ -81,7 +82,7 @@ class MLAAttn:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IndexerCache:
     """A sparse-attention indexer's key cache, whatever the KV dtype, the same on every TP rank: DeepSeek's fp8 key
     of `head_dim` plus one fp32 scale per 128 values, one per token (V3.2, GLM-5) or one per `ratio` tokens
@@ -105,7 +106,7 @@ class IndexerCache:
         return self.bytes_per_state
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CompressedMLA:
     """DeepSeek-V4's compressed latent: one `head_dim` latent (the last `rope_dim` values rotary) per
     `ratio` tokens of a sequence (ratio 4: compressed sparse attention, 128: heavily compressed), the
@@ -118,7 +119,7 @@ class CompressedMLA:
     kind: ClassVar[str] = "compressed_mla"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SlidingMLA:
     """DeepSeek-V4's sliding-window latent, on every layer: one `head_dim` latent per token of the last
     `window` tokens, the same on every TP rank (vllm/v1/attention/backends/mla/sparse_swa.py:76-147)."""
@@ -130,7 +131,7 @@ class SlidingMLA:
     kind: ClassVar[str] = "sliding_mla"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CompressorState:
     """DeepSeek-V4's compressor buffer beside a compressed cache (the latent's, width 512, or the
     indexer's, 128): fp32 kv and score rows of `2 · coff · head_dim` values for each of the last
@@ -159,7 +160,7 @@ class CompressorState:
 Mixer = Literal["gdn", "olmo_gdn", "kda", "mamba1", "mamba2", "short_conv", "lightning"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class LinearState:
     """Linear-attention / Mamba / short-conv layer: a fixed state per sequence, whatever its length.
 
@@ -195,7 +196,7 @@ class LinearState:
         return self.conv_elements + self.ssm_elements
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NoKV:
     """A layer that caches nothing (an attention-free block, a NAS no_op, a KV-shared layer)."""
 
@@ -208,7 +209,7 @@ Part = (FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCach
 REPLICATED_PARTS = (MLAAttn, IndexerCache, CompressedMLA, SlidingMLA, CompressorState)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Composite:
     """A decoder layer with several caches, in module order (see the module docstring)."""
 

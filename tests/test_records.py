@@ -1,0 +1,103 @@
+"""`kvplan.records.record`: from its first instance on, a record is the dataclass @dataclass(frozen=True,
+kw_only=True) makes; until then its methods are not generated (the point: start-up time)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from kvplan import specs
+from kvplan.records import materialize, record
+
+RECORDS = [cls for cls in vars(specs).values() if isinstance(cls, type) and cls.__module__ == specs.__name__
+           and cls is not specs.AttnSpec]  # a base: its fields are checked through its four subclasses
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+
+
+def _eager_twin(cls: type) -> type:
+    """The class as a plain dataclass would make it: the same body and bases, decorated at once."""
+    body = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__", "__dataclass_fields__",
+                                                                "__dataclass_params__", "__match_args__")}
+    body = {k: v for k, v in body.items() if not callable(v) or isinstance(v, property) or k == "__annotations__"}
+    bases = tuple(_eager_twin(b) if dataclasses.is_dataclass(b) else b for b in cls.__bases__)
+    return dataclasses.dataclass(frozen=True, kw_only=True)(type(cls.__name__, bases, body))
+
+
+@pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__name__)
+def test_a_record_is_the_frozen_keyword_only_dataclass(cls: type) -> None:
+    materialize(cls)
+    twin = _eager_twin(cls)
+    assert [(f.name, f.type, f.default) for f in dataclasses.fields(cls)] == \
+           [(f.name, f.type, f.default) for f in dataclasses.fields(twin)]
+    assert str(inspect.signature(cls)) == str(inspect.signature(twin))
+    assert cls.__dataclass_params__.frozen and all(f.kw_only for f in dataclasses.fields(cls))  # type: ignore[attr-defined]
+
+
+def test_instances_compare_hash_repr_and_stay_frozen() -> None:
+    a = specs.SlidingAttn(num_kv_heads=8, head_dim=128, v_head_dim=128, window=4096)
+    b = specs.SlidingAttn(num_kv_heads=8, head_dim=128, v_head_dim=128, window=4096)
+    assert a == b and hash(a) == hash(b) and a != dataclasses.replace(b, window=1024)
+    assert repr(a) == "SlidingAttn(num_kv_heads=8, head_dim=128, v_head_dim=128, window=4096)"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.window = 1  # type: ignore[misc]
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'chunk_size'"):
+        specs.ChunkedAttn(num_kv_heads=8, head_dim=128, v_head_dim=128)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes 1 positional argument but 4 were given"):
+        specs.FullAttn(8, 128, 128)  # type: ignore[call-arg]
+
+
+def test_methods_are_generated_on_first_instantiation_only() -> None:
+    """The deferral is real: importing the specs generates no spec's methods, building one generates its own and
+    its bases' (AttnSpec for FullAttn), and a plain `kvplan size` of a Llama generates FullAttn's alone."""
+    made = ("def made(): return sorted(n for n, c in vars(specs).items()\n"
+            "                          if isinstance(c, type) and '__dataclass_fields__' in vars(c))\n")
+    out = _run(f"from kvplan import specs\n{made}print(made())\n"
+               "specs.FullAttn(num_kv_heads=1, head_dim=2, v_head_dim=2)\nprint(made())")
+    assert out.splitlines() == ["[]", "['AttnSpec', 'FullAttn']"]
+    out = _run(f"import io, contextlib\nfrom kvplan import specs\nfrom kvplan.cli import main\n{made}"
+               "with contextlib.redirect_stdout(io.StringIO()):\n    main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])\n"
+               "print(made())")
+    assert out.splitlines() == ["['AttnSpec', 'FullAttn']"]
+
+
+def test_an_instance_unpickled_where_its_class_was_never_built_is_a_whole_record() -> None:
+    """pickle makes instances without __init__: the class is generated then too, so equality and hashing hold."""
+    data = pickle.dumps(specs.LinearState(conv_kernel=4, conv_channels=8, num_state_heads=2, state_rows=3,
+                                          state_cols=5))
+    code = ("import pickle, sys\nfrom kvplan import specs\nx = pickle.loads(sys.stdin.buffer.read())\n"
+            "y = specs.LinearState(conv_kernel=4, conv_channels=8, num_state_heads=2, state_rows=3, state_cols=5)\n"
+            "print(x == y, hash(x) == hash(y), x.state_elements)")
+    out = subprocess.run([sys.executable, "-c", code], input=data, check=True, capture_output=True).stdout
+    assert out.decode().split() == ["True", "True", str(3 * 8 + 2 * 3 * 5)]
+
+
+def test_a_subclass_sees_the_fields_of_a_base_not_yet_built() -> None:
+    @record
+    class Base:
+        a: int
+
+    @record
+    class Child(Base):
+        b: int = 2
+
+    assert "__dataclass_fields__" not in vars(Base)
+    assert Child(a=1) == Child(a=1, b=2) and [f.name for f in dataclasses.fields(Child)] == ["a", "b"]
+    assert "__dataclass_fields__" in vars(Base)
+
+
+def test_every_subclass_of_a_spec_record_is_a_record() -> None:
+    """A plain @dataclass subclass would not see a pending base's fields: in a fresh process, every subclass of a
+    spec class still pending after import is pending too."""
+    out = _run("import kvplan.cli.size, kvplan.formulas, kvplan.planning.capacity\nfrom kvplan import specs\n"
+               "pending = [c for c in vars(specs).values() if isinstance(c, type) and '__record_pending__' in vars(c)]\n"
+               "print([s.__qualname__ for c in pending for s in c.__subclasses__() "
+               "if '__record_pending__' not in vars(s)])")
+    assert out.strip() == "[]"
