@@ -22,7 +22,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 # `kvplan size` neither imports nor builds the parameters of the other commands (start-up time).
 COMMANDS: dict[str, tuple[str, str]] = {
     "size": ("kvplan.cli.size", "size"),
-    "models": ("kvplan.cli.size", "models"),
+    "models": ("kvplan.cli.models", "models"),
     "capacity": ("kvplan.cli.capacity", "capacity"),
     "fit": ("kvplan.cli.fit", "fit"),
     "compare": ("kvplan.cli.compare", "compare"),

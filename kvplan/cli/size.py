@@ -1,4 +1,4 @@
-"""`kvplan size` and `kvplan models`."""
+"""`kvplan size`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 from kvplan.cli.common import emit
 from kvplan.cli.expand import Expand, command
 from kvplan.cli.options import CACHE, OUTPUT, Explain, Json, ModelArgs, cache_options, option
-from kvplan.config import bundled_index, load_model
-from kvplan.errors import KvplanError
 from kvplan.formulas import CacheRequest, KvCacheResult, kv_cache
-from kvplan.render.size import SizePayload, model_row, models_tables, size_payload, size_tables
+from kvplan.render.size import SizePayload, size_payload, size_tables
 from kvplan.units import parse_positive_tokens, parse_tokens
 
 if TYPE_CHECKING:
@@ -72,17 +70,3 @@ def vllm_notes(result: KvCacheResult, cache: CacheRequest) -> tuple[str, ...]:
     from kvplan.engines.vllm.releases import NEWEST, RELEASES
 
     return size_notes(Request(model=result.model, cache=cache), RELEASES[NEWEST])
-
-
-@command
-def models(json: Json = False) -> None:
-    """The bundled models: attention kind, layers, KV heads, head dim, bytes per token."""
-    rows, refused = [], []
-    for model_id in bundled_index():
-        try:
-            rows.append(model_row(kv_cache(load_model(model_id), CacheRequest(max_model_len=1))))
-        except KvplanError as exc:  # a config kvplan refuses names the field in one line
-            refused.append(f"warning: not sized: {model_id}: {str(exc).rpartition('config.json: ')[2]}")
-    emit(rows, json, models_tables, notes=refused)
-
-

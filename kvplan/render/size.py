@@ -1,8 +1,7 @@
-"""`kvplan size` and `kvplan models`: the size payload (its keys are a contract) and its tables."""
+"""`kvplan size`: the size payload (its keys are a contract) and its tables."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,14 +19,14 @@ if TYPE_CHECKING:
     from kvplan.render.workload import WorkloadPayload
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Parallel:
     tp: int
     pp: int
     dcp: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class HeadsAndDims:
     """A layer group's attention columns; an MLA group adds its latent's two widths."""
 
@@ -40,7 +39,7 @@ class HeadsAndDims:
     compress_ratio: int | None = field(default=None, metadata=OMIT_NONE)  # DeepSeek-V4: tokens per latent
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class GroupPayload:
     """One group of identical layers (most loaded GPU for the per-GPU values)."""
 
@@ -58,7 +57,7 @@ class GroupPayload:
     encoder_bytes_per_sequence: int | None = field(default=None, metadata=OMIT_NONE)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class SizePayload:
     """The `kvplan size --json` contract (keys are stable; new keys may be added)."""
 
@@ -162,12 +161,12 @@ def _group_cells(g: GroupPayload, states: bool) -> tuple[str, ...]:
     h = g.heads
     heads = ("-", "-") if h.num_kv_heads == h.head_dim == 0 else (f"{h.num_kv_heads} ({h.num_kv_heads_per_gpu})",
                                                                   f"{h.head_dim}/{h.v_head_dim}")
-    state = (_or_dash(g.state_bytes_per_sequence), _or_dash(g.state_bytes_per_sequence_per_gpu)) if states else ()
+    state = (or_dash(g.state_bytes_per_sequence), or_dash(g.state_bytes_per_sequence_per_gpu)) if states else ()
     return (str(g.num_layers), g.kind, *heads, "-" if g.window is None else f"{g.window:,}",
             f"{g.bytes_per_token:,}", f"{g.bytes_per_token_per_gpu:,}", *state)
 
 
-def _or_dash(num_bytes: int) -> str:
+def or_dash(num_bytes: int) -> str:
     return f"{num_bytes:,}" if num_bytes else "-"
 
 
@@ -196,42 +195,3 @@ def size_tables(payload: SizePayload) -> list[RenderableType]:
     totals.add_row(f"total, all {gpus} GPUs" if gpus > 1 else "total, 1 GPU", f"{all_gpus:,}", human_bytes(all_gpus),
                    "", "")
     return [groups, totals]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelRow:
-    """`kvplan models --json`: one object per model, from a size result."""
-
-    id: str
-    attention: str
-    num_layers: int
-    num_kv_heads: int
-    head_dim: int
-    bytes_per_token: int
-    kv_dtype: str
-    max_model_len: int | None
-    layer_kinds: dict[str, int]  # layer kind -> layers: the kinds a model has (an open set)
-    state_bytes_per_sequence: int  # a Mamba/linear state per sequence, whatever its length (0: none)
-
-
-def model_row(result: KvCacheResult) -> ModelRow:
-    payload = size_payload(result)
-    groups = payload.layer_groups
-    first = next((g for g in groups if g.kind not in ("linear", "none")), None)
-    return ModelRow(id=payload.model, attention=payload.attention, num_layers=sum(g.num_layers for g in groups),
-                    num_kv_heads=first.heads.num_kv_heads if first else 0, head_dim=first.heads.head_dim if first else 0,
-                    bytes_per_token=payload.bytes_per_token, kv_dtype=payload.kv_dtype,
-                    max_model_len=payload.max_model_len, layer_kinds={g.kind: g.num_layers for g in groups},
-                    state_bytes_per_sequence=payload.state_bytes_per_sequence)
-
-
-def models_tables(rows: Sequence[ModelRow]) -> list[RenderableType]:
-    """`kvplan models`: one row per bundled model."""
-    table = Table(title="bundled models (KV dtype auto)", title_justify="left")
-    for name in ("id", "attention", "layers", "kv heads", "head dim", "bytes/token", "state bytes/seq", "max len"):
-        table.add_column(name, justify="left" if name in ("id", "attention") else "right")
-    for r in rows:
-        heads = ("-", "-") if r.num_kv_heads == r.head_dim == 0 else (str(r.num_kv_heads), str(r.head_dim))
-        table.add_row(r.id, r.attention, str(r.num_layers), *heads, f"{r.bytes_per_token:,}", _or_dash(r.state_bytes_per_sequence),
-                      f"{r.max_model_len:,}" if r.max_model_len else "-")
-    return [table]

@@ -28,10 +28,11 @@ from kvplan.cli import app, common
 from kvplan.planning.request import Memory
 from kvplan.render.capacity_tables import capacity_tables
 from kvplan.render.fit import fit_tables
+from kvplan.render.models import models_tables
 from kvplan.render.payload import plain
 from kvplan.render.probe import probe_tables
 from kvplan.render.reconcile import reconcile_tables
-from kvplan.render.size import models_tables, size_tables
+from kvplan.render.size import size_tables
 from kvplan.render.workflows import compare_tables, size_and_workload_tables, sweep_tables, waste_tables
 from kvplan.workflows.sweep import EngineAxis, sweep
 
