@@ -24,7 +24,7 @@ from kvplan.errors import InputError
 ScaleScheme = Literal["none", "group", "per_token_head", "nvfp4", "ds_mla"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class KvDtype:
     name: str
     element_bits: int

@@ -17,8 +17,7 @@ import inspect
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, NamedTuple, TypeVar, get_args, get_origin, get_type_hints
 
 import typer
 
@@ -27,8 +26,7 @@ from kvplan.errors import KvplanError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class Expand:
+class Expand(NamedTuple):
     """Marks a parameter to be built by `builder` from the builder's own options."""
 
     builder: Callable[..., Any]

@@ -31,7 +31,7 @@ from kvplan.specs import (
 ATTENTION_OVERRIDES = ("mha", "gqa", "mqa", "mla")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Overrides:
     """User overrides of what the config says: attention kind, KV heads, layer kinds, window."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import KvDtype, resolve_kv_dtype
@@ -56,7 +56,7 @@ from kvplan.units import cdiv
 WindowRule = Literal["window", "window-1", "full"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class LayoutPolicy:
     """How an engine lays out the cache where engines differ (see the module docstring)."""
 
@@ -81,8 +81,7 @@ def paged(tokens: int, block_size: int) -> int:
     return cdiv(tokens, block_size) * block_size if block_size else tokens
 
 
-@dataclass(frozen=True, slots=True)
-class PartLoad:
+class PartLoad(NamedTuple):
     """One cache of a layer as a Load counts it: tokens it keeps (None: all), tokens per stored entry (1, or a
     compressed cache's ratio) and the bytes of one entry, whole and per GPU (0: no per-token bytes)."""
 
@@ -92,7 +91,7 @@ class PartLoad:
     bytes_per_state_per_gpu: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Group:
     """Identical layers of one model: how much one layer holds, whole and per GPU."""
 
@@ -116,7 +115,7 @@ class Group:
         return window_tokens(self.spec)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Load:
     """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state,
     cross-attention caches of the encoder's tokens, and compressed caches (one entry per `ratio` tokens)."""
@@ -146,7 +145,7 @@ class Load:
         return sum(b * paged(min(tokens, w), block_size) for w, b in self.windowed) + self.state_bytes + encoder
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Layout:
     """Everything about a cache that does not depend on seq_len or batch."""
 

@@ -8,6 +8,7 @@ dtype (``latent_dtype``, ``StateDtypes``) and computes both, so ``--explain`` ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvplan.dtypes import (
     KvDtype,
@@ -44,15 +45,14 @@ DSV4_PACKED_BYTES, DSV4_PACKED_HEAD_DIM = 584, 512
 FP32_BYTES = 4  # DeepSeek-V4 compressor states are fp32 whatever the KV dtype (compressor.py:171)
 
 
-@dataclass(frozen=True, slots=True)
-class PartCost:
+class PartCost(NamedTuple):
     """The bytes of one cache (per token, or per sequence for a state) and the formula that gives them."""
 
     bytes: int
     formula: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StateDtypes:
     """Element types of linear/Mamba states: vLLM's mamba_cache_dtype (`conv`: the conv state and any
     single-tensor state) and mamba_ssm_cache_dtype (`ssm`: the recurrent state; None = auto)."""

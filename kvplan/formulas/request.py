@@ -31,7 +31,7 @@ DEFAULT_BLOCK_SIZE = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE: what `kvplan siz
 MAX_BLOCK_SIZE = 65_536
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class CacheRequest:
     """One cache question. ``None`` means "the model's" (max_model_len) or "the engine's" (block_size)."""
 

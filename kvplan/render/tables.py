@@ -19,8 +19,7 @@ Nothing here imports rich until a table is drawn, so building tables costs nothi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -32,8 +31,7 @@ INDENT = "  "
 SEPARATOR = " · "
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
+class Column(NamedTuple):
     header: str
     justify: Justify = "left"
     wrap: bool = False  # prose only: may break between words (never inside one)
