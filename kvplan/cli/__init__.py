@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import gc
-import importlib
-import os
-import sys
-from functools import cache
-from typing import Annotated, Any
 
-import typer
-from typer.core import TyperCommand, TyperGroup
+# The imports below make ~16k objects (typer, click, rich) that live as long as the process: no collection runs
+# while they are made, and frozen, none scans them afterwards (~6 ms, 7% of their import). main() does the same
+# for the command's own modules.
+_gc_enabled = gc.isenabled()
+gc.disable()
+try:
+    import importlib
+    import os
+    import sys
+    from functools import cache
+    from typing import Annotated, Any
 
-from kvplan.errors import KvplanError
+    import typer
+    from typer.core import TyperCommand, TyperGroup
+
+    from kvplan.errors import KvplanError
+finally:
+    gc.freeze()
+    if _gc_enabled:
+        gc.enable()
 
 # The CLI process skips pydantic's plugin discovery (an importlib.metadata scan of every installed
 # distribution, ~3% of `kvplan size`'s start-up); kvplan registers no pydantic plugin.

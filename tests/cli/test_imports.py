@@ -56,3 +56,12 @@ def test_a_cached_hub_id_is_light(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                             f"contextlib.redirect_stderr(io.StringIO()):\n    assert main(['size', {name!r}]) == {code}")
     assert ("huggingface_hub" in loaded) is imports_hub
     assert not loaded & (set(HEAVY) - {"huggingface_hub"})
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_importing_the_cli_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
+    """kvplan.cli pauses the garbage collector while typer, click and rich are imported (start-up time); a script
+    that imports it gets the collector back in the state it had."""
+    code = f"import gc\n{'' if enabled else 'gc.disable()'}\nimport kvplan.cli\nprint(gc.isenabled())"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == str(enabled)
