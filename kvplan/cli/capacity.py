@@ -9,20 +9,10 @@ from typing import Annotated, Any
 import typer
 
 from kvplan.cli.common import emit
+from kvplan.cli.engine_options import EngineArgs, Engines, MemoryArgs
 from kvplan.cli.expand import Expand, command
 from kvplan.cli.launch import Asked, Format, model_or_command, output_format, resolve
-from kvplan.cli.options import (
-    EngineArgs,
-    Engines,
-    Explain,
-    GpusPerNode,
-    Json,
-    KvDtypes,
-    MemoryArgs,
-    Plot,
-    cache_options,
-    listed,
-)
+from kvplan.cli.options import Explain, GpusPerNode, Json, KvDtypes, Plot, cache_options, listed
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
 from kvplan.launch.read import question_of

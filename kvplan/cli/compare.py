@@ -8,19 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kvplan.cli.common import emit
+from kvplan.cli.engine_options import EngineArgs, Engines, MemoryArgs
 from kvplan.cli.expand import Expand, command
-from kvplan.cli.options import (
-    EngineArgs,
-    Engines,
-    Json,
-    KvDtypes,
-    MemoryArgs,
-    ModelDtype,
-    Plot,
-    Revision,
-    cache_options,
-    listed,
-)
+from kvplan.cli.options import Json, KvDtypes, ModelDtype, Plot, Revision, cache_options, listed
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from kvplan.cli.common import emit
+from kvplan.cli.engine_options import Engines
 from kvplan.cli.expand import command
-from kvplan.cli.options import Engines, Json
+from kvplan.cli.options import Json
 
 
 @command

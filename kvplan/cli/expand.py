@@ -1,10 +1,10 @@
 """`@command`: a typer command that asks for library objects instead of their options, and reports errors.
 
 A parameter annotated ``Annotated[T, Expand(builder)]`` is replaced, in the signature typer reads, by the
-builder's own parameters (each an option defined once in ``kvplan.cli.options``); when the command runs, the
-builder makes the object from them and the command receives it. So a command takes one ``CacheRequest``, not
-fifteen options, and no option is declared twice. ``Expand(builder, without=(...))`` leaves out options a
-command takes in another form (a comma list of KV dtypes) or not at all.
+builder's own parameters (each an option defined once, in ``kvplan.cli.options`` or ``engine_options``); when
+the command runs, the builder makes the object from them and the command receives it. So a command takes one
+``CacheRequest``, not fifteen options, and no option is declared twice. ``Expand(builder, without=(...))`` leaves
+out options a command takes in another form (a comma list of KV dtypes) or not at all.
 
 A ``KvplanError`` becomes one line on stderr with the library's argument names said as the flags this command
 declares (``max_model_len`` -> ``--max-model-len``), and its exit code.

@@ -8,23 +8,10 @@ from typing import Annotated
 import typer
 
 from kvplan.cli.common import emit
+from kvplan.cli.engine_options import EngineArgs, Engines, Gpu, memory_options
 from kvplan.cli.expand import Expand, command
 from kvplan.cli.launch import Format, fit_manifest, output_format, yaml_text
-from kvplan.cli.options import (
-    MEMORY,
-    PARALLEL,
-    EngineArgs,
-    Engines,
-    Gpu,
-    GpusPerNode,
-    Json,
-    KvDtypes,
-    ModelArgs,
-    cache_options,
-    listed,
-    memory_options,
-    option,
-)
+from kvplan.cli.options import MEMORY, PARALLEL, GpusPerNode, Json, KvDtypes, ModelArgs, cache_options, listed, option
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
 from kvplan.planning.request import CapacityRequest, Memory

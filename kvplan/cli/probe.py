@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kvplan.cli.common import emit
+from kvplan.cli.engine_options import GpuIndex
 from kvplan.cli.expand import Expand, command
-from kvplan.cli.options import OUTPUT, GpuIndex, Json, KvDtypeOrNone, ModelList, cache_options, option, switch
+from kvplan.cli.options import OUTPUT, Json, KvDtypeOrNone, ModelList, cache_options, option, switch
 from kvplan.errors import KvplanError
 from kvplan.formulas import CacheRequest
 

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
+from kvplan.cli.engine_options import Engines, Gpu
 from kvplan.cli.expand import command
-from kvplan.cli.options import Engines, Gpu, Json, KvDtypeOrNone, MaxModelLen, ModelOrNone, PpOrNone, TpOrNone, listed
+from kvplan.cli.options import Json, KvDtypeOrNone, MaxModelLen, ModelOrNone, PpOrNone, TpOrNone, listed
 from kvplan.errors import InputError
 from kvplan.units import parse_positive_tokens
 

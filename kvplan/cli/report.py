@@ -16,19 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
+from kvplan.cli.engine_options import EngineArgs, Engines, MemoryArgs
 from kvplan.cli.expand import Expand, command, fail
-from kvplan.cli.options import (
-    OUTPUT,
-    EngineArgs,
-    Engines,
-    Json,
-    KvDtypes,
-    MemoryArgs,
-    ModelArgs,
-    cache_options,
-    listed,
-    option,
-)
+from kvplan.cli.options import OUTPUT, Json, KvDtypes, ModelArgs, cache_options, listed, option
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
 

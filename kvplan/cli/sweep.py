@@ -8,16 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kvplan.cli.common import emit, print_notes
+from kvplan.cli.engine_options import EngineArgs, Engines, MemoryArgs
 from kvplan.cli.expand import Expand, command
 from kvplan.cli.options import (
     OUTPUT,
     Batch,
-    EngineArgs,
-    Engines,
     Json,
     KvDtypes,
     LengthAxis,
-    MemoryArgs,
     ModelDtype,
     Plot,
     PpAxis,

@@ -221,7 +221,8 @@ def test_fit_takes_the_engine_knobs(run_cli: Any) -> None:
 
 
 def test_each_flag_is_defined_once_and_means_one_thing() -> None:
-    """One option object per flag across every command (kvplan.cli.options), shared by the commands that take it."""
+    """One option object per flag across every command (kvplan.cli.options, engine_options), shared by the commands that
+    take it."""
     import inspect
     from typing import get_args
 

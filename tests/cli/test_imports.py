@@ -32,7 +32,7 @@ def test_size_command_is_light() -> None:
     assert not loaded & set(HEAVY)
     # progress bars, note merging and the other commands are imported where they are used, not here
     assert not loaded & {"rich.progress", "kvplan.cli.progress", "kvplan.render.notes", "kvplan.cli.fit",
-                         "kvplan.planning.fit", "kvplan.cli.sweep"}
+                         "kvplan.planning.fit", "kvplan.cli.sweep", "kvplan.cli.engine_options", "kvplan.render.models"}
     # a bundled id is read from its pre-normalized file: no pydantic model is built, no hub module loaded
     assert not loaded & {"kvplan.config.schema", "kvplan.config.hf", "kvplan.config.hub"}
     # the engines' checks on settings are imported only when a KV dtype or block size is asked (~30 ms)
