@@ -5,7 +5,7 @@ extracted Python: "file.py:line" -> label of every KV/memory logger call, and ``
 the releases that have it). Output: for the labels reconcile recognizes in a log line (kvplan/reconcile/sites.py
 LABELS), label -> "file.py:line" -> the releases as index ranges into ``releases`` ("3-5,9").
 
-    python tools/compact_print_sites.py /work/research/vllm-rules/print_sites.json kvplan/reconcile/print_sites.json
+    python tools/compact_print_sites.py /path/to/print_sites.json kvplan/reconcile/print_sites.json
 """
 
 from __future__ import annotations

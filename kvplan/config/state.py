@@ -2,7 +2,7 @@
 
 Shapes follow vLLM 0.33's ``MambaStateShapeCalculator``
 (``vllm/model_executor/layers/mamba/mamba_utils.py:152-319``), whole model (TP 1), with the fields each
-model file reads (survey: /work/staging/survey/vllm033-state-kinds.md §4):
+model file reads:
 
 - gated DeltaNet (Qwen3-Next, Qwen3.5; OLMo-Hybrid): conv (K-1, 2·nk·dk + nv·dv), recurrent (nv, dv, dk);
 - Mamba-2 (Nemotron-H, Granite-4-H, Falcon-H1, Zamba2, Mamba2): conv (K-1, I + 2·G·N), ssm (H, P, N);

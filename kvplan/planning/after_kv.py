@@ -7,9 +7,8 @@ the profile run's activations before allocating it, so once the cache is allocat
            communicators created at init) − persistent buffers no term counts (Model Runner V2's penalty state,
            0.22-0.26) + the profile's activation peak − what the profile left allocated (Triton sampler rows)
 
-(research/vllm-rules/budget.md §3.9, from ``compile_or_warm_up_model`` of each release). Then it captures
-CUDA graphs (budgeted only where the release subtracted an estimate) and warms the sampler up on the last PP
-stage: the V1 runner's ``_dummy_sampler_run`` over min(max_num_seqs, max_num_batched_tokens) rows, after the
+(each release's ``compile_or_warm_up_model``). Then it captures CUDA graphs (budgeted only where the release
+subtracted an estimate) and warms the sampler up on the last PP stage: the V1 runner's ``_dummy_sampler_run`` over min(max_num_seqs, max_num_batched_tokens) rows, after the
 graphs (0.8-0.33), or Model Runner V2's ``warmup_kernels`` with ``SamplingParams.for_sampler_warmup()`` (fp32
 and FlashInfer top-k/top-p, which its profile did not run before 0.33). No release checks that these fit; an
 OOM surfaces in the capture or as "CUDA out of memory occurred when warming up sampler with N dummy requests".

@@ -2,7 +2,7 @@
 
 Every engine: TP a power of two inside a node (``gpus_per_node``), PP over the stage counts engines use.
 A model with routed experts, on an engine that plans data parallel as it runs it, also gets DP attention with
-expert parallelism (research: /work/research/launch/layouts.md §1, §2):
+expert parallelism:
 
 - vLLM (``--data-parallel-size D --enable-expert-parallel``, 0.8.5 on): D engines of TP × PP GPUs, each with
   its own KV pool; EP = D × TP (0.33 ``model_executor/layers/fused_moe/config.py:1198-1230``); the replica is

@@ -1,7 +1,7 @@
 """Every vLLM minor from 0.8 to 0.33 as a row, and the budget each row gives, term by term.
 
-The rules are the releases' own code, read by diffing extracted wheels (research/vllm-rules/budget.md and
-planning.md; each row's ``changes`` names the file:line of the first release that has the rule). Expected sizes
+The rules are the releases' own code, read by diffing extracted wheels (each row's ``changes`` names the
+file:line of the first release that has the rule). Expected sizes
 carry their derivation; GiB = 2**30. Vocabularies and widths: Llama-3.1-8B hidden 4,096, vocab 128,256;
 Qwen3-8B hidden 4,096, vocab 151,936; an H100 has 132 SMs.
 """
@@ -52,7 +52,7 @@ def test_every_v1_row_cites_its_release_code(row: Any) -> None:
                                for c in row.changes)  # each rule: the release read and a file:line in it
 
 
-# (first release that has the rule, the rule's value before it, from it) - research/vllm-rules/budget.md §1, §4
+# (first release that has the rule, the rule's value before it, from it)
 RULES = [
     ("gpu_memory_utilization", "0.20", 0.9, 0.92),  # 0.20.0 config/cache.py:66
     ("usable_rounding", "0.14", "floor", "ceil"),  # 0.14.0 v1/worker/utils.py:253-272

@@ -1,4 +1,4 @@
-"""Does vLLM start once its KV cache is sized? (kvplan.planning.after_kv; research/vllm-rules/budget.md §3.9)
+"""Does vLLM start once its KV cache is sized? (kvplan.planning.after_kv)
 
 After the cache is allocated the GPU has total − usable − the CUDA context − uncounted buffers + the profile's
 freed activation peak − what the profile kept (Triton rows); then the V1 runner captures CUDA graphs (budgeted

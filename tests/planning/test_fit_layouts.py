@@ -1,7 +1,7 @@
 """`kvplan fit` over every layout the engine offers (issue 24, part 2): DP attention + EP beside TP × PP, on one
 node or several, and each plan's command pasted back into `kvplan capacity -- …` (the done-when checks).
 
-Engine rules under test (research /work/research/launch/layouts.md): vLLM's replica is dp × tp × pp GPUs with
+Engine rules under test: vLLM's replica is dp × tp × pp GPUs with
 EP = dp × tp (0.33 fused_moe/config.py:1198-1230), one KV pool per DP rank; SGLang's DP attention sits inside
 the tp GPUs (tp × pp GPUs, 0.5.2 layers/dp_attention.py); TensorRT-LLM is planned with TP and PP only.
 """
