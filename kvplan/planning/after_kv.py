@@ -8,12 +8,12 @@ the profile run's activations before allocating it, so once the cache is allocat
            0.22-0.26) + the profile's activation peak − what the profile left allocated (Triton sampler rows)
 
 (each release's ``compile_or_warm_up_model``). Then it captures CUDA graphs (budgeted only where the release
-subtracted an estimate) and warms the sampler up on the last PP stage: the V1 runner's ``_dummy_sampler_run`` over min(max_num_seqs, max_num_batched_tokens) rows, after the
-graphs (0.8-0.33), or Model Runner V2's ``warmup_kernels`` with ``SamplingParams.for_sampler_warmup()`` (fp32
-and FlashInfer top-k/top-p, which its profile did not run before 0.33). No release checks that these fit; an
-OOM surfaces in the capture or as "CUDA out of memory occurred when warming up sampler with N dummy requests".
-kvplan answers it as a refusal with the numbers. Estimates: the graph memory (``CUDA_GRAPH_BYTES``), the
-context, the bytes per logit of the warm-up.
+subtracted an estimate) and warms the sampler up on the last PP stage: the V1 runner's ``_dummy_sampler_run`` over
+min(max_num_seqs, max_num_batched_tokens) rows, after the graphs (0.8-0.33), or Model Runner V2's ``warmup_kernels``
+with ``SamplingParams.for_sampler_warmup()`` (fp32 and FlashInfer top-k/top-p, which its profile did not run before
+0.33). No release checks that these fit; an OOM surfaces in the capture or as "CUDA out of memory occurred when
+warming up sampler with N dummy requests". kvplan answers it as a refusal with the numbers. Estimates: the graph
+memory (``CUDA_GRAPH_BYTES``), the context, the bytes per logit of the warm-up.
 """
 
 from __future__ import annotations
