@@ -38,7 +38,8 @@ def test_a_record_is_the_frozen_keyword_only_dataclass(cls: type) -> None:
     assert [(f.name, f.type, f.default) for f in dataclasses.fields(cls)] == \
            [(f.name, f.type, f.default) for f in dataclasses.fields(twin)]
     assert str(inspect.signature(cls)) == str(inspect.signature(twin))
-    assert cls.__dataclass_params__.frozen and all(f.kw_only for f in dataclasses.fields(cls))  # type: ignore[attr-defined]
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    assert params.frozen and all(f.kw_only for f in dataclasses.fields(cls))
 
 
 def test_instances_compare_hash_repr_and_stay_frozen() -> None:
@@ -63,7 +64,8 @@ def test_methods_are_generated_on_first_instantiation_only() -> None:
                "specs.FullAttn(num_kv_heads=1, head_dim=2, v_head_dim=2)\nprint(made())")
     assert out.splitlines() == ["[]", "['AttnSpec', 'FullAttn']"]
     out = _run(f"import io, contextlib\nfrom kvplan import specs\nfrom kvplan.cli import main\n{made}"
-               "with contextlib.redirect_stdout(io.StringIO()):\n    main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])\n"
+               "with contextlib.redirect_stdout(io.StringIO()):\n"
+               "    main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])\n"
                "print(made())")
     assert out.splitlines() == ["['AttnSpec', 'FullAttn']"]
 
@@ -97,7 +99,8 @@ def test_every_subclass_of_a_spec_record_is_a_record() -> None:
     """A plain @dataclass subclass would not see a pending base's fields: in a fresh process, every subclass of a
     spec class still pending after import is pending too."""
     out = _run("import kvplan.cli.size, kvplan.formulas, kvplan.planning.capacity\nfrom kvplan import specs\n"
-               "pending = [c for c in vars(specs).values() if isinstance(c, type) and '__record_pending__' in vars(c)]\n"
+               "pending = [c for c in vars(specs).values()\n"
+               "           if isinstance(c, type) and '__record_pending__' in vars(c)]\n"
                "print([s.__qualname__ for c in pending for s in c.__subclasses__() "
                "if '__record_pending__' not in vars(s)])")
     assert out.strip() == "[]"

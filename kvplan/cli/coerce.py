@@ -1,12 +1,12 @@
 """Plain option values without pydantic: where most of `kvplan size`'s start-up went.
 
-Since typer 0.22 every parameter value goes through a pydantic ``TypeAdapter``: the first option value
-imports pydantic (about 0.1 s) and each parameter builds a validator (about 1 ms each, 20-50 per
-command). kvplan's options are all plain ``str``, ``int``, ``float``, ``bool`` or ``list[str]`` (the
-builders in ``kvplan.cli.options`` and ``engine_options`` parse sizes, lengths and lists themselves), so they are converted here
-the way click converts them, with click's messages; any other annotation still goes to typer's own path.
-``install()`` swaps the builder typer's parameters call (``typer.core.build_runtime_param``); when a typer
-release moves it, nothing is swapped and typer's own path runs (slower, same answers).
+Since typer 0.22 every parameter value goes through a pydantic ``TypeAdapter``: the first option value imports
+pydantic (about 0.1 s) and each parameter builds a validator (about 1 ms each, 20-50 per command). kvplan's
+options are all plain ``str``, ``int``, ``float``, ``bool`` or ``list[str]`` (the builders in
+``kvplan.cli.options`` and ``engine_options`` parse sizes, lengths and lists themselves), so they are
+converted here the way click converts them, with click's messages; any other annotation still goes to typer's
+own path. ``install()`` swaps the builder typer's parameters call (``typer.core.build_runtime_param``); when a
+typer release moves it, nothing is swapped and typer's own path runs (slower, same answers).
 """
 
 from __future__ import annotations
