@@ -5,7 +5,8 @@ how it is built from a config (``kvplan.config`` builds the model's own specs, `
 applies the user's overrides). Specs are hashable, so hybrid models group their layers with
 ``Counter(specs)``; sharding derives new specs (``shard_spec``), nothing is mutated in place. Code
 dispatches on the types (``isinstance(spec, AttnSpec)``, ``match``), and ``kind`` is the name a spec
-has in payloads and tables.
+has in payloads and tables. Each spec class is a ``Record`` (kvplan.records): a frozen keyword-only dataclass
+whose methods are generated when the class is first called, so a model pays only for the kinds it has.
 
 A decoder layer that keeps more than one cache (Falcon-H1: attention beside a Mamba mixer; Zamba2:
 a Mamba mixer plus the shared attention block; DeepSeek-V3.2: the MLA latent plus the indexer's K
@@ -18,11 +19,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from kvplan.records import record
+from kvplan.records import Record
 
 
-@record
-class AttnSpec:
+class AttnSpec(Record):
     """K and V heads per token: MHA, GQA and MQA differ only in num_kv_heads."""
 
     num_kv_heads: int
@@ -32,12 +32,10 @@ class AttnSpec:
     kind: ClassVar[str] = "full"
 
 
-@record
 class FullAttn(AttnSpec):
     """Full attention: K and V for every token."""
 
 
-@record
 class SlidingAttn(AttnSpec):
     """Sliding-window attention: a sequence keeps at most `window` tokens."""
 
@@ -46,7 +44,6 @@ class SlidingAttn(AttnSpec):
     kind: ClassVar[str] = "sliding"
 
 
-@record
 class ChunkedAttn(AttnSpec):
     """Chunked local attention (Llama-4): tokens attend within chunks of `chunk_size`."""
 
@@ -55,7 +52,6 @@ class ChunkedAttn(AttnSpec):
     kind: ClassVar[str] = "chunked"
 
 
-@record
 class CrossAttn(AttnSpec):
     """Cross-attention of an encoder-decoder decoder layer (Whisper): K and V of the encoder's
     output, `encoder_tokens` of them per sequence, whatever the decoder's length."""
@@ -65,8 +61,7 @@ class CrossAttn(AttnSpec):
     kind: ClassVar[str] = "cross"
 
 
-@record
-class MLAAttn:
+class MLAAttn(Record):
     """Multi-head latent attention: one latent of kv_lora_rank + qk_rope_head_dim per token,
     shared by all heads, and the same on every TP rank. `sparse`: DeepSeek sparse attention
     (V3.2, GLM-5), served by vLLM's sparse MLA backends (fp8 becomes the fp8_ds_mla layout)."""
@@ -82,8 +77,7 @@ class MLAAttn:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
-@record
-class IndexerCache:
+class IndexerCache(Record):
     """A sparse-attention indexer's key cache, whatever the KV dtype, the same on every TP rank: DeepSeek's fp8 key
     of `head_dim` plus one fp32 scale per 128 values, one per token (V3.2, GLM-5) or one per `ratio` tokens
     (DeepSeek-V4's compressed indexer, ratio 4); MiniMax-M3's bf16 key without scales."""
@@ -106,8 +100,7 @@ class IndexerCache:
         return self.bytes_per_state
 
 
-@record
-class CompressedMLA:
+class CompressedMLA(Record):
     """DeepSeek-V4's compressed latent: one `head_dim` latent (the last `rope_dim` values rotary) per
     `ratio` tokens of a sequence (ratio 4: compressed sparse attention, 128: heavily compressed), the
     same on every TP rank (vllm/models/deepseek_v4/attention.py:860-884, ``tokens_per_state``)."""
@@ -119,8 +112,7 @@ class CompressedMLA:
     kind: ClassVar[str] = "compressed_mla"
 
 
-@record
-class SlidingMLA:
+class SlidingMLA(Record):
     """DeepSeek-V4's sliding-window latent, on every layer: one `head_dim` latent per token of the last
     `window` tokens, the same on every TP rank (vllm/v1/attention/backends/mla/sparse_swa.py:76-147)."""
 
@@ -131,8 +123,7 @@ class SlidingMLA:
     kind: ClassVar[str] = "sliding_mla"
 
 
-@record
-class CompressorState:
+class CompressorState(Record):
     """DeepSeek-V4's compressor buffer beside a compressed cache (the latent's, width 512, or the
     indexer's, 128): fp32 kv and score rows of `2 · coff · head_dim` values for each of the last
     `coff · ratio` tokens, coff = 2 where windows overlap (ratio 4), else 1
@@ -160,8 +151,7 @@ class CompressorState:
 Mixer = Literal["gdn", "olmo_gdn", "kda", "mamba1", "mamba2", "short_conv", "lightning"]
 
 
-@record
-class LinearState:
+class LinearState(Record):
     """Linear-attention / Mamba / short-conv layer: a fixed state per sequence, whatever its length.
 
     conv state: (conv_kernel - 1) × (conv_channels + num_groups × group_channels) elements (Mamba-2
@@ -196,8 +186,7 @@ class LinearState:
         return self.conv_elements + self.ssm_elements
 
 
-@record
-class NoKV:
+class NoKV(Record):
     """A layer that caches nothing (an attention-free block, a NAS no_op, a KV-shared layer)."""
 
     kind: ClassVar[str] = "none"
@@ -209,8 +198,7 @@ Part = (FullAttn | SlidingAttn | ChunkedAttn | CrossAttn | MLAAttn | IndexerCach
 REPLICATED_PARTS = (MLAAttn, IndexerCache, CompressedMLA, SlidingMLA, CompressorState)
 
 
-@record
-class Composite:
+class Composite(Record):
     """A decoder layer with several caches, in module order (see the module docstring)."""
 
     parts: tuple[Part, ...]
