@@ -91,13 +91,17 @@ class Table:
             yield from self.stacked(options.max_width)
 
     def rich_table(self, titled: bool = True) -> RichTable:
+        """The rich table, every string as plain text: a ``[name]`` in a cell (a log's ``[gpu_worker.py:462]``) stays
+        as written instead of being read as rich markup and dropped."""
         from rich.table import Table as RichTable
+        from rich.text import Text
 
-        table = RichTable(title=self.title if titled and self.title else None, title_justify=self.title_justify)
+        table = RichTable(title=Text(self.title, style="table.title") if titled and self.title else None,
+                          title_justify=self.title_justify)
         for c in self.columns:
-            table.add_column(c.header, justify=c.justify, no_wrap=not c.wrap)
+            table.add_column(Text(c.header), justify=c.justify, no_wrap=not c.wrap)
         for row in self.rows:
-            table.add_row(*row)
+            table.add_row(*map(Text, row))
         return table
 
     def blocks(self) -> Iterator[tuple[str, list[str]]]:

@@ -120,3 +120,15 @@ def test_skipped_notes_are_summarized() -> None:
     assert lines[1].startswith("skipped 300 combinations that cannot run, e.g. M tp=0: no; M tp=1: no; M tp=2: no")
     assert lines[1].endswith("and 297 more")
     assert summarize_skipped(["skipped a", "skipped b"]) == ["skipped a", "skipped b"]
+
+
+def test_brackets_in_a_title_header_or_cell_are_drawn_as_written() -> None:
+    """A log line's `[gpu_worker.py:462]` or an explain line's `[full]` is text, not rich markup (which would drop
+    it), in the rich table as in the stacked layout."""
+    table = Table(title="rules [vLLM 0.19]")
+    table.add_column("where [file]")
+    table.add_row("INFO [gpu_worker.py:462] Available KV cache memory: [full] [bold]27.93[/bold] GiB")
+    for width in (200, 40):
+        out = " ".join(draw(table, width).split())
+        assert "rules [vLLM 0.19]" in out and "[file]" in out
+        assert "[gpu_worker.py:462]" in out and "[full]" in out and "[bold]27.93[/bold]" in out
