@@ -10,7 +10,7 @@ import re
 from typing import Annotated, Any
 
 from kvplan.cli.expand import Expand
-from kvplan.cli.options import ENGINE, EXTRAS, MEMORY, cache_options, model_options, option, switch
+from kvplan.cli.options import ENGINE, EXTRAS, MEMORY, option, switch
 from kvplan.errors import InputError
 from kvplan.units import GIB, parse_bytes, parse_memory_size, parse_positive_tokens
 
@@ -98,6 +98,7 @@ HicacheRatio = Annotated[float | None, option("--hicache-ratio", "SGLang HiCache
 LmcacheSize = Annotated[str | None, option("--lmcache-cpu-size", "LMCache max_local_cpu_size, allocated by every "
                                            "rank; GiB or a size.", EXTRAS, "GIB")]
 
+
 def engine_options(
     max_num_batched_tokens: Batched = None, max_num_seqs: MaxSeqs = None, enforce_eager: Eager = False,
     gpu_memory_utilization: GpuUtil = None, entry_point: EntryPoint = "serve", sampler: Sampler = None,
@@ -148,7 +149,6 @@ def kv_budget(text: str | None) -> tuple[int, ...] | None:
     """--kv-budget: `20GiB`, or one size per PP stage (`12.13GiB,11GiB`), each at least 1 MiB (or 0)."""
     if text is None:
         return None
-    from kvplan.errors import InputError
     from kvplan.planning.budget import parse_budget
     from kvplan.planning.request import MAX_GPU_MEMORY_BYTES
 
@@ -179,4 +179,3 @@ def _modules(text: str | None) -> tuple[str, ...] | None:
 
 EngineArgs = Annotated[Any, Expand(engine_options)]  # a kvplan.engines.Settings
 MemoryArgs = Annotated[Any, Expand(memory_options)]
-BUILDERS = (model_options, cache_options, engine_options, memory_options)

@@ -1,11 +1,11 @@
 """Every option of every command, defined once: its flag, its help, its help panel, and the object it builds.
 
-An option is an ``Annotated`` alias shared by the commands that take it. The options that make one library
-object are the parameters of one builder (``model_options`` and ``cache_options`` here; ``engine_options`` and
+An option is an ``Annotated`` alias shared by the commands that take it. The options that make one library object
+are the parameters of one builder (``model_options`` and ``cache_options`` here; ``engine_options`` and
 ``memory_options`` in ``kvplan.cli.engine_options``, which `kvplan size` does not import); a command asks for the
 object (``cache: CacheArgs``) and ``kvplan.cli.expand`` gives it the builder's options and the object built from
-them. Each builder turns CLI text into the library's values
-and lets the object check itself, so the library and the CLI refuse the same input with the same message.
+them. Each builder turns CLI text into the library's values and lets the object check itself, so the library and
+the CLI refuse the same input with the same message.
 
 Flags take vLLM's names. Each option declares one flag (the help shows it whole at 80 columns); the short
 forms and the other engines' spellings (``--tp``, ``--tp-size``, ``--context-length``, ...) are rewritten to it

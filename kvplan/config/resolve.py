@@ -32,8 +32,8 @@ def configs_dir() -> Path:
 @lru_cache(maxsize=1)
 def bundled_index() -> dict[str, Path]:
     """{"org/name": path to its config.json}, sorted by id: every configs/org/name/ folder holds one
-    (tests/config/test_normalized_index.py reads each). On every `kvplan size`, so os.scandir, whose entries know
-    a folder without a stat: a third of Path.glob's time, half of a stat per config."""
+    (tests/config/test_normalized_index.py reads each). Read on every `kvplan size`, so by os.scandir, whose
+    entries tell a folder from a file without a stat: a third of Path.glob's time, and no stat of each config."""
     found = {}
     for org in os.scandir(configs_dir()):
         for repo in os.scandir(org.path) if org.is_dir() else ():
