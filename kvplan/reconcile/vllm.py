@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from kvplan.engines import EnginePlan
 from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
+from kvplan.reconcile.given import conflict
 from kvplan.reconcile.inputs import Inputs, plan, reference_plan
 from kvplan.reconcile.parse import GIB, Number, Record, StartupLog, rank_key
 from kvplan.reconcile.rules import VLLM_SWAP_SPACE_GIB, VllmRules, vllm_rules
@@ -84,10 +85,23 @@ def blocks_between(inputs: Inputs, budget: Budget) -> tuple[int, int] | str:
 
 
 def worker_budgets(log: StartupLog, inputs: Inputs) -> list[Budget]:
-    """Each worker's KV budget (exact bytes where printed), in rank order: the order vLLM plans them."""
+    """Each worker's KV budget (exact bytes where printed), in rank order: the order vLLM plans them; where the log
+    prints none, the one given (kv_budget_bytes: one, or one per PP stage)."""
     found = log.numbers("kv_budget")
     chosen = [(r, n) for r, n in found if n.unit == "B"] or found
-    return [Budget(r, n, stage_of(r.worker, inputs)) for r, n in sorted(chosen, key=lambda rn: rank_key(rn[0].worker))]
+    given = inputs.memory.kv_budget_bytes
+    if given is None:
+        return [Budget(r, n, stage_of(r.worker, inputs)) for r, n in sorted(chosen, key=lambda rn: rank_key(rn[0].worker))]
+    for record, number in chosen:
+        value = given[min(stage_of(record.worker, inputs) or 0, len(given) - 1)]
+        low, high = number.bytes_range()
+        if not low <= value <= high:
+            raise conflict("kv_budget_bytes", f"{value / GIB:.2f} GiB", f"{number.text} {number.unit} "
+                           f"({record.worker or 'line ' + str(record.line)})")
+    if chosen:
+        return worker_budgets(log, replace(inputs, memory=replace(inputs.memory, kv_budget_bytes=None)))
+    return [Budget(Record("given", 0, None, (n := Number("kv_budget", str(b), "B", 0),), "kv_budget_bytes"), n,
+                   k if len(given) > 1 else None) for k, b in enumerate(given)]
 
 
 def _said(budget: Budget) -> str:
@@ -132,7 +146,8 @@ def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) ->
     for (record, number), budgets in zip(lines, line_budgets(rules, worker_budgets(log, inputs), len(lines)),
                                           strict=True):
         if not budgets:
-            out.append(skip("kv_tokens", record, number, NO_BUDGET))
+            out.append(from_concurrency(log, record, number, rules, inputs) or skip("kv_tokens", record, number,
+                                                                                     NO_BUDGET))
             continue
         blocks = min_blocks(inputs, budgets)
         if isinstance(blocks, str):
@@ -146,6 +161,23 @@ def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) ->
         named = budgets[0].record.worker if len(budgets) == 1 else None
         out.append(replace(check, workers=(named,)) if named and not record.worker else check)
     return out
+
+
+def from_concurrency(log: StartupLog, record: Record, number: Number, rules: VllmRules, inputs: Inputs) -> Outcome | None:
+    """0.21 on, with no budget to plan from: tokens = int(concurrency × max_model_len), and the log prints the
+    concurrency too ("%.2fx", on the same line from 0.28, the next before): the tokens its rounding allows (0.25.0
+    v1/core/kv_cache_utils.py:1798, printed at :2146-2150)."""
+    if rules.tokens != "concurrency":
+        return None
+    found = next(((r, n) for r, n in log.numbers("max_concurrency") if r.seq in (record.seq, record.seq + 1)), None)
+    if found is None:
+        return None
+    printed, concurrency = found[0].get("max_model_len"), found[1]
+    length = int(printed.value) if printed is not None else inputs.max_model_len
+    low, high = (int(c * length) for c in (concurrency.value - concurrency.half_unit,
+                                            concurrency.value + concurrency.half_unit))
+    return compare("kv_tokens", record, number, Fraction(low), Fraction(high), f"int(the logged concurrency "
+                   f"{concurrency.text}x ± half a digit × {length:,} tokens) (vLLM {rules.releases})")
 
 
 def upstream(log: StartupLog, record: Record, rules: VllmRules) -> Number | None:

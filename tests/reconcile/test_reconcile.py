@@ -300,8 +300,11 @@ def test_log_settings_and_flags() -> None:
     log = parse_log((LOGS / "vllm-v0102-qwen3-235b-a22b-fp8-tp8-l40s.log").read_text())
     inputs = build_inputs(log, Options())
     assert (inputs.tp, inputs.max_model_len, inputs.kv_dtype, inputs.weights_dtype) == (8, 32768, "bf16", "fp8")
-    flagged = build_inputs(log, Options(tp=4))
-    assert flagged.tp == 4 and "tp 4 (flag) replaces the log's 8" in flagged.notes
+    # a flag that repeats the log is taken; one that contradicts it is refused, naming both (issue 29: before,
+    # the flag silently replaced the log's tp and every recomputed number then spoke of a run that never happened)
+    assert build_inputs(log, Options(tp=8)).tp == 8
+    with pytest.raises(InputError, match="tp 4 \\(given\\) disagrees with the log's 8"):
+        build_inputs(log, Options(tp=4))
 
 
 @pytest.mark.parametrize(("switch", "attention_dp"), [("False", 1), ("True", 2)])
