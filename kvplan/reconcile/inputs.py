@@ -22,7 +22,7 @@ from kvplan.planning.capacity import CapacityResult, capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, Memory
 from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
-from kvplan.reconcile.given import agreed, asked_knobs, merged_settings
+from kvplan.reconcile.given import agreed, asked_knobs, merged_settings, with_release
 from kvplan.reconcile.models import resolve_model, uncounted_of, weights_dtype_of
 from kvplan.reconcile.parse import StartupLog
 from kvplan.reconcile.rules import assumed, is_v0, placed, release
@@ -226,6 +226,7 @@ def _memory(log: StartupLog, options: Options, implied: str | None) -> Memory:
 
 
 def build_inputs(log: StartupLog, options: Options) -> Inputs:
+    log = with_release(log, options.engine)[0]  # its rows where the log prints no version (reconcile notes it)
     model, stand_in, implied = resolve_model(log, options.model)
     model = _served_dtype(log, model)
     profile, note = vllm_profile(log) if log.engine == "vllm" else profile_name(log.engine, log.version)

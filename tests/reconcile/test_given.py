@@ -228,3 +228,21 @@ def test_a_log_with_two_engines_is_refused(run_cli: Any, tmp_path: Path) -> None
     with pytest.raises(InputError, match="two engines"):
         parse_log(both.read_text())
     assert parse_log(vllm).engine == "vllm"  # each alone is read
+
+
+def test_the_drafter_is_part_of_the_loaded_weights() -> None:
+    # vLLM loads the drafter inside the block "Model loading took" measures (0.25.0 v1/worker/gpu_model_runner.py:
+    # 5219-5235): with MTP asked, the weights figure kvplan compares holds the draft's weights term too
+    from kvplan.reconcile.estimate import loaded_weights
+    from kvplan.reconcile.inputs import build_inputs
+
+    log = parse_log("Model loading took 700.0 GiB memory and 1.0 seconds\nAvailable KV cache memory: 40.0 GiB\n",
+                    "vllm@0.25")
+    common: dict[str, Any] = {"model": "deepseek-ai/DeepSeek-R1", "tp": 8, "max_model_len": 32768,
+                              "engine": "vllm@0.25"}
+    bare = loaded_weights(build_inputs(log, Options(**common)))
+    drafted = build_inputs(log, Options(**common, settings=Settings.of(speculative_method="mtp")))
+    draft = capacity("deepseek-ai/DeepSeek-R1", engine="vllm@0.25", tp=8, max_model_len=32768, gpu="H100",
+                     speculative_method="mtp").overhead
+    assert bare is not None and draft is not None and draft.draft_weights_bytes > 0
+    assert loaded_weights(drafted) == bare + draft.draft_weights_bytes
