@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kvplan.planning.verdict import verdict_text
 from kvplan.render import gib, gib_number
 from kvplan.render.capacity import CapacityPayload, FloorPayload
 from kvplan.render.extras import extras_table
@@ -22,8 +23,9 @@ def _summary_rows(p: CapacityPayload, compact: bool) -> list[tuple[str, str]]:
     def b(v: int | None) -> str:
         return "-" if v is None else gib(v) if compact else f"{v:,} ({gib(v)})"
     conc = p.max_concurrency_log or f"({format_floor(p.requests_at_max_model_len, 0)} fit)"
-    verdict = ("refuses" + (f" (max len {p.estimated_max_model_len:,})" if p.estimated_max_model_len else "")
-               if p.refusal else "error" if p.error else "starts")
+    said = verdict_text(p.refusal is not None, p.verdict_margin_bytes, p.estimate_error_bytes)
+    verdict = (said + (f" (max len {p.estimated_max_model_len:,})" if p.estimated_max_model_len else "")
+               if p.refusal else "error" if p.error else said)
     return [("version", p.engine_version), ("verdict", verdict), ("GPU", f"{p.gpu or '-'}"),
             ("GPU memory", b(p.gpu_memory_bytes)), ("weights / GPU", b(p.weights_bytes_per_gpu)),
             ("overhead / GPU", b(p.overhead_bytes_per_gpu)), ("KV budget / GPU", b(p.kv_budget_bytes_per_gpu)),

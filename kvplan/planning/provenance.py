@@ -1,0 +1,230 @@
+"""Whether every input of a budget term is exact, from the code's own records.
+
+A term is exact only when its rule is the engine's and every input behind it is exact. The inputs that are not,
+and where each is recorded:
+
+- the weights' tensors: kvplan's formula for a family no tensor table matches, or a table built from a stand-in
+  class (``ModelParts.estimate``, ``weights_source``); MTP modules copied from the last decoder layer
+  (``ModelParts.mtp_exact``);
+- the weights' format: a what-if ``weights_dtype`` (kvplan's layout of that format, not a checkpoint's); a field of
+  the config's ``quantization_config`` that the format reader does not read, and a storage key of the config
+  (``expert_dtype``: any ``*_dtype`` key but the model's and the cache states') it does not read, both recorded as
+  ``weight_format`` reads the config (``Reads``); a field whose value leaves the stored bytes as counted is listed
+  in ``NO_STORAGE``; NVFP4 weights, whose kernels re-lay their scales;
+- the rotary cache: a rope field ``rotary_bytes`` does not read (recorded the same way), a rope type whose cache is
+  not positions × rotary dim (``ROPE_TYPES``), a second rope configuration;
+- the GPU: kvplan's default (no GPU named) decides the scheduler's defaults by its memory (the profile's
+  persistent rows, the encoder's budget) and the MXFP4 kernel backend by its architecture (the padded layouts).
+
+``audited`` applies these to the terms a stage subtracts; each reason is said in ``BudgetTerm.estimated_because``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+from kvplan.config.model import ModelConfig
+from kvplan.engines.base import BudgetRules, BudgetTerm, Request
+from kvplan.errors import KvplanError
+from kvplan.planning.weights import weight_format, weight_parts, weights_source
+from kvplan.planning.weights.counts import content_key
+from kvplan.planning.weights.loaded import rotary_bytes
+
+FLOAT_WEIGHTS = ("bf16", "fp16", "fp32", "bfloat16", "float16", "float32", "auto")  # a what-if stored whole: exact
+# quantization_config fields whose value leaves the bytes a checkpoint stores as the reader counts them, by path
+# (dots for nesting, globs allowed) -> the values that do (None: any value)
+NO_STORAGE: dict[str, tuple[Any, ...] | None] = {
+    "quant_method": None,  # names the reader
+    "fmt": None,  # e4m3 or e5m2: one byte either way
+    "activation_scheme": ("dynamic",),  # "static" stores an fp32 input scale per linear layer, not counted
+    "dequantize": (False,),
+    "quantization_status": None, "producer": None, "producer.*": None, "global_compression_ratio": None,
+    "kv_cache_scheme": None, "kv_cache_scheme.*": None, "kv_cache_quant_algo": None,  # the KV cache's, not weights'
+    "config_groups.*.targets": (["Linear"],),  # every linear layer, as the reader applies it
+    "config_groups.*.input_activations": (None,), "config_groups.*.output_activations": (None,),
+    "config_groups.*.weights.observer": None, "config_groups.*.weights.observer_kwargs": None,
+    "config_groups.*.weights.dynamic": (False,), "config_groups.*.weights.actorder": (None,),
+    "config_groups.*.weights.symmetric": (True,), "config_groups.*.weights.zp_dtype": (None,),
+    "config_groups.*.format": None,  # repeats the top-level format
+    "bnb_4bit_compute_dtype": None, "llm_int8_threshold": None, "llm_int8_has_fp16_weight": (False,),
+    "damp_percent": None, "true_sequential": None, "model_name_or_path": None, "model_file_base_name": None,
+}
+# a storage key of the config: a dtype some module is stored in (expert_dtype), not the model's or a cache state's
+STORAGE_KEY = re.compile(r"^(?!mamba_|ssm_|torch_)\w+_dtype$")
+# rope fields that do not change the cache's size: its base, interleaving, which layers skip it
+ROPE_NO_SIZE = frozenset({"rope_theta", "use_mrope", "rope_interleave", "indexer_rope_interleave", "no_rope_layers",
+                          "no_rope_layer_interval", "qk_rope_head_dim", "head_dim", "mrope_section",
+                          "mrope_interleaved"})
+ROPE_KEY = re.compile(r"rope|rotary")
+# rope types whose cache vLLM's get_rope builds as positions × rotary dim (yarn: original positions × factor), as
+# rotary_bytes counts it; linear/dynamic scaling and longrope build longer or several caches
+ROPE_TYPES = (None, "default", "llama3", "yarn", "deepseek_yarn", "mrope")
+SECOND_ROPE_KEYS = ("rope_local_base_freq", "compress_rope_theta", "swa_rope_theta")  # a second cache, not counted
+
+
+class Reads(dict[str, Any]):
+    """A config mapping that records which keys are read (nested mappings as dotted paths)."""
+
+    def __init__(self, data: dict[str, Any], seen: set[str], prefix: str = "") -> None:
+        super().__init__(data)
+        self.seen, self.prefix = seen, prefix
+
+    def _wrap(self, key: str, value: Any) -> Any:
+        self.seen.add(self.prefix + key)
+        return Reads(value, self.seen, f"{self.prefix}{key}.") if isinstance(value, dict) else value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._wrap(key, super().__getitem__(key))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._wrap(key, super().__getitem__(key)) if key in self else default
+
+    def values(self) -> Any:
+        return [self._wrap(k, v) for k, v in super().items()]
+
+    def items(self) -> Any:
+        return [(k, self._wrap(k, v)) for k, v in super().items()]
+
+
+def leaves(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, value) of every field that is not itself a mapping."""
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            yield from leaves(value, f"{prefix}{key}.")
+        else:
+            yield prefix + key, value
+
+
+def no_storage(path: str, value: Any) -> bool:
+    return any(fnmatch.fnmatchcase(path, p) and (allowed is None or value in allowed) for p, allowed in
+               NO_STORAGE.items())
+
+
+def _read_by_format(model: ModelConfig, weights_dtype: str | None) -> set[str]:
+    seen: set[str] = set()
+    with suppress(KvplanError):  # a format no reader takes: no weights term is built from it either
+        weight_format(replace(model, raw=Reads(model.raw, seen)), weights_dtype)
+    return seen
+
+
+def unread_fields(model: ModelConfig) -> tuple[str, ...]:
+    """The config's weight-storage fields the format reader does not read: quantization_config fields (but those
+    whose value stores nothing more) and storage keys (expert_dtype)."""
+    return _unread_fields(model, content_key(model))
+
+
+@lru_cache(maxsize=256)
+def _unread_fields(model: ModelConfig, _key: str) -> tuple[str, ...]:
+    seen = _read_by_format(model, None)
+    quant = model.raw.get("quantization_config")
+    fields = [(f"quantization_config.{p}", v) for p, v in leaves(quant)] if isinstance(quant, dict) else []
+    out = [f"{p} {v!r} not read" for p, v in fields if p not in seen and
+           not any(s.startswith(p + ".") for s in seen) and not no_storage(p.removeprefix("quantization_config."), v)]
+    return (*out, *(f"{k} {model.raw[k]!r} not read (a module stored in another dtype)" for k in model.raw
+                    if STORAGE_KEY.match(k) and k not in seen))
+
+
+def weights_reasons(model: ModelConfig, weights_dtype: str | None, what_if: bool) -> tuple[str, ...]:
+    """Why the checkpoint's weights on a GPU are an estimate (empty: exact)."""
+    out = [] if not weight_parts(model).estimate else [weights_source(model)[1]]
+    if what_if and (weights_dtype or "auto").lower() not in FLOAT_WEIGHTS:
+        out.append(f"weights_dtype {weights_dtype}: kvplan's {weight_format(model, weights_dtype).name} layout of that "
+                   "format (its scales and groups), not a checkpoint's")
+    elif not what_if:  # a what-if format replaces the checkpoint's, its fields with it
+        out += unread_fields(model)
+    if "nvfp4" in weight_format(model, weights_dtype).name:
+        out.append("NVFP4 weights as the kernels store them (block scales swizzled and padded, Marlin's repacking "
+                   "below Blackwell) are not modelled: the checkpoint's bytes are counted")
+    return tuple(out)
+
+
+def _rope_read(model: ModelConfig) -> set[str]:
+    seen: set[str] = set()
+    rotary_bytes(replace(model, raw=Reads(model.raw, seen)))
+    return seen
+
+
+def rotary_reasons(model: ModelConfig) -> tuple[str, ...]:
+    """Why the rotary cache is an estimate: a rope field not read, a type whose cache is not positions × dim, a
+    second rope configuration (empty: exact)."""
+    seen = _rope_read(model)
+    out = [f"{k} {model.raw[k]!r} not read" for k in model.raw
+           if ROPE_KEY.search(k) and k not in seen and k not in ROPE_NO_SIZE and k not in SECOND_ROPE_KEYS]
+    scaling = model.field("rope_scaling")
+    kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
+    if kind not in ROPE_TYPES:
+        out.append(f"rope type {kind!r}: its cache is not max positions × rotary dim (the length counted)")
+    nested = isinstance(scaling, dict) and any(isinstance(v, dict) for v in scaling.values())
+    second = [k for k in SECOND_ROPE_KEYS if model.raw.get(k) is not None] + (["rope_parameters by layer type"]
+                                                                              if nested else [])
+    out += [f"a second rope configuration ({k}): its own cache is not counted" for k in second]
+    return tuple(out)
+
+
+def gpu_default_reasons(request: Request, knobs: tuple[str, ...]) -> tuple[str, ...]:
+    """`knobs` the release filled in by the memory of a GPU kvplan assumed (no GPU, no GPU memory named)."""
+    device, asked = request.device, request.asked
+    if device is None or not device.assumed or asked is None:
+        return ()
+    given, resolved = dict(asked.items()), dict(request.settings.items())
+    filled = [k for k in knobs if given.get(k) is None and resolved.get(k) is not None]
+    return tuple(f"{k} {resolved[k]:,} is the release's default for an assumed {device.name} (no GPU given)"
+                 for k in filled)
+
+
+def backend_reasons(request: Request, rules: BudgetRules) -> tuple[str, ...]:
+    """The MXFP4 kernel backend kvplan lays the experts out for, where it was not asked: picked by GPU architecture
+    (an assumed GPU), or the release row's Hopper default on another GPU."""
+    asked = request.asked.vllm.moe_backend if request.asked is not None else None
+    device = request.device
+    if asked is not None or rules.mxfp4_backend is None or device is None:
+        return ()
+    if device.assumed:
+        return (f"MXFP4 backend {rules.mxfp4_backend}: the release's default for an assumed {device.name} (no GPU "
+                "given); the kernel backend follows the GPU's architecture",)
+    if device.compute_capability != (9, 0):
+        return (f"MXFP4 backend {rules.mxfp4_backend}: the release row's Hopper default, on {device.name} "
+                f"(sm{''.join(map(str, device.compute_capability or ()))}), whose backend may differ",)
+    return ()
+
+
+def _draft_reasons(request: Request, weights_dtype: str | None, what_if: bool) -> tuple[str, ...]:
+    draft = request.draft
+    if draft is None:
+        return ()
+    if draft.method == "mtp":
+        parts = weight_parts(request.model)
+        template = () if parts.mtp_exact else ("the MTP modules are the model's last decoder layer copied, with "
+                                               "DeepSeek's enorm/hnorm/eh_proj (no table records their tensors)",)
+        return (*template, *weights_reasons(request.model, weights_dtype, what_if))
+    return weights_reasons(draft.model, None, False) if draft.model is not None else ()
+
+
+def _reasons(term: BudgetTerm, request: Request, rules: BudgetRules, weights: tuple[str | None, bool]) -> \
+        tuple[str, ...]:
+    kind, name = term.kind, term.name
+    if kind == "weights" and term.bytes > 0:
+        return weights_reasons(request.model, *weights)
+    if kind == "weights_extra" and name.startswith("rotary"):
+        return rotary_reasons(request.model)
+    if kind == "weights_extra" and name.startswith("MXFP4"):
+        return backend_reasons(request, rules)
+    if kind == "draft_weights":
+        return _draft_reasons(request, *weights)
+    if kind == "persistent":
+        return gpu_default_reasons(request, ("max_num_seqs",))
+    if kind == "encoder_cache":
+        return gpu_default_reasons(request, ("max_num_batched_tokens", "max_num_seqs"))
+    return ()
+
+
+def audited(terms: tuple[BudgetTerm, ...], request: Request, rules: BudgetRules, weights_dtype: str | None,
+            what_if: bool) -> tuple[BudgetTerm, ...]:
+    """The terms, each exact one whose inputs are not made an estimate that says why."""
+    return tuple(t.estimated(*_reasons(t, request, rules, (weights_dtype, what_if))) if t.exact else t for t in terms)
