@@ -4,7 +4,7 @@ A term is exact only when its rule is the engine's and every input behind it is 
 and where each is recorded:
 
 - the weights' tensors: kvplan's formula for a family no tensor table matches, or a table built from a stand-in
-  class (``ModelParts.estimate``, ``weights_source``); MTP modules copied from the last decoder layer
+  class (``ModelParts.estimate``, the record ``weights_source`` reads); MTP modules copied from the last decoder layer
   (``ModelParts.mtp_exact``);
 - the weights' format: a what-if ``weights_dtype`` (kvplan's layout of that format, not a checkpoint's); a field of
   the config's ``quantization_config`` that the format reader does not read, and a storage key of the config
@@ -32,7 +32,7 @@ from typing import Any
 from kvplan.config.model import ModelConfig
 from kvplan.engines.base import BudgetRules, BudgetTerm, Request
 from kvplan.errors import KvplanError
-from kvplan.planning.weights import weight_format, weight_parts, weights_source
+from kvplan.planning.weights import weight_format, weight_parts
 from kvplan.planning.weights.counts import content_key
 from kvplan.planning.weights.loaded import rotary_bytes
 
@@ -132,7 +132,11 @@ def _unread_fields(model: ModelConfig, _key: str) -> tuple[str, ...]:
 
 def weights_reasons(model: ModelConfig, weights_dtype: str | None, what_if: bool) -> tuple[str, ...]:
     """Why the checkpoint's weights on a GPU are an estimate (empty: exact)."""
-    out = [] if not weight_parts(model).estimate else [weights_source(model)[1]]
+    parts = weight_parts(model)
+    formula = "formula" in parts.source
+    out = [] if not parts.estimate else [
+        "the tensors are kvplan's formula for this family (no tensor table matches the config and no checkpoint "
+        "index was read)" if formula else f"the tensors come from a stand-in ({parts.source}): {'; '.join(parts.notes)}"]
     if what_if and (weights_dtype or "auto").lower() not in FLOAT_WEIGHTS:
         out.append(f"weights_dtype {weights_dtype}: kvplan's {weight_format(model, weights_dtype).name} layout of that "
                    "format (its scales and groups), not a checkpoint's")
@@ -142,6 +146,18 @@ def weights_reasons(model: ModelConfig, weights_dtype: str | None, what_if: bool
         out.append("NVFP4 weights as the kernels store them (block scales swizzled and padded, Marlin's repacking "
                    "below Blackwell) are not modelled: the checkpoint's bytes are counted")
     return tuple(out)
+
+
+def fp4_layout_reasons(model: ModelConfig, weights_dtype: str | None, rules: BudgetRules) -> tuple[str, ...]:
+    """MXFP4 experts an engine lays out for its kernels where kvplan has no layout term for that engine or format
+    (only vLLM's Marlin and triton_kernels layouts of quant_method mxfp4 are modelled, loaded.py)."""
+    fmt = weight_format(model, weights_dtype)
+    quant = model.raw.get("quantization_config")
+    modelled = isinstance(quant, dict) and quant.get("quant_method") == "mxfp4" and rules.mxfp4_backend is not None
+    if not fmt.name.startswith(("mxfp4", "float4")) or modelled or weights_dtype:
+        return ()
+    return (f"{fmt.name} experts as this engine's kernels lay them out (padding, swizzled scales) are not modelled: "
+            "the checkpoint's bytes are counted",)
 
 
 def _rope_read(model: ModelConfig) -> set[str]:
@@ -210,7 +226,7 @@ def _reasons(term: BudgetTerm, request: Request, rules: BudgetRules, weights: tu
         tuple[str, ...]:
     kind, name = term.kind, term.name
     if kind == "weights" and term.bytes > 0:
-        return weights_reasons(request.model, *weights)
+        return (*weights_reasons(request.model, *weights), *fp4_layout_reasons(request.model, weights[0], rules))
     if kind == "weights_extra" and name.startswith("rotary"):
         return rotary_reasons(request.model)
     if kind == "weights_extra" and name.startswith("MXFP4"):
@@ -226,5 +242,5 @@ def _reasons(term: BudgetTerm, request: Request, rules: BudgetRules, weights: tu
 
 def audited(terms: tuple[BudgetTerm, ...], request: Request, rules: BudgetRules, weights_dtype: str | None,
             what_if: bool) -> tuple[BudgetTerm, ...]:
-    """The terms, each exact one whose inputs are not made an estimate that says why."""
-    return tuple(t.estimated(*_reasons(t, request, rules, (weights_dtype, what_if))) if t.exact else t for t in terms)
+    """The terms, each whose inputs are not all exact an estimate that says why (an exact one made an estimate)."""
+    return tuple(t.estimated(*_reasons(t, request, rules, (weights_dtype, what_if))) for t in terms)

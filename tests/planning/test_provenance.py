@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,3 +227,14 @@ def test_the_deepseek_v4_refusal_is_within_the_estimate() -> None:
                      max_model_len=1048576, gpu_memory_utilization=0.95, max_num_seqs=64, max_num_batched_tokens=4096)
     assert found.refusal is not None and found.within_estimate
     assert found.verdict_margin_bytes is not None and found.verdict_margin_bytes < 0
+
+
+def test_a_config_no_table_matches_is_an_estimate(tmp_path: Path) -> None:
+    # phi-1's config with phi-2's width: no tensor table matches and the folder holds no checkpoint index, so the
+    # tensors are kvplan's formula (the phi-2 case: +30%, a gated third MLP matrix phi has not)
+    raw = json.loads((Path(__file__).resolve().parents[2] / "configs" / "microsoft" / "phi-1" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "hidden_size": 2560, "intermediate_size": 10240}))
+    found = capacity(str(tmp_path), gpu="H100")
+    assert weight_parts(found.model).estimate
+    weights = found.budget_terms[0]
+    assert not weights.exact and "kvplan's formula for this family" in weights.estimated_because[0]
