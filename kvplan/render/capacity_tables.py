@@ -24,6 +24,8 @@ def _summary_rows(p: CapacityPayload, compact: bool) -> list[tuple[str, str]]:
         return "-" if v is None else gib(v) if compact else f"{v:,} ({gib(v)})"
     conc = p.max_concurrency_log or f"({format_floor(p.requests_at_max_model_len, 0)} fit)"
     said = verdict_text(p.refusal is not None, p.verdict_margin_bytes, p.estimate_error_bytes)
+    if compact and p.verdict_within_estimate:  # side by side: the numbers follow the table (_verdicts)
+        said = f"{'refuses' if p.refusal else 'starts'}, within error"
     verdict = (said + (f" (max len {p.estimated_max_model_len:,})" if p.estimated_max_model_len else "")
                if p.refusal else "error" if p.error else said)
     return [("version", p.engine_version), ("verdict", verdict), ("GPU", f"{p.gpu or '-'}"),
@@ -100,6 +102,9 @@ def _verdicts(payloads: Sequence[CapacityPayload]) -> list[RenderableType]:
     out: list[RenderableType] = []
     for label, p in zip(column_labels(payloads), payloads, strict=True):
         who = label if _release(p) in label.split() else f"{label} ({p.engine_version})"
+        if len(payloads) > 1 and p.verdict_within_estimate:
+            out.append(Text(f"{who} {verdict_text(p.refusal is not None, p.verdict_margin_bytes, p.estimate_error_bytes)}"
+                            " GiB estimated"))
         if p.refusal:
             out.append(Text(f"{who} refuses to start: {p.refusal}"))
         elif p.log_lines:
