@@ -52,3 +52,12 @@ def loaded_weights(inputs: Inputs) -> int | None:
         return weight_bytes_per_gpu(inputs.model, tp=inputs.tp, pp=inputs.pp, weights_dtype=inputs.weights_dtype)
     except KvplanError:
         return None
+
+
+def loaded_reasons(inputs: Inputs) -> tuple[str, ...]:
+    """Why kvplan's loaded weights are an estimate (the estimated_because of its load terms; empty: exact)."""
+    found = estimate(inputs, None)
+    if isinstance(found, str):
+        return ()
+    kinds = VLLM_LOADED if found.engine == "vllm" else LOADED
+    return tuple(dict.fromkeys(b for t in found.budget_terms if t.kind in kinds for b in t.estimated_because))
