@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from kvplan.config.model import ModelConfig
@@ -47,6 +47,28 @@ class WeightFormat:
     tensor_bytes: int = 0  # per quantized tensor besides its scales (NVFP4's two fp32 scalars)
     skip: tuple[str, ...] = ()  # module patterns left unquantized (modules_to_not_convert ...)
     source: str = ""
+    # Linear weights stored in another format, by module pattern (first match wins; a skipped module never):
+    # DeepSeek-V4's expert_dtype, ModelOpt MIXED_PRECISION's quantized_layers.
+    modules: tuple[tuple[str, WeightFormat], ...] = ()
+
+    def __hash__(self) -> int:  # cheap: a few hundred per-module formats are hashed by the byte caches' keys
+        return hash((self.name, self.linear_bits, self.scheme, self.block, len(self.modules), self.source))
+
+    def for_module(self, module: str) -> WeightFormat:
+        """The format of the linear weight at `module`: its per-module format, else this one without them."""
+        return self.named_format(module) or (replace(self, modules=()) if self.modules else self)
+
+    def named_format(self, module: str) -> WeightFormat | None:
+        """The per-module format that names `module` (the longest module-path prefix a plain pattern names, else
+        the first glob that matches); None when none does or a skip pattern names it."""
+        if not self.modules or any(_skipped(module, p) for p in self.skip):
+            return None
+        plain, globs = _module_index(self.modules)
+        parts = module.split(".")
+        for end in range(len(parts), 0, -1):
+            if (found := plain.get(".".join(parts[:end]))) is not None:
+                return found
+        return next((fmt for pattern, fmt in globs if _skipped(module, pattern)), None)
 
     def is_quantized(self, module: str) -> bool:
         """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized.
@@ -54,6 +76,26 @@ class WeightFormat:
         if self.scheme == "none" and self.linear_bits == self.base_bits:
             return False
         return not any(_skipped(module, p) for p in self.skip)
+
+
+_INDEXES: dict[int, tuple[object, dict[str, WeightFormat], tuple[tuple[str, WeightFormat], ...]]] = {}
+
+
+def _module_index(modules: tuple[tuple[str, WeightFormat], ...]) -> tuple[dict[str, WeightFormat],
+                                                                          tuple[tuple[str, WeightFormat], ...]]:
+    """The per-module formats as a dict of plain module paths (first one wins) and the glob patterns, built once
+    per tuple (kept beside it, so its id stays its own)."""
+    found = _INDEXES.get(id(modules))
+    if found is None or found[0] is not modules:
+        plain: dict[str, WeightFormat] = {}
+        for pattern, fmt in modules:
+            if not any(c in pattern for c in "*?[") and not pattern.startswith("re:"):
+                plain.setdefault(pattern, fmt)
+        globs = tuple((p, f) for p, f in modules if p not in plain)
+        if len(_INDEXES) > 256:
+            _INDEXES.clear()
+        found = _INDEXES[id(modules)] = (modules, plain, globs)
+    return found[1], found[2]
 
 
 def _skipped(module: str, pattern: str) -> bool:
@@ -112,8 +154,33 @@ def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> Weigh
                          arg="weights_dtype")
     quant = model.raw.get("quantization_config")
     if isinstance(quant, dict):
-        return _from_quantization_config(quant, base_bits, model.source)
+        return with_expert_dtype(_from_quantization_config(quant, base_bits, model.source), model)
     return WeightFormat(name=model.dtype, base_bits=base_bits, linear_bits=base_bits, source="model dtype")
+
+
+EXPERT_DTYPE_TYPES = ("deepseek_v4",)  # model types whose quantization config reads expert_dtype (default fp4)
+EXPERTS = "*.experts"  # a routed-experts module (its stacked weights, or one expert's); not shared_experts
+
+
+def with_expert_dtype(fmt: WeightFormat, model: ModelConfig) -> WeightFormat:
+    """DeepSeek-V4's routed experts in the format `expert_dtype` names (vLLM 0.25
+    ``models/deepseek_v4/quant_config.py:58-78, 139-167``: ``fp4``, the default, loads MXFP4 experts, 4-bit E2M1
+    with one E8M0 byte per 32, or NVFP4 when ``quantization_config.moe_quant_algo`` is NVFP4; ``fp8`` keeps the
+    config's FP8 blocks); the checkpoint stores them that way (DeepSeek-V4-Flash: 148.66 GiB logged)."""
+    if model.model_type not in EXPERT_DTYPE_TYPES or not fmt.source.startswith("quantization_config (fp8"):
+        return fmt
+    dtype = str(model.raw.get("expert_dtype", "fp4")).lower()
+    quant = model.raw.get("quantization_config") or {}
+    if dtype == "fp8":
+        return fmt
+    if dtype != "fp4":
+        raise InputError(f"{model.source}: expert_dtype {dtype!r} is not one vLLM reads (fp4, fp8)",
+                         arg="weights_dtype")
+    nvfp4 = str(quant.get("moe_quant_algo", "")).upper() == "NVFP4"
+    experts = WeightFormat(name="nvfp4" if nvfp4 else "mxfp4", base_bits=fmt.base_bits, skip=fmt.skip,
+                           source=f"expert_dtype fp4{' (moe_quant_algo NVFP4)' if nvfp4 else ''}",
+                           **(NVFP4 if nvfp4 else MXFP4))  # type: ignore[arg-type]
+    return replace(fmt, name=f"{fmt.name}, {experts.name} experts", modules=((EXPERTS, experts), *fmt.modules))
 
 
 ONLINE_QUANTIZATION = {"fp8": "fp8"}  # vLLM/SGLang quantize a bf16/fp16 checkpoint at load: per-tensor fp8 scale
@@ -161,8 +228,8 @@ def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str
         return WeightFormat(name="fp8", base_bits=base_bits, linear_bits=8, scheme="tensor", scale_bits=32,
                             skip=skip, source=where)
     if method == "mxfp4":  # OCP MX: 4-bit E2M1 values, one E8M0 (1-byte) scale per 32
-        return WeightFormat(name="mxfp4", base_bits=base_bits, linear_bits=4, scheme="group", block=(1, 32),
-                            scale_bits=8, skip=skip, source=where)
+        return WeightFormat(name="mxfp4", base_bits=base_bits, skip=skip, source=where,
+                            **MXFP4)  # type: ignore[arg-type]
     if method == "compressed-tensors":
         return _compressed_tensors(quant, base_bits, skip, where, source)
     if method == "modelopt":
@@ -192,13 +259,20 @@ _CT_STRATEGIES: dict[str, tuple[ScaleScheme, int]] = {"tensor": ("tensor", 32), 
 _SCALE_DTYPE_BITS = {"torch.uint8": 8, "torch.float8_e4m3fn": 8, "torch.float8_e8m0fnu": 8, "torch.float16": 16,
                      "torch.bfloat16": 16, "torch.float32": 32}
 NVFP4 = {"linear_bits": 4, "scheme": "group", "block": (1, 16), "scale_bits": 8, "tensor_bytes": 8}
+MXFP4 = {"linear_bits": 4, "scheme": "group", "block": (1, 32), "scale_bits": 8}
 
 
 def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
               source: str) -> WeightFormat:
     """NVIDIA ModelOpt checkpoints: NVFP4 (e2m1 + an e4m3 scale per 16 + fp32 weight_scale_2 and input_scale),
     FP8 (per-tensor e4m3 + fp32 weight_scale and input_scale)."""
+    nested = quant.get("quantization")  # ModelOpt's own form (hf_quant_config.json's), inside quantization_config
+    if isinstance(nested, dict):
+        quant = {**quant, **nested}
+        skip = (*skip, *_skip_patterns(nested))
     algo = str(quant.get("quant_algo", "")).upper()
+    if algo == "MIXED_PRECISION":
+        return _modelopt_mixed(quant, base_bits, skip, where, source)
     if algo == "NVFP4":
         return WeightFormat(name="nvfp4 (modelopt)", base_bits=base_bits, skip=skip, source=where,
                             **NVFP4)  # type: ignore[arg-type]
@@ -207,6 +281,59 @@ def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], wher
                             tensor_bytes=4, skip=skip, source=where)
     raise InputError(f"{source}: {where} quant_algo {algo or '?'!r} is not supported; pass weights_dtype",
                      arg="weights_dtype")
+
+
+# ModelOpt per-layer algorithms (vLLM 0.33 quantization/modelopt.py:129-155, 1615-1630): linear bits, scheme,
+# scale bits, default group, bytes per tensor besides (fp32 weight_scale_2 / input_scale).
+_MODELOPT_ALGOS: dict[str, tuple[int, ScaleScheme, int, int, int]] = {
+    "FP8": (8, "tensor", 32, 0, 4), "FP8_PER_CHANNEL_PER_TOKEN": (8, "channel", 32, 0, 0),
+    "NVFP4": (4, "group", 8, 16, 8), "W4A16_NVFP4": (4, "group", 8, 16, 8),
+    "FP8_PB_WO": (8, "block", 32, 128, 0), "FP8_BLOCK_SCALES": (8, "block", 32, 128, 0), "MXFP8": (8, "group", 8, 32, 0)}
+_LANGUAGE_MODEL_PREFIXES = ("model.language_model.", "language_model.model.", "model.")
+
+
+def _modelopt_layer(algo: str, group: int, base_bits: int, skip: tuple[str, ...], where: str,
+                    source: str) -> WeightFormat:
+    if algo not in _MODELOPT_ALGOS:
+        raise InputError(f"{source}: {where} quantized_layers algorithm {algo or '?'!r} is not one kvplan sizes "
+                         f"({', '.join(_MODELOPT_ALGOS)}); pass weights_dtype", arg="weights_dtype")
+    bits, scheme, scale_bits, default, extra = _MODELOPT_ALGOS[algo]
+    block = (group or default, group or default) if scheme == "block" else (1, group or default)
+    return WeightFormat(name=f"{algo.lower()} (modelopt)", base_bits=base_bits, linear_bits=bits, scheme=scheme,
+                        block=block if scheme != "tensor" else (0, 0), scale_bits=scale_bits, tensor_bytes=extra,
+                        skip=skip, source=where)
+
+
+def _layer_patterns(key: str) -> tuple[str, ...]:
+    """A quantized_layers key as the module paths kvplan's tensors may carry: vLLM's language_model prefix aliases
+    (modelopt.py _quantized_layer_prefix_candidates), one expert's key as its layer's experts module (its
+    prefix lookup for RoutedExperts)."""
+    if ".experts." in key:
+        key = key[: key.index(".experts.") + len(".experts")]
+    prefix = next((p for p in _LANGUAGE_MODEL_PREFIXES if key.startswith(p)), "")
+    rest = key[len(prefix):]
+    return tuple(dict.fromkeys((key, *(p + rest for p in _LANGUAGE_MODEL_PREFIXES)))) if prefix else (key,)
+
+
+def _modelopt_mixed(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
+                    source: str) -> WeightFormat:
+    """ModelOpt MIXED_PRECISION: each module its own algorithm (``quantized_layers``, in config.json's
+    quantization_config or hf_quant_config.json's ``quantization``); a module it does not list stays in the model
+    dtype, as do ``exclude_modules`` (vLLM 0.33 quantization/modelopt.py:1574-1746, 1748-1860)."""
+    layers = quant.get("quantized_layers")
+    if not isinstance(layers, dict) or not layers:
+        raise InputError(f"{source}: {where} MIXED_PRECISION has no quantized_layers; pass weights_dtype",
+                         arg="weights_dtype")
+    modules: list[tuple[str, WeightFormat]] = []
+    for key, info in layers.items():
+        info = info if isinstance(info, dict) else {}
+        group = info.get("group_size")
+        fmt = _modelopt_layer(str(info.get("quant_algo", "")).upper(), group if isinstance(group, int) else 0,
+                              base_bits, skip, where, source)
+        modules += [(pattern, fmt) for pattern in _layer_patterns(str(key))]
+    algos = sorted({fmt.name.removesuffix(" (modelopt)") for _, fmt in modules})
+    return WeightFormat(name=f"mixed {'+'.join(algos)} (modelopt)", base_bits=base_bits, linear_bits=base_bits,
+                        skip=skip, source=where, modules=tuple(modules))
 
 
 def _bitsandbytes(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str) -> WeightFormat:
