@@ -167,7 +167,7 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
                 weights_dtype: str | None = None) -> tuple[BudgetTerm, ...]:
     """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
     layers = pp_layer_counts(request.model.num_layers, request.pp)[stage]
-    exact, source = weights_source(request.model)
+    exact, source = weights_source(request.model, weights_dtype)
     terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=exact, kind="weights", source=source),
              *loaded_extras(request.model, rules, request.tp, layers), *extra_terms(request, rules, stage, weights_dtype)]
     if rules.profile is not None:

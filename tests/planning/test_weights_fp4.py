@@ -244,3 +244,20 @@ def test_modelopt_mixed_precision_bytes(model: Any) -> None:
 def test_modelopt_mixed_precision_unknown_algorithm(model: Any) -> None:
     with pytest.raises(InputError, match=re.escape("quantized_layers algorithm 'W2A2' is not one kvplan sizes")):
         weight_format(_mixed(model, algo="W2A2"))
+
+
+def test_modelopt_mixed_precision_key_without_a_tensor_is_an_estimate(model: Any) -> None:
+    # a quantized_layers key that names no tensor of the model (an old fused name here) leaves those weights counted
+    # in bf16: the weights term is then an estimate, and says which key
+    from kvplan.planning.weights.counts import unmatched_modules, weights_source
+
+    m = _mixed(model)
+    assert unmatched_modules(m) == () and weights_source(m)[0]
+    raw = dict(m.raw)
+    layers = {**raw["quantization_config"]["quantized_layers"],
+              "model.language_model.layers.0.linear_attn.in_proj_qkvz": {"quant_algo": "FP8"}}
+    odd = normalize({**raw, "quantization_config": {**raw["quantization_config"], "quantized_layers": layers}},
+                    model_id="x", source="x.json")
+    assert unmatched_modules(odd) == ("model.language_model.layers.0.linear_attn.in_proj_qkvz",)
+    exact, source = weights_source(odd)
+    assert not exact and "name no tensor kvplan knows (e.g. model.language_model.layers.0.linear_attn.in_proj_qkvz)" in source

@@ -135,11 +135,32 @@ def param_count(model: ModelConfig) -> ParamCount:
                       layers=layers, notes=notes, source=parts.source, estimate=parts.estimate)
 
 
-def weights_source(model: ModelConfig) -> tuple[bool, str]:
-    """(exact, where the weights come from) for the budget's weights term."""
+def weights_source(model: ModelConfig, weights_dtype: str | None = None) -> tuple[bool, str]:
+    """(exact, where the weights come from) for the budget's weights term: an estimate from kvplan's formula, or
+    when the format names modules no tensor carries (their weights counted in the model dtype)."""
     parts = weight_parts(model)
     how = "the model's tensors" if not parts.estimate else "kvplan's formula (an estimate)"
-    return not parts.estimate, f"{how}: {parts.source} × the weight format, this GPU's share"
+    unmatched = unmatched_modules(model, weights_dtype)
+    gap = (f"; estimate: {len(unmatched)} per-module format(s) name no tensor kvplan knows (e.g. {unmatched[0]}), "
+           "those weights counted in the model dtype") if unmatched else ""
+    return not parts.estimate and not unmatched, f"{how}: {parts.source} × the weight format, this GPU's share{gap}"
+
+
+def unmatched_modules(model: ModelConfig, weights_dtype: str | None = None) -> tuple[str, ...]:
+    """The modules a per-module format names (quantized_layers keys) that none of the model's tensors is, or sits
+    under, by any of the names vLLM tries for it (a skipped module and a glob pattern aside)."""
+    fmt = weight_format(model, weights_dtype)
+    if not fmt.modules:
+        return ()
+    parts = weight_parts(model)
+    names = {p.name for p in (*parts.first, *parts.last)}
+    names |= {p.name for layer in (*parts.layers, *parts.mtp_layers) for p in layer}
+    prefixes = {".".join(n.split(".")[:end]) for n in names for end in range(1, n.count(".") + 2)}
+    keys: dict[int, list[str]] = {}  # a key's aliases share its format object
+    for pattern, sub in fmt.modules:
+        if not any(c in pattern for c in "*?[") and fmt.named_format(pattern) is not None:
+            keys.setdefault(id(sub), []).append(pattern)
+    return tuple(aliases[0] for aliases in keys.values() if not prefixes.intersection(aliases))
 
 
 def _check(**sizes: int) -> None:
