@@ -103,6 +103,7 @@ def _pick(release: str, gpu_cc: tuple[int, int] | None, name: str, model: Any, b
     pytest.param("0.14", (10, 3), "triton", True, id="b300-0.14-sm100-only"),  # 10.0 exactly before 0.15
     pytest.param("0.11", (9, 0), "marlin", False, id="h100-0.11-no-triton-kernels"),
     pytest.param("0.30", None, "triton", False, id="no-capability-hopper-assumed"),
+    pytest.param("0.30", (9, 4), "triton", False, id="mi300x-rocm-not-modelled"),
 ])
 def test_gpt_oss_backend_by_capability(model: Any, release: str, cc: Any, backend: str, exact: bool) -> None:
     pick = _pick(release, cc, "openai/gpt-oss-20b", model)

@@ -15,6 +15,7 @@ from kvplan.engines.base import Request
 from kvplan.engines.vllm.row import Capability, MoeBackendRule, VllmRelease
 
 DSV4_TYPES = ("deepseek_v4",)
+ROCM_CAPABILITIES = ((9, 4), (9, 5))  # how vLLM reads gfx942 / gfx950 (the catalog's MI300X, MI325X, MI35xX)
 
 
 class Mxfp4Pick(NamedTuple):
@@ -60,9 +61,10 @@ def release_pick(rel: VllmRelease, req: Request) -> Mxfp4Pick:
     keeps = rule.triton_keeps_scales
     entries = rule.gpt_oss if kind == "gpt_oss" else rule.deepseek_v4
     cc = req.device.compute_capability if req.device else None
-    if cc is None:
+    if cc is None or cc in ROCM_CAPABILITIES:
         entries = tuple(e for e in entries if _runs_on(e, (9, 0)))
-        note = "the GPU's compute capability is not known: Hopper's (sm90) MXFP4 MoE backend assumed"
+        note = ("the GPU's compute capability is not known" if cc is None else
+                "ROCm's MXFP4 MoE backends (AITER, triton) are not modelled") + ": Hopper's (sm90) backend assumed"
         return Mxfp4Pick(entries[0].backend if entries else None, note, keeps, rule.source)
     assumed = ""
     for entry in entries:
