@@ -192,10 +192,9 @@ def test_no_refinement_below_32(model: Any) -> None:
 
 
 def _mixed(model: Any, nested: bool = False, algo: str = "NVFP4") -> Any:
-    """Qwen3.5-27B's config (the architecture of nvidia/Qwen3.6-27B-NVFP4) with a MIXED_PRECISION quantization of
-    the published form: per-module quant_algo in quantized_layers (MLP NVFP4 group 16, attention projections FP8,
-    lm_head NVFP4), exclude_modules, kv_cache_quant_algo FP8. Synthetic: the real file was not available here (its
-    form as public test files mirror it: search-index file ids 59720615791, 55831486223)."""
+    """A MIXED_PRECISION checkpoint to vary (the nested hf_quant_config form, an unknown algorithm, a key without a
+    tensor): Qwen3.5-27B's config with quantized_layers in the form of nvidia/Qwen3.6-27B-NVFP4's (bundled, whose
+    real file the tests above read), NVFP4 MLPs and lm_head, FP8 projections."""
     m = model("Qwen/Qwen3.5-27B")
     layers: dict[str, dict[str, Any]] = {"lm_head": {"quant_algo": "NVFP4", "group_size": 16}}
     for i, kind in enumerate(m.layer_kinds):
@@ -211,35 +210,52 @@ def _mixed(model: Any, nested: bool = False, algo: str = "NVFP4") -> Any:
     return normalize({**raw, "quantization_config": doc}, model_id="x", source="x.json")
 
 
+QWEN36_NVFP4 = "nvidia/Qwen3.6-27B-NVFP4"  # bundled with its hf_quant_config.json (configs/SOURCES.md)
+
+
 def test_modelopt_mixed_precision_per_module(model: Any) -> None:
-    fmt = weight_format(_mixed(model))
-    assert fmt.name == "mixed fp8+nvfp4 (modelopt)"
+    # the real hf_quant_config.json: 401 quantized_layers (FP8 attention and linear-attention projections,
+    # W4A16_NVFP4 MLPs and lm_head), exclude_modules mtp*; every key names a tensor of the model
+    from kvplan.planning.weights.counts import unmatched_modules
+
+    m = model(QWEN36_NVFP4)
+    fmt = weight_format(m)
+    assert fmt.name == "mixed fp8+w4a16_nvfp4 (modelopt)" and unmatched_modules(m) == ()
     q = "model.language_model.layers.3.self_attn.q_proj"
     assert (fmt.for_module(q).linear_bits, fmt.for_module(q).scheme) == (8, "tensor")
     assert fmt.for_module("model.language_model.layers.3.mlp.down_proj").block == (1, 16)
-    # a module the list does not name stays in the model dtype (the linear attention's in_proj_z here)
-    assert not fmt.for_module("model.language_model.layers.0.linear_attn.in_proj_z").is_quantized("x")
+    # a module the list does not name stays in the model dtype (the linear attention's in_proj_b here)
+    assert not fmt.for_module("model.language_model.layers.0.linear_attn.in_proj_b").is_quantized("x")
     assert fmt.for_module("mtp.layers.0.mlp.down_proj").modules == ()  # excluded
 
 
 def test_modelopt_mixed_precision_bytes(model: Any) -> None:
-    # layer 3 (full attention) in the synthetic checkpoint: q_proj 12,288 × 5,120 FP8 + fp32 weight_scale and
-    # input_scale = 62,914,568; k, v 1,024 × 5,120 -> 5,242,888 each; o 5,120 × 6,144 -> 31,457,288. MLP NVFP4:
-    # gate/up 17,408 × 5,120 -> 44,564,480 + 17,408 × 320 e4m3 scales 5,570,560 + 8 = 50,135,048 each; down 5,120 ×
-    # 17,408 -> 44,564,480 + 5,120 × 1,088 = 5,570,560 + 8 = 50,135,048
-    m = _mixed(model)
-    attention = 62_914_568 + 2 * 5_242_888 + 31_457_288
-    mlp = 3 * 50_135_048
+    # layer 3 (full attention): q_proj 12,288 × 5,120 FP8 + fp32 weight_scale and input_scale = 62,914,568; k, v
+    # 1,024 × 5,120 -> 5,242,888 each; o 5,120 × 6,144 -> 31,457,288. MLP W4A16_NVFP4 (no input scale): gate/up
+    # 17,408 × 5,120 -> 44,564,480 + 17,408 × 320 e4m3 scales 5,570,560 + weight_scale_2 4 = 50,135,044 each; down
+    # 5,120 × 17,408 -> 44,564,480 + 5,120 × 1,088 = 5,570,560 + 4 = 50,135,044
     from kvplan.planning.weights.counts import weight_parts
     from kvplan.planning.weights.tensors import Split, part_bytes
 
+    m = model(QWEN36_NVFP4)
     split = Split(weight_format(m), None, 1, m.num_attention_heads, m.num_kv_heads)
     layer = weight_parts(m).layers[3]
-    assert sum(part_bytes(p, split) for p in layer if p.is_linear and p.category == "attention") == attention
-    assert sum(part_bytes(p, split) for p in layer if p.category == "mlp_dense") == mlp
-    # lm_head NVFP4: 248,320 × 5,120 -> 635,699,200 + 248,320 × 320 = 79,462,400 + 8 (rows as stored, unpadded)
-    assert weight_bytes_by_kind(m, tp=1)["lm_head"] < weight_bytes_by_kind(model("Qwen/Qwen3.5-27B"), tp=1)["lm_head"] / 3
-    assert weight_bytes_per_gpu(_mixed(model, nested=True)) == weight_bytes_per_gpu(m)  # hf_quant_config.json form
+    attention = sum(part_bytes(p, split) for p in layer if p.is_linear and p.category == "attention")
+    assert attention == 62_914_568 + 2 * 5_242_888 + 31_457_288
+    assert sum(part_bytes(p, split) for p in layer if p.category == "mlp_dense") == 3 * 50_135_044
+    # lm_head W4A16_NVFP4 (a ParallelLMHead vLLM quantizes when listed): 248,320 rows (248,320 = 3,880 × 64, no
+    # vocab padding) × 5,120 -> 635,699,200 + 248,320 × 320 = 79,462,400 + 4
+    assert weight_bytes_by_kind(m)["lm_head"] == 635_699_200 + 79_462_400 + 4
+    assert weight_bytes_per_gpu(_mixed(model, nested=True)) == weight_bytes_per_gpu(_mixed(model))
+
+
+def test_qwen36_27b_nvfp4_gb10_against_its_log() -> None:
+    # tests/data/logs/vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07: vLLM 0.23.1rc1 on a GB10, "Model loading
+    # took 19.78 GiB"; kvplan: 19.62 GiB of tensors + the rotary cache = 19.66 (-0.6%)
+    r = capacity(QWEN36_NVFP4, engine="vllm@0.23", gpu="GB10", kv_dtype="fp8", gpu_memory_utilization=0.7,
+                 max_num_seqs=8, max_num_batched_tokens=65536)
+    assert abs(_loaded_bytes(r) / GIB - 19.78) / 19.78 < 0.01
+    assert {t.name: t.exact for t in r.budget_terms}["weights (checkpoint)"]
 
 
 def test_modelopt_mixed_precision_unknown_algorithm(model: Any) -> None:

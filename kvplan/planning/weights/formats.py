@@ -287,7 +287,7 @@ def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], wher
 # scale bits, default group, bytes per tensor besides (fp32 weight_scale_2 / input_scale).
 _MODELOPT_ALGOS: dict[str, tuple[int, ScaleScheme, int, int, int]] = {
     "FP8": (8, "tensor", 32, 0, 4), "FP8_PER_CHANNEL_PER_TOKEN": (8, "channel", 32, 0, 0),
-    "NVFP4": (4, "group", 8, 16, 8), "W4A16_NVFP4": (4, "group", 8, 16, 8),
+    "NVFP4": (4, "group", 8, 16, 8), "W4A16_NVFP4": (4, "group", 8, 16, 4),  # W4A16: no input scale
     "FP8_PB_WO": (8, "block", 32, 128, 0), "FP8_BLOCK_SCALES": (8, "block", 32, 128, 0), "MXFP8": (8, "group", 8, 32, 0)}
 _LANGUAGE_MODEL_PREFIXES = ("model.language_model.", "language_model.model.", "model.")
 
