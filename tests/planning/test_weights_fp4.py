@@ -120,6 +120,13 @@ def test_deepseek_v4_backend_by_capability(model: Any, release: str, cc: Any, ba
     assert _pick(release, cc, "deepseek-ai/DeepSeek-V4-Flash", model).backend == backend
 
 
+@pytest.mark.parametrize(("release", "keeps"), [("0.11", True), ("0.24", True), ("0.25", False)])
+def test_triton_layout_keeps_the_original_scales_until_0_25(model: Any, release: str, keeps: bool) -> None:
+    # 0.10.1.1 quantization/mxfp4.py:387-420 and 0.12 :783-784 delete only the weights; 0.25
+    # fused_moe/oracle/mxfp4.py:1150-1156 deletes the scales too
+    assert _pick(release, (9, 0), "openai/gpt-oss-20b", model, backend="triton").keeps_scales is keeps
+
+
 def test_moe_backend_given_wins(model: Any) -> None:
     pick = _pick("0.30", (9, 0), "openai/gpt-oss-20b", model, backend="marlin")
     assert (pick.backend, pick.source, pick.assumed) == ("marlin", "--moe-backend", "")

@@ -21,7 +21,7 @@ ROCM_CAPABILITIES = ((9, 4), (9, 5))  # how vLLM reads gfx942 / gfx950 (the cata
 class Mxfp4Pick(NamedTuple):
     backend: str | None  # None: the model has no MXFP4 experts
     assumed: str  # "" when the release's rule decides it for this GPU; else what kvplan assumed
-    keeps_scales: bool  # the triton_kernels layout keeps the original block scales (0.12-0.24)
+    keeps_scales: bool  # the triton_kernels layout keeps the original block scales (0.10-0.24)
     source: str
 
 

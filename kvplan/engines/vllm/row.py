@@ -74,7 +74,7 @@ class Mxfp4Rule:
 
     gpt_oss: tuple[MoeBackendRule, ...]
     deepseek_v4: tuple[MoeBackendRule, ...] = ()
-    triton_keeps_scales: bool = False  # the original block scales stay beside the swizzled ones (0.12-0.24)
+    triton_keeps_scales: bool = False  # the original block scales stay beside the swizzled ones (0.10-0.24)
     source: str
 
 

@@ -53,9 +53,10 @@ _FI_10X = MoeBackendRule(backend="flashinfer_trtllm", low=(10, 0), high=(11, 0),
 _TRITON = MoeBackendRule(backend="triton", low=(9, 0), high=(11, 0))
 MXFP4_010 = Mxfp4Rule(
     gpt_oss=(_FI_100, MoeBackendRule(backend="triton", low=_SM90_UP[0], high=_SM90_UP[1], optional="triton_kernels",
-                                     assumed_present=False), _MARLIN),
+                                     assumed_present=False), _MARLIN), triton_keeps_scales=True,
     source="0.10.1.1 model_executor/layers/quantization/mxfp4.py:35-61, 123-135, 154-186 (triton_kernels is an "
-           "optional package: without it every GPU but sm100 runs Marlin; 0.11.0 mxfp4.py:59-107 the same)")
+           "optional package: without it every GPU but sm100 runs Marlin; 0.11.0 mxfp4.py:59-107 the same), "
+           ":387-420 (the triton layout keeps the original scales)")
 MXFP4_012 = Mxfp4Rule(gpt_oss=(_FI_100, _TRITON, _MARLIN), triton_keeps_scales=True,
                       source="0.12.0 model_executor/layers/quantization/mxfp4.py:107-174 (triton_kernels bundled: "
                              "utils/import_utils.py:431-438), :747-785 (the original scales are kept)")
@@ -74,7 +75,8 @@ MXFP4_024 = Mxfp4Rule(
     source="0.24.0 model_executor/layers/fused_moe/experts/deep_gemm_moe.py:423-429 (DeepGEMM FP4 on sm12x too)")
 MXFP4_025 = Mxfp4Rule(gpt_oss=MXFP4_015.gpt_oss, deepseek_v4=MXFP4_024.deepseek_v4,
                       source="0.25.0 model_executor/layers/fused_moe/oracle/mxfp4.py:304-346, 439-661 (gpt-oss: "
-                             "TRT-LLM, triton, Marlin; the triton layout frees the original scales: :1153-1156)")
+                             "TRT-LLM, triton, Marlin; DeepSeek-V4: TRT-LLM MXFP8, DeepGEMM, Marlin; the triton "
+                             "layout frees the original scales: :1150-1156)")
 
 V0_065 = VllmRelease(
     key="0.7", label="vLLM 0.7 (V0 engine)", gpu_memory_utilization=0.9, usable_rounding="floor",

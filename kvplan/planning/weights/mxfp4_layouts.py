@@ -10,7 +10,7 @@ with one E8M0 byte per 32 inputs (gpt-oss adds bf16 biases, 2I + h). I is the ex
 - ``triton`` (triton_kernels, sm90): I rounded up to 64 (0.14 ``quantization/mxfp4.py:316-318``; 0.33
   ``fused_moe/oracle/mxfp4.py:915``), the block scales swizzled by HopperMXScaleLayout into rows padded to
   2·num_warps·2·8 = 256 and columns to 2 (``third_party/triton_kernels/tensor_details/layout_details/
-  hopper_scale.py:22-28``), the expert biases cast to fp32 (0.14 ``mxfp4.py:749-750``); 0.12-0.24 keep the
+  hopper_scale.py:22-28``), the expert biases cast to fp32 (0.14 ``mxfp4.py:749-750``); 0.10-0.24 keep the
   original scales beside the swizzled ones (0.12 ``mxfp4.py:783-784`` deletes only the weights), 0.25 on free them
   (0.25 ``fused_moe/oracle/mxfp4.py:1150-1156``);
 - ``flashinfer_trtllm`` (sm10x): I and h rounded up to 256 (0.25 ``fused_moe/oracle/mxfp4.py:655-657``), weights
