@@ -22,8 +22,10 @@ with double quantization), 8-bit: one fp32 scale per output row (LLM.int8 SCB).
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from kvplan.config.model import ModelConfig
@@ -61,14 +63,12 @@ class WeightFormat:
     def named_format(self, module: str) -> WeightFormat | None:
         """The per-module format that names `module` (the longest module-path prefix a plain pattern names, else
         the first glob that matches); None when none does or a skip pattern names it."""
-        if not self.modules or any(_skipped(module, p) for p in self.skip):
+        if not self.modules:
             return None
-        plain, globs = _module_index(self.modules)
-        parts = module.split(".")
-        for end in range(len(parts), 0, -1):
-            if (found := plain.get(".".join(parts[:end]))) is not None:
-                return found
-        return next((fmt for pattern, fmt in globs if _skipped(module, pattern)), None)
+        plain, globs, resolved = _module_index(self.modules)
+        if module not in resolved:
+            resolved[module] = None if any(_skipped(module, p) for p in self.skip) else _lookup(module, plain, globs)
+        return resolved[module]
 
     def is_quantized(self, module: str) -> bool:
         """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized.
@@ -78,13 +78,13 @@ class WeightFormat:
         return not any(_skipped(module, p) for p in self.skip)
 
 
-_INDEXES: dict[int, tuple[object, dict[str, WeightFormat], tuple[tuple[str, WeightFormat], ...]]] = {}
+Globs = tuple[tuple[str, "WeightFormat"], ...]
+_INDEXES: dict[int, tuple[object, dict[str, WeightFormat], Globs, dict[str, WeightFormat | None]]] = {}
 
 
-def _module_index(modules: tuple[tuple[str, WeightFormat], ...]) -> tuple[dict[str, WeightFormat],
-                                                                          tuple[tuple[str, WeightFormat], ...]]:
-    """The per-module formats as a dict of plain module paths (first one wins) and the glob patterns, built once
-    per tuple (kept beside it, so its id stays its own)."""
+def _module_index(modules: Globs) -> tuple[dict[str, WeightFormat], Globs, dict[str, WeightFormat | None]]:
+    """The per-module formats as a dict of plain module paths (first one wins), the glob patterns, and the modules
+    already resolved; built once per tuple (kept beside it, so its id stays its own)."""
     found = _INDEXES.get(id(modules))
     if found is None or found[0] is not modules:
         plain: dict[str, WeightFormat] = {}
@@ -94,8 +94,17 @@ def _module_index(modules: tuple[tuple[str, WeightFormat], ...]) -> tuple[dict[s
         globs = tuple((p, f) for p, f in modules if p not in plain)
         if len(_INDEXES) > 256:
             _INDEXES.clear()
-        found = _INDEXES[id(modules)] = (modules, plain, globs)
-    return found[1], found[2]
+        found = _INDEXES[id(modules)] = (modules, plain, globs, {})
+    return found[1], found[2], found[3]
+
+
+def _lookup(module: str, plain: dict[str, WeightFormat], globs: Globs) -> WeightFormat | None:
+    """The longest module-path prefix of `module` a plain pattern names, else the first glob that matches."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if (found := plain.get(".".join(parts[:end]))) is not None:
+            return found
+    return next((fmt for pattern, fmt in globs if _skipped(module, pattern)), None)
 
 
 def _skipped(module: str, pattern: str) -> bool:
@@ -133,8 +142,23 @@ WEIGHT_DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32", *OVERRIDES, "nvfp4")
 _SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules")
 
 
+def content_key(model: ModelConfig) -> str:
+    """The config's content (ModelConfig's equality ignores raw), computed once per instance."""
+    key = model.__dict__.get("_weights_key")
+    if not isinstance(key, str):
+        key = json.dumps(model.raw, sort_keys=True, default=str)
+        object.__setattr__(model, "_weights_key", key)
+    return key
+
+
 def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> WeightFormat:
-    """`weights_dtype` if given, else the config's quantization_config, else the model dtype."""
+    """`weights_dtype` if given, else the config's quantization_config, else the model dtype (read once per
+    config content: a MIXED_PRECISION config names hundreds of modules)."""
+    return _weight_format(model, content_key(model), weights_dtype)
+
+
+@lru_cache(maxsize=256)
+def _weight_format(model: ModelConfig, _key: str, weights_dtype: str | None) -> WeightFormat:
     base_bits = element_bits(model.dtype) if model.dtype in _FLOAT_WEIGHTS else 16
     key = (weights_dtype or "auto").strip().lower()
     key = canonical_dtype(key) or key
