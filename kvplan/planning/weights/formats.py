@@ -21,116 +21,19 @@ with double quantization), 8-bit: one fp32 scale per output row (LLM.int8 SCB).
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import re
-from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import canonical_dtype, element_bits
 from kvplan.errors import InputError
-from kvplan.units import cdiv
+from kvplan.planning.weights.per_module import modelopt_mixed, with_expert_dtype
+from kvplan.planning.weights.storage import MXFP4, NVFP4, ScaleScheme, WeightFormat, tensor_bytes
 
-ScaleScheme = Literal["none", "block", "group", "channel", "tensor"]
+__all__ = ["MXFP4", "NVFP4", "OVERRIDES", "WEIGHT_DTYPE_NAMES", "WeightFormat", "content_key", "tensor_bytes",
+           "weight_format", "weights_for_quantization"]
 _FLOAT_WEIGHTS = ("bf16", "fp16", "fp32")  # stored whole: every tensor in that dtype
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WeightFormat:
-    name: str  # e.g. "bf16", "fp8 (128x128 blocks)", "mxfp4", "int4 (g128)"
-    base_bits: int  # every tensor that is not a quantized linear weight
-    linear_bits: int
-    scheme: ScaleScheme = "none"
-    block: tuple[int, int] = (0, 0)  # (rows, cols) per scale; group: (1, group)
-    scale_bits: int = 0
-    zero_bits: int = 0  # GPTQ/AWQ zero point per group
-    tensor_bytes: int = 0  # per quantized tensor besides its scales (NVFP4's two fp32 scalars)
-    skip: tuple[str, ...] = ()  # module patterns left unquantized (modules_to_not_convert ...)
-    source: str = ""
-    # Linear weights stored in another format, by module pattern (first match wins; a skipped module never):
-    # DeepSeek-V4's expert_dtype, ModelOpt MIXED_PRECISION's quantized_layers.
-    modules: tuple[tuple[str, WeightFormat], ...] = ()
-
-    def __hash__(self) -> int:  # cheap: a few hundred per-module formats are hashed by the byte caches' keys
-        return hash((self.name, self.linear_bits, self.scheme, self.block, len(self.modules), self.source))
-
-    def for_module(self, module: str) -> WeightFormat:
-        """The format of the linear weight at `module`: its per-module format, else this one without them."""
-        return self.named_format(module) or (replace(self, modules=()) if self.modules else self)
-
-    def named_format(self, module: str) -> WeightFormat | None:
-        """The per-module format that names `module` (the longest module-path prefix a plain pattern names, else
-        the first glob that matches); None when none does or a skip pattern names it."""
-        if not self.modules:
-            return None
-        plain, globs, resolved = _module_index(self.modules)
-        if module not in resolved:
-            resolved[module] = None if any(_skipped(module, p) for p in self.skip) else _lookup(module, plain, globs)
-        return resolved[module]
-
-    def is_quantized(self, module: str) -> bool:
-        """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized.
-        A skip pattern is a glob over the path (or its prefix), or a "re:" regex (compressed-tensors' ignore)."""
-        if self.scheme == "none" and self.linear_bits == self.base_bits:
-            return False
-        return not any(_skipped(module, p) for p in self.skip)
-
-
-Globs = tuple[tuple[str, "WeightFormat"], ...]
-_INDEXES: dict[int, tuple[object, dict[str, WeightFormat], Globs, dict[str, WeightFormat | None]]] = {}
-
-
-def _module_index(modules: Globs) -> tuple[dict[str, WeightFormat], Globs, dict[str, WeightFormat | None]]:
-    """The per-module formats as a dict of plain module paths (first one wins), the glob patterns, and the modules
-    already resolved; built once per tuple (kept beside it, so its id stays its own)."""
-    found = _INDEXES.get(id(modules))
-    if found is None or found[0] is not modules:
-        plain: dict[str, WeightFormat] = {}
-        for pattern, fmt in modules:
-            if not any(c in pattern for c in "*?[") and not pattern.startswith("re:"):
-                plain.setdefault(pattern, fmt)
-        globs = tuple((p, f) for p, f in modules if p not in plain)
-        if len(_INDEXES) > 256:
-            _INDEXES.clear()
-        found = _INDEXES[id(modules)] = (modules, plain, globs, {})
-    return found[1], found[2], found[3]
-
-
-def _lookup(module: str, plain: dict[str, WeightFormat], globs: Globs) -> WeightFormat | None:
-    """The longest module-path prefix of `module` a plain pattern names, else the first glob that matches."""
-    parts = module.split(".")
-    for end in range(len(parts), 0, -1):
-        if (found := plain.get(".".join(parts[:end]))) is not None:
-            return found
-    return next((fmt for pattern, fmt in globs if _skipped(module, pattern)), None)
-
-
-def _skipped(module: str, pattern: str) -> bool:
-    if pattern.startswith("re:"):
-        try:
-            return re.match(pattern[3:], module) is not None
-        except re.error:
-            return False
-    return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
-
-
-def tensor_bytes(shape: tuple[int, ...], count: int, fmt: WeightFormat, *, quantized: bool) -> int:
-    """Bytes of `count` tensors of `shape` ((out, in) for matrices), scales included."""
-    elements = count
-    for dim in shape:
-        elements *= dim
-    if not quantized or len(shape) != 2:
-        return cdiv(elements * fmt.base_bits, 8)
-    rows, cols = shape
-    scales = {"none": 0, "tensor": 1, "channel": rows,
-              "block": cdiv(rows, fmt.block[0] or 1) * cdiv(cols, fmt.block[1] or 1),
-              "group": rows * cdiv(cols, fmt.block[1] or 1)}[fmt.scheme]
-    bits = rows * cols * fmt.linear_bits + scales * (fmt.scale_bits + fmt.zero_bits)
-    return count * (cdiv(bits, 8) + fmt.tensor_bytes)
-
-
 # --weights-dtype: name -> (linear bits, scheme, block, scale bits). Linear weights only; the rest
 # stays in the model dtype, except bf16/fp16/fp32, which store everything in that dtype.
 OVERRIDES: dict[str, tuple[int, ScaleScheme, tuple[int, int], int]] = {
@@ -180,31 +83,6 @@ def _weight_format(model: ModelConfig, _key: str, weights_dtype: str | None) -> 
     if isinstance(quant, dict):
         return with_expert_dtype(_from_quantization_config(quant, base_bits, model.source), model)
     return WeightFormat(name=model.dtype, base_bits=base_bits, linear_bits=base_bits, source="model dtype")
-
-
-EXPERT_DTYPE_TYPES = ("deepseek_v4",)  # model types whose quantization config reads expert_dtype (default fp4)
-EXPERTS = "*.experts"  # a routed-experts module (its stacked weights, or one expert's); not shared_experts
-
-
-def with_expert_dtype(fmt: WeightFormat, model: ModelConfig) -> WeightFormat:
-    """DeepSeek-V4's routed experts in the format `expert_dtype` names (vLLM 0.25
-    ``models/deepseek_v4/quant_config.py:58-78, 139-167``: ``fp4``, the default, loads MXFP4 experts, 4-bit E2M1
-    with one E8M0 byte per 32, or NVFP4 when ``quantization_config.moe_quant_algo`` is NVFP4; ``fp8`` keeps the
-    config's FP8 blocks); the checkpoint stores them that way (DeepSeek-V4-Flash: 148.66 GiB logged)."""
-    if model.model_type not in EXPERT_DTYPE_TYPES or not fmt.source.startswith("quantization_config (fp8"):
-        return fmt
-    dtype = str(model.raw.get("expert_dtype", "fp4")).lower()
-    quant = model.raw.get("quantization_config") or {}
-    if dtype == "fp8":
-        return fmt
-    if dtype != "fp4":
-        raise InputError(f"{model.source}: expert_dtype {dtype!r} is not one vLLM reads (fp4, fp8)",
-                         arg="weights_dtype")
-    nvfp4 = str(quant.get("moe_quant_algo", "")).upper() == "NVFP4"
-    experts = WeightFormat(name="nvfp4" if nvfp4 else "mxfp4", base_bits=fmt.base_bits, skip=fmt.skip,
-                           source=f"expert_dtype fp4{' (moe_quant_algo NVFP4)' if nvfp4 else ''}",
-                           **(NVFP4 if nvfp4 else MXFP4))  # type: ignore[arg-type]
-    return replace(fmt, name=f"{fmt.name}, {experts.name} experts", modules=((EXPERTS, experts), *fmt.modules))
 
 
 ONLINE_QUANTIZATION = {"fp8": "fp8"}  # vLLM/SGLang quantize a bf16/fp16 checkpoint at load: per-tensor fp8 scale
@@ -282,8 +160,6 @@ _CT_STRATEGIES: dict[str, tuple[ScaleScheme, int]] = {"tensor": ("tensor", 32), 
                                                       "tensor_group": ("group", 8)}
 _SCALE_DTYPE_BITS = {"torch.uint8": 8, "torch.float8_e4m3fn": 8, "torch.float8_e8m0fnu": 8, "torch.float16": 16,
                      "torch.bfloat16": 16, "torch.float32": 32}
-NVFP4 = {"linear_bits": 4, "scheme": "group", "block": (1, 16), "scale_bits": 8, "tensor_bytes": 8}
-MXFP4 = {"linear_bits": 4, "scheme": "group", "block": (1, 32), "scale_bits": 8}
 
 
 def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
@@ -296,7 +172,7 @@ def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], wher
         skip = (*skip, *_skip_patterns(nested))
     algo = str(quant.get("quant_algo", "")).upper()
     if algo == "MIXED_PRECISION":
-        return _modelopt_mixed(quant, base_bits, skip, where, source)
+        return modelopt_mixed(quant, base_bits, skip, where, source)
     if algo == "NVFP4":
         return WeightFormat(name="nvfp4 (modelopt)", base_bits=base_bits, skip=skip, source=where,
                             **NVFP4)  # type: ignore[arg-type]
@@ -305,59 +181,6 @@ def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], wher
                             tensor_bytes=4, skip=skip, source=where)
     raise InputError(f"{source}: {where} quant_algo {algo or '?'!r} is not supported; pass weights_dtype",
                      arg="weights_dtype")
-
-
-# ModelOpt per-layer algorithms (vLLM 0.33 quantization/modelopt.py:129-155, 1615-1630): linear bits, scheme,
-# scale bits, default group, bytes per tensor besides (fp32 weight_scale_2 / input_scale).
-_MODELOPT_ALGOS: dict[str, tuple[int, ScaleScheme, int, int, int]] = {
-    "FP8": (8, "tensor", 32, 0, 4), "FP8_PER_CHANNEL_PER_TOKEN": (8, "channel", 32, 0, 0),
-    "NVFP4": (4, "group", 8, 16, 8), "W4A16_NVFP4": (4, "group", 8, 16, 4),  # W4A16: no input scale
-    "FP8_PB_WO": (8, "block", 32, 128, 0), "FP8_BLOCK_SCALES": (8, "block", 32, 128, 0), "MXFP8": (8, "group", 8, 32, 0)}
-_LANGUAGE_MODEL_PREFIXES = ("model.language_model.", "language_model.model.", "model.")
-
-
-def _modelopt_layer(algo: str, group: int, base_bits: int, skip: tuple[str, ...], where: str,
-                    source: str) -> WeightFormat:
-    if algo not in _MODELOPT_ALGOS:
-        raise InputError(f"{source}: {where} quantized_layers algorithm {algo or '?'!r} is not one kvplan sizes "
-                         f"({', '.join(_MODELOPT_ALGOS)}); pass weights_dtype", arg="weights_dtype")
-    bits, scheme, scale_bits, default, extra = _MODELOPT_ALGOS[algo]
-    block = (group or default, group or default) if scheme == "block" else (1, group or default)
-    return WeightFormat(name=f"{algo.lower()} (modelopt)", base_bits=base_bits, linear_bits=bits, scheme=scheme,
-                        block=block if scheme != "tensor" else (0, 0), scale_bits=scale_bits, tensor_bytes=extra,
-                        skip=skip, source=where)
-
-
-def _layer_patterns(key: str) -> tuple[str, ...]:
-    """A quantized_layers key as the module paths kvplan's tensors may carry: vLLM's language_model prefix aliases
-    (modelopt.py _quantized_layer_prefix_candidates), one expert's key as its layer's experts module (its
-    prefix lookup for RoutedExperts)."""
-    if ".experts." in key:
-        key = key[: key.index(".experts.") + len(".experts")]
-    prefix = next((p for p in _LANGUAGE_MODEL_PREFIXES if key.startswith(p)), "")
-    rest = key[len(prefix):]
-    return tuple(dict.fromkeys((key, *(p + rest for p in _LANGUAGE_MODEL_PREFIXES)))) if prefix else (key,)
-
-
-def _modelopt_mixed(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
-                    source: str) -> WeightFormat:
-    """ModelOpt MIXED_PRECISION: each module its own algorithm (``quantized_layers``, in config.json's
-    quantization_config or hf_quant_config.json's ``quantization``); a module it does not list stays in the model
-    dtype, as do ``exclude_modules`` (vLLM 0.33 quantization/modelopt.py:1574-1746, 1748-1860)."""
-    layers = quant.get("quantized_layers")
-    if not isinstance(layers, dict) or not layers:
-        raise InputError(f"{source}: {where} MIXED_PRECISION has no quantized_layers; pass weights_dtype",
-                         arg="weights_dtype")
-    modules: list[tuple[str, WeightFormat]] = []
-    for key, info in layers.items():
-        info = info if isinstance(info, dict) else {}
-        group = info.get("group_size")
-        fmt = _modelopt_layer(str(info.get("quant_algo", "")).upper(), group if isinstance(group, int) else 0,
-                              base_bits, skip, where, source)
-        modules += [(pattern, fmt) for pattern in _layer_patterns(str(key))]
-    algos = sorted({fmt.name.removesuffix(" (modelopt)") for _, fmt in modules})
-    return WeightFormat(name=f"mixed {'+'.join(algos)} (modelopt)", base_bits=base_bits, linear_bits=base_bits,
-                        skip=skip, source=where, modules=tuple(modules))
 
 
 def _bitsandbytes(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str) -> WeightFormat:
