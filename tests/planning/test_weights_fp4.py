@@ -2,7 +2,7 @@
 (expert_dtype), the MXFP4 MoE backend each release picks per GPU and what its layout keeps, the FP8 MoE block
 refinement of 0.29 on, ModelOpt MIXED_PRECISION checkpoints.
 
-Real figures: "Model loading took" lines of public start-up logs (search-index file ids named per test); hand
+Real figures: "Model loading took" lines of the public start-up logs in tests/data/logs (named per test); hand
 derivations in the comments.
 """
 
@@ -74,7 +74,8 @@ DSV4_LOG = {"gpu": "RTX PRO 6000", "tp": 2, "kv_dtype": "fp8", "max_model_len": 
 
 
 def test_deepseek_v4_flash_rtx_pro_6000_against_its_log() -> None:
-    # search-index file id 56819795714: vLLM 0.25.0, TP 2 on two RTX PRO 6000 (sm120), fp8 KV, 1M, MTP x2,
+    # tests/data/logs/vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000: vLLM 0.25.0, TP 2 on two RTX PRO 6000
+    # (sm120), fp8 KV, 1M, MTP x2,
     # "DeepSeek V4 expert_dtype resolved to 'fp4'", "Using 'DEEPGEMM_MXFP4' Mxfp4 MoE backend", "Model loading took
     # 75.64 GiB" after "Loading drafter model..." (the MTP layer; embedding and lm_head shared with the target)
     r = capacity("deepseek-ai/DeepSeek-V4-Flash", engine="vllm@0.25", **DSV4_LOG)
@@ -148,7 +149,8 @@ def test_flashinfer_trtllm_layout_of_gpt_oss_20b(model: Any) -> None:
 
 
 def test_gpt_oss_20b_gb10_against_its_log() -> None:
-    # search-index file id 70267910602: "GB10, vLLM 0.30", gpt-oss-20b at TP 1, "Model loading took 13.8 GiB".
+    # tests/data/logs/vllm-v0300-gpt-oss-20b-gb10-util055: "GB10, vLLM 0.30", gpt-oss-20b at TP 1, "Model loading
+    # took 13.8 GiB".
     # vLLM 0.30 on sm121: no TRT-LLM MoE (sm10x only), triton_kernels stop below sm110, FlashInfer CUTLASS takes
     # MXFP4 x bf16 on sm90 only -> Marlin. 12.82 checkpoint + 0.03 rotary + 0.85 Marlin = 13.70 GiB (-0.7%: the
     # remaining 0.1 GiB is not found in vLLM's code)
