@@ -10,9 +10,11 @@ and where each is recorded:
   the config's ``quantization_config`` that the format reader does not read, and a storage key of the config
   (``expert_dtype``: any ``*_dtype`` key but the model's and the cache states') it does not read, both recorded as
   ``weight_format`` reads the config (``Reads``); a field whose value leaves the stored bytes as counted is listed
-  in ``NO_STORAGE``; NVFP4 weights, whose kernels re-lay their scales;
-- the rotary cache: a rope field ``rotary_bytes`` does not read (recorded the same way), a rope type whose cache is
-  not positions × rotary dim (``ROPE_TYPES``), a second rope configuration;
+  in ``NO_STORAGE``, a field the method's engine loader never reads in ``NOT_LOADED``; MXFP4 experts an engine lays
+  out without a layout term in kvplan;
+- the rotary cache: a rope field ``rotary_bytes`` does not read (recorded the same way; a second rope theta, such as
+  Gemma-3's ``rope_local_base_freq``, builds a cache of its own), a rope type whose cache is not positions × rotary
+  dim (``ROPE_TYPES``), rope parameters by layer type;
 - the GPU: kvplan's default (no GPU named) decides the scheduler's defaults by its memory (the profile's
   persistent rows, the encoder's budget) and the MXFP4 kernel backend by its architecture (the padded layouts).
 
@@ -33,7 +35,7 @@ from kvplan.config.model import ModelConfig
 from kvplan.engines.base import BudgetRules, BudgetTerm, Request
 from kvplan.errors import KvplanError
 from kvplan.planning.weights import weight_format, weight_parts
-from kvplan.planning.weights.counts import content_key
+from kvplan.planning.weights.formats import _weight_format, content_key
 from kvplan.planning.weights.loaded import rotary_bytes
 
 FLOAT_WEIGHTS = ("bf16", "fp16", "fp32", "bfloat16", "float16", "float32", "auto")  # a what-if stored whole: exact
@@ -56,6 +58,10 @@ NO_STORAGE: dict[str, tuple[Any, ...] | None] = {
     "damp_percent": None, "true_sequential": None, "model_name_or_path": None, "model_file_base_name": None,
 }
 # a storage key of the config: a dtype some module is stored in (expert_dtype), not the model's or a cache state's
+# fields a method's engine loader never reads: they restate the format, the loader's own keys define it
+# (ModelOpt: vLLM 0.23 quantization/modelopt.py:276-330 reads quant_algo, kv_cache_quant_algo, group_size,
+# exclude_modules, and per layer hf_quant_config.json's quantized_layers, :2226-2251; never config_groups)
+NOT_LOADED: dict[str, tuple[str, ...]] = {"modelopt": ("config_groups", "config_groups.*")}
 STORAGE_KEY = re.compile(r"^(?!mamba_|ssm_|torch_)\w+_dtype$")
 # rope fields that do not change the cache's size: its base, interleaving, which layers skip it
 ROPE_NO_SIZE = frozenset({"rope_theta", "use_mrope", "rope_interleave", "indexer_rope_interleave", "no_rope_layers",
@@ -65,7 +71,6 @@ ROPE_KEY = re.compile(r"rope|rotary")
 # rope types whose cache vLLM's get_rope builds as positions × rotary dim (yarn: original positions × factor), as
 # rotary_bytes counts it; linear/dynamic scaling and longrope build longer or several caches
 ROPE_TYPES = (None, "default", "llama3", "yarn", "deepseek_yarn", "mrope")
-SECOND_ROPE_KEYS = ("rope_local_base_freq", "compress_rope_theta", "swa_rope_theta")  # a second cache, not counted
 
 
 class Reads(dict[str, Any]):
@@ -101,15 +106,22 @@ def leaves(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]
             yield prefix + key, value
 
 
-def no_storage(path: str, value: Any) -> bool:
+def no_storage(path: str, value: Any, method: str = "") -> bool:
+    """A field whose value stores nothing more than the reader counts, or that the method's loader never reads."""
     return any(fnmatch.fnmatchcase(path, p) and (allowed is None or value in allowed) for p, allowed in
-               NO_STORAGE.items())
+               NO_STORAGE.items()) or any(fnmatch.fnmatchcase(path, p) for p in NOT_LOADED.get(method, ()))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _read_by_format(model: ModelConfig, weights_dtype: str | None) -> set[str]:
+    """The config keys the format reader reads (its uncached body: the cached one keys on the config's content)."""
     seen: set[str] = set()
     with suppress(KvplanError):  # a format no reader takes: no weights term is built from it either
-        weight_format(replace(model, raw=Reads(model.raw, seen)), weights_dtype)
+        _weight_format.__wrapped__(replace(model, raw=Reads(model.raw, seen)), "", weights_dtype)
     return seen
 
 
@@ -124,9 +136,11 @@ def _unread_fields(model: ModelConfig, _key: str) -> tuple[str, ...]:
     seen = _read_by_format(model, None)
     quant = model.raw.get("quantization_config")
     fields = [(f"quantization_config.{p}", v) for p, v in leaves(quant)] if isinstance(quant, dict) else []
-    out = [f"{p} {v!r} not read" for p, v in fields if p not in seen and
-           not any(s.startswith(p + ".") for s in seen) and not no_storage(p.removeprefix("quantization_config."), v)]
-    return (*out, *(f"{k} {model.raw[k]!r} not read (a module stored in another dtype)" for k in model.raw
+    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, dict) else ""
+    out = [f"{p} {_shown(v)} not read" for p, v in fields if p not in seen and
+           not any(s.startswith(p + ".") for s in seen) and
+           not no_storage(p.removeprefix("quantization_config."), v, method)]
+    return (*out, *(f"{k} {_shown(model.raw[k])} not read (a module stored in another dtype)" for k in model.raw
                     if STORAGE_KEY.match(k) and k not in seen))
 
 
@@ -142,19 +156,16 @@ def weights_reasons(model: ModelConfig, weights_dtype: str | None, what_if: bool
                    "format (its scales and groups), not a checkpoint's")
     elif not what_if:  # a what-if format replaces the checkpoint's, its fields with it
         out += unread_fields(model)
-    if "nvfp4" in weight_format(model, weights_dtype).name:
-        out.append("NVFP4 weights as the kernels store them (block scales swizzled and padded, Marlin's repacking "
-                   "below Blackwell) are not modelled: the checkpoint's bytes are counted")
     return tuple(out)
 
 
 def fp4_layout_reasons(model: ModelConfig, weights_dtype: str | None, rules: BudgetRules) -> tuple[str, ...]:
-    """MXFP4 experts an engine lays out for its kernels where kvplan has no layout term for that engine or format
-    (only vLLM's Marlin and triton_kernels layouts of quant_method mxfp4 are modelled, loaded.py)."""
+    """MXFP4 experts an engine lays out for its kernels where kvplan has no layout term for them (vLLM's backends
+    for gpt-oss and DeepSeek-V4 experts are modelled, ``loaded.mxfp4_term``; SGLang's, TRT-LLM's, transformers' and
+    compressed-tensors MXFP4 are not)."""
     fmt = weight_format(model, weights_dtype)
-    quant = model.raw.get("quantization_config")
-    modelled = isinstance(quant, dict) and quant.get("quant_method") == "mxfp4" and rules.mxfp4_backend is not None
-    if not fmt.name.startswith(("mxfp4", "float4")) or modelled or weights_dtype:
+    fp4 = any(n.startswith(("mxfp4", "float4")) for n in (fmt.name, *(f.name for _, f in fmt.modules)))
+    if not fp4 or rules.mxfp4_backend is not None or weights_dtype:  # a layout term counts them (loaded.mxfp4_term)
         return ()
     return (f"{fmt.name} experts as this engine's kernels lay them out (padding, swizzled scales) are not modelled: "
             "the checkpoint's bytes are counted",)
@@ -167,19 +178,17 @@ def _rope_read(model: ModelConfig) -> set[str]:
 
 
 def rotary_reasons(model: ModelConfig) -> tuple[str, ...]:
-    """Why the rotary cache is an estimate: a rope field not read, a type whose cache is not positions × dim, a
-    second rope configuration (empty: exact)."""
+    """Why the rotary cache is an estimate: a rope field not read (a second rope theta: its own cache), a type whose
+    cache is not positions × dim, rope parameters by layer type (empty: exact)."""
     seen = _rope_read(model)
-    out = [f"{k} {model.raw[k]!r} not read" for k in model.raw
-           if ROPE_KEY.search(k) and k not in seen and k not in ROPE_NO_SIZE and k not in SECOND_ROPE_KEYS]
+    out = [f"{k} {_shown(model.raw[k])} not read (a rope field; a second theta has a cache of its own)" for k in model.raw
+           if ROPE_KEY.search(k) and k not in seen and k not in ROPE_NO_SIZE]
     scaling = model.field("rope_scaling")
     kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
     if kind not in ROPE_TYPES:
         out.append(f"rope type {kind!r}: its cache is not max positions × rotary dim (the length counted)")
-    nested = isinstance(scaling, dict) and any(isinstance(v, dict) for v in scaling.values())
-    second = [k for k in SECOND_ROPE_KEYS if model.raw.get(k) is not None] + (["rope_parameters by layer type"]
-                                                                              if nested else [])
-    out += [f"a second rope configuration ({k}): its own cache is not counted" for k in second]
+    if isinstance(scaling, dict) and any(isinstance(v, dict) for v in scaling.values()):
+        out.append("rope parameters by layer type: a cache per configuration, one counted")
     return tuple(out)
 
 
@@ -195,19 +204,14 @@ def gpu_default_reasons(request: Request, knobs: tuple[str, ...]) -> tuple[str, 
 
 
 def backend_reasons(request: Request, rules: BudgetRules) -> tuple[str, ...]:
-    """The MXFP4 kernel backend kvplan lays the experts out for, where it was not asked: picked by GPU architecture
-    (an assumed GPU), or the release row's Hopper default on another GPU."""
+    """The MXFP4 kernel backend the release picks by the GPU's architecture, where the GPU is kvplan's assumption and
+    no backend was asked (the pick's own assumptions are the term's, ``loaded.mxfp4_term``)."""
     asked = request.asked.vllm.moe_backend if request.asked is not None else None
     device = request.device
-    if asked is not None or rules.mxfp4_backend is None or device is None:
+    if asked is not None or rules.mxfp4_backend is None or device is None or not device.assumed:
         return ()
-    if device.assumed:
-        return (f"MXFP4 backend {rules.mxfp4_backend}: the release's default for an assumed {device.name} (no GPU "
-                "given); the kernel backend follows the GPU's architecture",)
-    if device.compute_capability != (9, 0):
-        return (f"MXFP4 backend {rules.mxfp4_backend}: the release row's Hopper default, on {device.name} "
-                f"(sm{''.join(map(str, device.compute_capability or ()))}), whose backend may differ",)
-    return ()
+    return (f"MXFP4 backend {rules.mxfp4_backend}: the release's pick for an assumed {device.name} (no GPU given); "
+            "the backend follows the GPU's architecture",)
 
 
 def _draft_reasons(request: Request, weights_dtype: str | None, what_if: bool) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.dtypes import canonical_dtype
+from kvplan.engines.settings import MOE_BACKENDS
 from kvplan.errors import InputError
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.reconcile.parse import StartupLog
@@ -73,7 +74,7 @@ def stated_settings(log: StartupLog) -> dict[str, Any]:
               "max_num_seqs": int_of(log, "max_num_seqs"), "chunked_prefill_size": int_of(log, "chunked_prefill_size"),
               "enforce_eager": _bool(log, "enforce_eager"), "prefix_caching": _bool(log, "prefix_caching"),
               "hybrid_kv_cache_manager": False if log.setting("hybrid_kv_cache_manager") == "off" else None,
-              "moe_backend": backend if backend in ("marlin", "triton") else None, **_speculative(log)}
+              "moe_backend": backend if backend in MOE_BACKENDS else None, **_speculative(log)}
     return {k: v for k, v in values.items() if v is not None}
 
 
