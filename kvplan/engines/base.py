@@ -153,10 +153,16 @@ class EnginePlan:
     refusal: Refusal | None = None  # the engine refuses to start with this memory (the numbers above still hold)
     lookahead_tokens_per_request: int = 0  # KV slots a running request holds for drafted tokens (speculative)
     # per GPU: what the engine's start-up check counts for one max_model_len request where that is not the
-    # reserve (vLLM 0.14-0.18 count a hybrid's first KV-cache group only); None: the reserve
+    # reserve (vLLM up to 0.13 count each layer unpadded, 0.14-0.18 a hybrid's first KV-cache group only); None: the
+    # reserve
     check_bytes_per_request: int | None = None
     pools: int = 1  # KV pools in one replica, each of kv_tokens (vLLM data parallel, SGLang DP attention: dp)
     gpus: int | None = None  # GPUs of one replica (None: tp × pp; vLLM data parallel: dp × tp × pp)
+
+    @property
+    def start_check_bytes(self) -> int:
+        """Per GPU: what the start-up check counts for one max_model_len request."""
+        return self.reserve_bytes_per_request if self.check_bytes_per_request is None else self.check_bytes_per_request
 
 
 TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",

@@ -28,6 +28,7 @@ from kvplan.engines.vllm.groups import (
 )
 from kvplan.engines.vllm.paging import Paging, kept_block_size, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
+from kvplan.engines.vllm.row import StartCheck
 from kvplan.engines.vllm.served import check_served
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layout import Layout
@@ -53,8 +54,9 @@ class Blocks:
     in_flight: int
     stages: tuple[range, ...]  # the layers of each worker's stage (the last holds any draft layers)
     reserve: SpecReserve = NO_SPEC
-    first_group_check: bool = False  # the start-up check counts the first group's blocks only (0.14-0.18)
+    check: StartCheck = "groups"  # what the start-up check counts for one request (VllmRelease.start_check)
     packed: bool = False  # block-outermost packed groups (DeepSeek-V4)
+    uniform: bool = False  # one group whose layers differ in pages (UniformTypeKVCacheSpecs)
 
 
 def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
@@ -112,8 +114,8 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(_group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve,
-                  first_group_check=rel.check_first_group, packed=pages.packed is not None)
+    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, check=rel.start_check,
+                  packed=pages.packed is not None, uniform=uniform_type)
 
 
 def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,
@@ -125,20 +127,22 @@ def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tupl
 
 
 def request_bytes(req: Request, specs: Specs, stage: range, length: int, paged: Blocks) -> int:
-    """Bytes the start-up check counts for one request of `length` tokens on a worker of this stage: what it
-    reserves (packed groups: one block id per block a group needs, vllm/v1/core/kv_cache_planning.py:1253-1285);
-    0.14-0.18 (``check_first_group``) the group width × page × the first group's blocks only
-    (0.14.0 v1/core/kv_cache_utils.py:1342-1351)."""
+    """Bytes the start-up check counts for one request of `length` tokens on the layers of `stage`, as the release
+    does (``VllmRelease.start_check``): each module's own blocks × its page ("layers", up to 0.13), or the padded
+    group layout, group width × page × the blocks of the first group ("model_first_group", "first_group",
+    0.14-0.18) or of every group ("groups", 0.19 on: 0.29.0 v1/core/kv_cache_utils.py:2041-2070). One group whose
+    layers differ in pages counts each layer's own (0.19.0 :1344-1353), which the padded figure equals; packed
+    groups: one block id per block a group needs (vllm/v1/core/kv_cache_planning.py:1253-1285)."""
+    flight = (paged.in_flight, req.dcp)
     if paged.packed:
-        flight = (paged.in_flight, req.dcp)
         need = sum(_group_need(g, specs, length, flight, True, paged.reserve) for g in paged.groups)
         return need * paged.block_bytes[paged.stages.index(stage)]
-    if paged.first_group_check and len(paged.groups) > 1:
-        first = paged.groups[0].spec
-        need = blocks_needed(first, length, paged.in_flight, req.dcp, paged.reserve)
-        return group_width(paged.groups, stage) * first.page_bytes * need
-    return sum(blocks_needed(v, length, paged.in_flight, req.dcp, paged.reserve) * v.page_bytes
-               for i, v in enumerate(specs) if v is not None and i in stage)
+    if paged.check == "layers" or paged.uniform:
+        return sum(blocks_needed(v, length, *flight, paged.reserve) * v.page_bytes
+                   for i, v in enumerate(specs) if v is not None and i in stage)
+    counted = paged.groups if paged.check == "groups" else paged.groups[:1]
+    need = sum(blocks_needed(g.spec, length, *flight, paged.reserve) for g in counted)
+    return group_width(paged.groups, stage) * paged.groups[0].spec.page_bytes * need
 
 
 def longest_fitting(req: Request, specs: Specs, stage: range, available: int, paged: Blocks) -> int:
@@ -160,8 +164,8 @@ def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
         if req.max_model_len <= longest:
             return None
         return Refusal(message=refusals.v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
-    for k, stage in enumerate(paged.stages):
-        available = budgets[k] - (paged.block_bytes[k] if rel.refusal_null_block else 0)
+    for k, stage, budget in checked(paged, budgets):
+        available = budget - (paged.block_bytes[k] if rel.refusal_null_block else 0)
         if available <= 0:
             return Refusal(message=refusals.no_memory(rel.refusal), stage=k)
         need = request_bytes(req, pages.specs, stage, req.max_model_len, paged)
@@ -170,6 +174,21 @@ def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
             return Refusal(message=refusals.too_long(rel.refusal, req.max_model_len, need, available, longest),
                            estimated_max_model_len=longest, stage=k)
     return None
+
+
+def checked(paged: Blocks, budgets: tuple[int, ...]) -> list[tuple[int, range, int]]:
+    """(stage, the layers counted, its memory) of each start-up check: one per worker, or one over the whole
+    model's groups against the smallest budget (0.14-0.16: 0.14.0 v1/core/kv_cache_utils.py:1514-1523)."""
+    if paged.check == "model_first_group" and not paged.packed:
+        k = budgets.index(min(budgets))
+        return [(k, range(paged.stages[0].start, paged.stages[-1].stop), budgets[k])]
+    return [(k, stage, budgets[k]) for k, stage in enumerate(paged.stages)]
+
+
+def check_bytes(req: Request, specs: Specs, paged: Blocks) -> int | None:
+    """What the check counts on the most loaded worker's own groups, where that is not the reserve (None)."""
+    counted = max(request_bytes(req, specs, r, req.max_model_len, paged) for r in paged.stages)
+    return None if counted == sum(paged.need) * max(paged.block_bytes) else counted
 
 
 def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
@@ -216,8 +235,7 @@ def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmReleas
         engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=kept_block_size(req, rel, pages),
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
-        check_bytes_per_request=max(request_bytes(req, pages.specs, r, req.max_model_len, paged) for r in paged.stages)
-        if paged.first_group_check else None,
+        check_bytes_per_request=check_bytes(req, pages.specs, paged),
         steady_bytes_per_request=steady, groups=rows(paged), notes=(*notes(req, pages, paged),
                                                                      *speculative.notes(req, rel, pages.block_size)),
         explain=explain(req, rel, pages, paged, budgets, (concurrency, tokens)),

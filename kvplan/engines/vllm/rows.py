@@ -175,12 +175,12 @@ V1_013 = _after(V1_012, "0.13", "0.13.0", (
 V1_014 = _after(V1_013, "0.14", "0.14.0", (
     ("requested memory = ceil(total × u)", "v1/worker/utils.py:253-272"),
     ("async scheduling on by default (not with pp > 1)", "config/vllm.py:588-628"),
-    ("GiB printed as round(x, 2); the estimate glued to 'Try'; the check takes min(budgets) against the whole "
-     "model's groups (PP refusals not modelled)", "v1/core/kv_cache_utils.py:609-643, 1318-1351"),
-    ("the check's bytes per request (_max_memory_usage_bytes_from_groups) = group width × page × the FIRST group's "
-     "blocks (a hybrid's other groups are left out; the scheduler still reserves them)",
-     "v1/core/kv_cache_utils.py:1342-1351, 1514-1524"),
-), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14", check_first_group=True)
+    ("GiB printed as round(x, 2); the estimate glued to 'Try'", "v1/core/kv_cache_utils.py:609-643"),
+    ("the start-up check and its length estimate count the whole model's padded groups (group width × page × the "
+     "FIRST group's blocks: a hybrid's other groups are left out; the scheduler still reserves them) against "
+     "min(budgets)", "v1/core/kv_cache_utils.py:1318-1351, 1354-1390, 1514-1523"),
+), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14",
+    start_check="model_first_group")
 V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("async scheduling with pp > 1 too", "config/vllm.py:589-622"),
     ("draft-model speculative decoding in V1 (0.14 refused it); Mamba reserves one block per speculative token",
