@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Request
+from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Refusal, Request
 from kvplan.engines.base import WeightSplit, term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
@@ -97,6 +97,7 @@ class Budget:
     lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     after_kv: AfterKvCheck | None = None  # the start after the cache is sized (a stage that does not fit, else the last)
+    refusal: Refusal | None = None  # a given budget the GPU cannot hold beside the weights (given_budget)
 
 
 def parse_budget(text: str) -> tuple[int, ...]:
@@ -211,7 +212,7 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Sta
     """(KV bytes, terms, the engine's arithmetic, the start after the cache) of each PP stage."""
     rules = profile.budget_rules(request)
     weights_dtype = memory.weights_for(request.model)
-    weights = _weights_per_stage(request, profile.weight_split(request), weights_dtype)
+    weights = weights_per_stage(request, profile.weight_split(request), weights_dtype)
     out = []
     for stage, w in enumerate(weights):
         terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
@@ -236,7 +237,7 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
     return _estimated(profile, request, memory)
 
 
-def _weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str | None) -> tuple[int, ...]:
+def weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str | None) -> tuple[int, ...]:
     """One GPU's weights per PP stage, cut as the engine cuts them."""
     return weight_bytes_per_stage(request.model, tp=split.tp, pp=request.pp, weights_dtype=weights_dtype, ep=split.ep,
                                   expert_tp=split.expert_tp, attention_tp=split.attention_tp)
@@ -244,7 +245,7 @@ def _weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str 
 
 def _informative_weights(profile: Engine, request: Request, memory: Memory) -> int | None:
     try:
-        return max(_weights_per_stage(request, profile.weight_split(request), memory.weights_for(request.model)))
+        return max(weights_per_stage(request, profile.weight_split(request), memory.weights_for(request.model)))
     except KvplanError:
         return None  # a budget was given: the weights are informative only
 

@@ -335,13 +335,13 @@ def test_a_refusal_is_read_both_ways(monkeypatch: pytest.MonkeyPatch) -> None:
     today = plan(inputs, 10 * 2**20)  # 10 MiB: vLLM 0.6.4 refuses a 40,960-token request, in its own words
     assert isinstance(today, str) and "max seq len (40960) is larger than the maximum number of tokens" in today
 
-    real = inputs_module.capacity
+    real = inputs_module.plan_capacity
 
-    def answering(*args: Any, **kwargs: Any) -> Any:  # the `budget` branch's shape: a plan carrying `refusal`
-        result = real(*args, **{**kwargs, "kv_budget_bytes": (1 << 40,)})
+    def answering(question: Any, *args: Any, **kwargs: Any) -> Any:  # the `budget` branch's shape: a plan carrying `refusal`
+        result = real(replace(question, memory=replace(question.memory, kv_budget_bytes=(1 << 40,))), *args, **kwargs)
         return replace(result, plan=_WithRefusal(result.plan))
 
-    monkeypatch.setattr(inputs_module, "capacity", answering)
+    monkeypatch.setattr(inputs_module, "plan_capacity", answering)
     later = plan(replace(inputs, cache=replace(inputs.cache, max_model_len=40959)), 10 * 2**20)
     assert later == "vLLM refuses: estimated_max_model_len 96"
 
