@@ -70,6 +70,9 @@ class VllmRelease:
     # NCCL memory the budget sees: every communicator (the snapshot precedes the distributed init, 0.9.2-0.10;
     # V0), the TP group's communicator created lazily by the profile's logits all-gather (0.11-0.25), none (0.26 on)
     tp_comm: Literal["all", "lazy", "none"] = "all"
+    # whose logs size that lazy communicator: 0.11's (no all-reduce fusion workspace in the profile, 0.11-0.16) or
+    # 0.19's (the -O2 FlashInfer all-reduce fusion at TP > 1 on SM90/SM100 from 0.17 creates its workspace there too)
+    tp_comm_measured_on: Literal["0.11", "0.19"] = "0.19"
     graph_estimate: Literal["none", "logged", "subtracted"] = "none"  # CUDA graphs before the KV cache (V1 runner)
     persistent_sampler_buffers: bool  # Model Runner V2 penalty state (max_num_seqs × vocab int32) counts (0.27 on)
     compiled: bool  # V1 runs the profile forward through torch.compile unless enforce_eager

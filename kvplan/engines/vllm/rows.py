@@ -150,7 +150,8 @@ V1_011 = _after(V1_010, "0.11", "0.11.0", (
      "v1/core/kv_cache_utils.py:894-1001, 1211-1291"),
     ("multimodal dummy outputs expanded to the encoder budget's rows", "v1/worker/gpu_model_runner.py:3370-3384"),
     ("--kv-cache-memory-bytes bypasses the profile (not modelled)", "v1/worker/gpu_worker.py:235-252"),
-), tp_comm="lazy", decode_context_parallel=True, encoder_padded_to_budget=True, hybrid_groups_strided=True)
+), tp_comm="lazy", tp_comm_measured_on="0.11", decode_context_parallel=True, encoder_padded_to_budget=True,
+    hybrid_groups_strided=True)
 V1_012 = _after(V1_011, "0.12", "0.12.0", (
     ("FlashInfer is a dependency but its top-k/top-p sampler is opt-in (VLLM_USE_FLASHINFER_SAMPLER): sort",
      "v1/sample/ops/topk_topp_sampler.py:26-90"),

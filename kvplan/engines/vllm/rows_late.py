@@ -26,11 +26,13 @@ V1_017 = _after(V1_016, "0.17", "0.17.0", (
      "noise 4 = 14 B per logit (derived, not measured) + a kept min(SMs, rows) × vocab fp32 buffer",
      "v1/sample/ops/topk_topp_sampler.py:245-255; v1/sample/ops/topk_topp_triton.py:990-1003"),
     ("-O2 default: FlashInfer all-reduce + RMSNorm fusion at TP > 1 on SM90/SM100, workspace created in the profile "
-     "(inside the TP communicator term)", "config/vllm.py:113-132, 204, 223; compilation/passes/fusion/allreduce_rms_fusion.py:215"),
+     "(inside the TP communicator term, sized from 0.19's logs from here on; 0.11's before)",
+     "config/vllm.py:113-132, 204, 223; compilation/passes/fusion/allreduce_rms_fusion.py:215"),
     ("Model Runner V2 warmup_kernels after the KV cache", "v1/worker/gpu_worker.py:582"),
     ("the start-up check runs on each worker's projected groups against its own memory (still the first group's "
      "blocks only)", "v1/core/kv_cache_utils.py:1327-1360, 1558-1577"),
-), sampler="triton", sampler_paths=("sort", "flashinfer", "triton"), start_check="first_group")
+), sampler="triton", sampler_paths=("sort", "flashinfer", "triton"), start_check="first_group",
+    tp_comm_measured_on="0.19")
 V1_018 = _after(V1_017, "0.18", "0.18.0", (
     ("CUDA-graph memory profiled inside the memory window and logged, subtracted only with "
      "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default 0): 'In v0.19, CUDA graph memory profiling will be "
