@@ -167,10 +167,9 @@ MISSES: dict[tuple[str, str], str] = {
     ("vllm-v0111rc2dev-gpt-oss-20b-tp2-ray2node-rocm", "weights_bytes"): "ROCm's Triton MXFP4 layout at TP 2 is not "
         "modelled: 7.10 vs 7.2637 GiB",
     ("sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x", "kv_tokens"): "57 tokens below kvplan's range (3,262,880-"
-        "3,263,092 at 576 + 132 B per layer from TP2/TP3's 283.48 / 193.90 GB): not determined",
-    ("sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x", "kv_size_bytes"): "SGLang 0.5.8 allocates fp8 latent rows with their "
-        "scales (656 B) + the indexer (132 B) per layer where it sized the pool at 576 + 132: kvplan's 136.52 GiB "
-        "(576 B, no indexer) vs 186.77 logged (issue 29)",
+        "3,263,092 at 576 + 132 B per layer from TP2/TP3's 283.48 / 193.90 GB): not determined (a candidate: 0.5.8 "
+        "takes the total at the end of init_torch_distributed, model_runner.py:779-803, not at the printed 'Load "
+        "weight begin', :806-809; ~35 MB allocated between them would account for it)",
 }
 
 
