@@ -165,7 +165,7 @@ def comm_rule(rel: VllmRelease, req: Request) -> CommRule | None:
     device = req.device or ASSUMED_DEVICE  # an NVSwitch part at its own memory (a GPU given only by size is not)
     nvls = (device.name or "") in NVLS_GPUS and device.memory_bytes >= 70 * GIB
     if rel.tp_comm == "lazy":
-        return CommRule(when="profile", nvls=nvls, tp_groups=1)
+        return CommRule(when="profile", nvls=nvls, tp_groups=1, measured_on=rel.tp_comm_measured_on)
     return CommRule(when="init", nvls=nvls, tp_groups=int(req.tp > 1), pp_groups=int(req.pp > 1)) \
         if req.tp > 1 or req.pp > 1 else None
 
