@@ -1,9 +1,8 @@
 """Weights as an engine loads them: what the load allocates beyond the checkpoint's tensors.
 
 vLLM measures the weights as the torch allocation growth across ``load_model``, so this counts:
-- the rotary cos/sin cache: ``positions × rotary_dim × bytes`` (one per RoPE configuration, cached by
-  ``get_rope``); positions = ``max_position_embeddings``, or ``original_max_position_embeddings ×
-  factor`` for YaRN; the model dtype, fp32 for gpt-oss (``models/gpt_oss.py``);
+- the rotary cos/sin caches: ``positions × rotary_dim × bytes`` each, one per RoPE configuration the layers use
+  (``rotary``: positions by scaling type, Gemma-3's two caches, M-RoPE's × 4);
 - MXFP4 experts re-laid for the Marlin kernel: ``I/tp`` rounded up to 128 and ``h`` to 256
   (``quantization/mxfp4.py`` in 0.10/0.11), at 4 bits plus one E8M0 scale per 32;
 - MXFP4 experts for triton_kernels (vLLM's Hopper default from 0.14 to 0.33): ``I/tp`` rounded up to 64
@@ -21,33 +20,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import element_bits
-from kvplan.engines.base import BudgetRules, BudgetTerm
+from kvplan.engines.base import BudgetRules, BudgetTerm, LoadRule
 from kvplan.planning.profile_run import dims
+from kvplan.planning.weights.formats import weight_format
+from kvplan.planning.weights.rotary import rope_caches
+from kvplan.planning.weights.wna16 import is_awq_with_zeros, machete_zero_point_bytes
 from kvplan.units import cdiv
 
-ROTARY_FP32 = frozenset({"gpt_oss"})  # model files that build their rotary cache in fp32
 EXPERT_BIASES = frozenset({"gpt_oss"})  # MXFP4 MoE with expert biases (w13_bias, w2_bias)
-YARN_TYPES = ("yarn", "deepseek_yarn")
 
 
 def _round_up(value: int, multiple: int) -> int:
     return cdiv(value, multiple) * multiple
 
 
-def rotary_bytes(model: ModelConfig) -> int:
-    """positions × rotary_dim × bytes of the cos/sin cache (0 without max_position_embeddings)."""
-    scaling = model.field("rope_scaling") or {}
-    kind = scaling.get("rope_type") or scaling.get("type") if isinstance(scaling, dict) else None
-    positions = int(model.field("max_position_embeddings") or 0)
-    if kind in YARN_TYPES and scaling.get("original_max_position_embeddings") and scaling.get("factor"):
-        positions = int(scaling["original_max_position_embeddings"] * scaling["factor"])
-    if model.is_mla:
-        rotary_dim = model.qk_rope_head_dim or 0
-    else:
-        rotary_dim = int(model.head_dim * float(model.field("partial_rotary_factor") or 1.0))
-    width = 4 if model.model_type in ROTARY_FP32 else element_bits(model.dtype) // 8
-    return positions * rotary_dim * width
+def rotary_bytes(model: ModelConfig, *, mrope_per_model: bool = False) -> int:
+    """Bytes of every cos/sin cache the load builds (0 without max_position_embeddings)."""
+    return sum(c.bytes for c in rope_caches(model, mrope_per_model=mrope_per_model))
 
 
 def _mxfp4_expert_bytes(inter: int, hidden: int) -> int:
@@ -85,17 +74,35 @@ def triton_layout_bytes(model: ModelConfig, tp: int, layers: int, *, keeps_scale
     return (values + scales + biases) * layers
 
 
+def awq_terms(model: ModelConfig, load: LoadRule | None, tp: int, first: int, layers: int) -> Iterator[BudgetTerm]:
+    """AWQ zero points as the release's linear kernel keeps them on this GPU (``wna16``)."""
+    if load is None or not is_awq_with_zeros(weight_format(model)):
+        return
+    if load.awq_kernel is None:
+        yield BudgetTerm(name="AWQ zero points (kernel unknown)", bytes=0, exact=False, kind="weights_extra",
+                         source="the GPU's compute capability is unknown: Marlin assumed (4-bit zeros as stored); "
+                                "Machete on sm90 would keep one activation-dtype zero per group")
+    elif load.awq_kernel == "machete":
+        yield BudgetTerm(name="AWQ zero points, Machete", bytes=machete_zero_point_bytes(model, tp, first, layers),
+                         exact=True, kind="weights_extra",
+                         source="sm90: zero points kept as -scale × zero in the activation dtype, one per group and "
+                                "output, instead of 4 bits (vLLM 0.19 kernels/linear/mixed_precision/machete.py:110-118)")
+
+
 def mla_absorbed_bytes(model: ModelConfig, tp: int, layers: int) -> int:
     heads = cdiv(model.num_attention_heads, tp)
     return 2 * model.hidden_size * heads * (model.kv_lora_rank or 0) * layers * dims(model).act_bytes
 
 
-def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int) -> Iterator[BudgetTerm]:
-    """The terms a load adds on one GPU holding `layers` decoder layers."""
-    rotary = rotary_bytes(model)
+def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int, *,
+                  first: int = 0) -> Iterator[BudgetTerm]:
+    """The terms a load adds on one GPU holding decoder layers first..first+layers-1."""
+    rotary = rotary_bytes(model, mrope_per_model=rules.load is not None and rules.load.mrope_per_model)
     if rotary:
         yield BudgetTerm(name="rotary cos/sin cache", bytes=rotary, exact=True, kind="weights_extra",
-                         source="positions × rotary_dim × dtype bytes (rotary_embedding get_rope cache)")
+                         source="positions × rotary_dim × dtype bytes, one cache per RoPE configuration "
+                                "(rotary_embedding get_rope; positions by scaling type)")
+    yield from awq_terms(model, rules.load, tp, first, layers)
     quant = model.raw.get("quantization_config")
     mxfp4 = isinstance(quant, dict) and quant.get("quant_method") == "mxfp4"
     if rules.mxfp4_backend == "marlin" and mxfp4:
