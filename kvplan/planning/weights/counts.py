@@ -11,7 +11,8 @@
 The tensors come from, in this order: the table recorded for a config with this shape signature
 (``tables``: transformers' meta-device build of every bundled config and class default), the checkpoint's
 own safetensors headers when the config was read from a folder or the HF cache that has them
-(``checkpoint``), else kvplan's formula from the config (``parts``, an estimate, said in the notes).
+(``checkpoint``), its model_type's table at the config's sizes (``derived``), else kvplan's formula from the
+config (``parts``, a Llama-shaped estimate, said in the notes).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from functools import lru_cache
 from kvplan.config.model import ModelConfig
 from kvplan.errors import ConfigError, InputError
 from kvplan.planning.weights.checkpoint import checkpoint_parts
-from kvplan.planning.weights.formats import weight_format
+from kvplan.planning.weights.derived import derived_table
+from kvplan.planning.weights.formats import format_estimate, weight_format
 from kvplan.planning.weights.part import ModelParts, Part
 from kvplan.planning.weights.parts import model_parts
 from kvplan.planning.weights.tables import table_for
@@ -101,6 +103,10 @@ def _weight_parts(model: ModelConfig, _key: str) -> ModelParts:
         found, unread = None, (f"the checkpoint's safetensors headers could not be read: {exc}",)
     if found is not None:
         return found
+    derived = derived_table(model.raw)
+    if derived is not None:
+        parts = table_parts(derived, model, f"tensor table of {derived.name} ({derived.model_class})")
+        return replace(parts, notes=(*parts.notes, *unread))
     try:
         parts = model_parts(model)
     except InputError as exc:
@@ -136,10 +142,13 @@ def param_count(model: ModelConfig) -> ParamCount:
 
 
 def weights_source(model: ModelConfig) -> tuple[bool, str]:
-    """(exact, where the weights come from) for the budget's weights term."""
+    """(exact, where the weights come from) for the budget's weights term: not exact when the tensors are kvplan's
+    formula or the config's weight format is counted approximately (``formats.format_estimate``)."""
     parts = weight_parts(model)
     how = "the model's tensors" if not parts.estimate else "kvplan's formula (an estimate)"
-    return not parts.estimate, f"{how}: {parts.source} × the weight format, this GPU's share"
+    unsure = format_estimate(weight_format(model))
+    return not parts.estimate and unsure is None, \
+        f"{how}: {parts.source} × the weight format, this GPU's share" + (f"; estimate: {unsure}" if unsure else "")
 
 
 def _check(**sizes: int) -> None:
