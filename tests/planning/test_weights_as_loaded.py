@@ -138,7 +138,7 @@ def test_awq_kernel_by_release_and_gpu(engine: str, gpu: str, expected: int | No
     terms = {t.name: t for t in capacity(m, engine=engine, gpu=gpu, max_model_len=4096).budget_terms}
     found = terms.get("AWQ zero points, Machete")
     assert (found.bytes if found else None) == expected
-    assert found is None or found.exact
+    assert found is None or not found.exact  # the 0.31 H200 log has 0.11 GiB more on this path (pinned below)
 
 
 def test_awq_kernel_unknown_is_an_estimate() -> None:
