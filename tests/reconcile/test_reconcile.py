@@ -154,8 +154,6 @@ MISSES: dict[tuple[str, str], str] = {
         "--max-num-seqs / --max-num-batched-tokens, which set V4's sliding and compressed reservations: 1,902,696-"
         "1,904,689 tokens from the logged 10.29 GiB vs 1,993,100 logged",
     ("vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000", "max_concurrency"): "the same tokens: 1.81x vs 1.90x",
-    ("vllm-v0300-gpt-oss-20b-gb10-util055", "weights_bytes"): "MXFP4 experts on GB10 (sm121): the MoE backend vLLM "
-        "0.30 picks there and its layout are not modelled (12.88 vs 13.8 GiB)",
     ("vllm-v0300-qwen36-35b-a3b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Qwen3.6-35B-A3B-FP8 config; "
         "kvplan counts the stand-in Qwen3.5-35B-A3B's bf16 weights (1.9x)",
     ("vllm-v0300-hermes4-14b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Hermes-4-14B-FP8 config; kvplan "

@@ -15,7 +15,8 @@ the same in 0.9.2-0.33 unless said):
 - M-RoPE (an ``mrope_section``, Qwen-VL, Qwen3.5): ``max_position_embeddings × 4`` (``mrope.py:238``, 0.9-0.31);
   from 0.32 a model passes its own factor, 1 for Qwen3-VL and Qwen3.5 unless video pruning is on (0.32
   ``models/qwen3_vl.py:1818-1825``), still 4 for the others;
-- ``proportional`` (Gemma-4): ``rotary_dim`` = the whole head (``gemma4_rope.py:44-51``).
+- ``proportional`` (Gemma-4): ``rotary_dim`` = the whole head (``gemma4_rope.py:44-51``);
+- DeepSeek-V4: ``qk_rope_head_dim`` dims in fp32, a second cache for the compressed layers' own theta.
 
 Gemma-3 builds two: its sliding layers use ``rope_local_base_freq`` without scaling, its global layers the config's
 ``rope_scaling`` (``models/gemma3.py:154-169``); a config whose ``rope_parameters`` is keyed by layer type
@@ -31,7 +32,12 @@ from typing import Any, NamedTuple
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
 
-ROTARY_FP32 = frozenset({"gpt_oss"})  # model files that build their rotary cache in fp32
+ROTARY_FP32 = frozenset({"gpt_oss", "deepseek_v4"})  # model files that build their rotary cache in fp32
+# DeepSeek-V4: rope over the last qk_rope_head_dim dims (rope_parameters["rope_dim"]), an fp32 cache
+# (DeepseekV4ScalingRotaryEmbedding), one cache per rope_theta: compress_rope_theta for the compressed layers
+# (vLLM 0.25 models/deepseek_v4/common/rope.py:9-37, model_executor/layers/rotary_embedding/__init__.py:66,
+# deepseek_scaling_rope.py:233-248)
+ROPE_DIM_TYPES = frozenset({"deepseek_v4"})
 LOCAL_ROPE_TYPES = frozenset({"gemma3", "gemma3_text"})  # a second, unscaled cache for the sliding layers
 MROPE_FACTOR_ONE = frozenset({"qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_5",
                               "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})  # 0.32 on: positions × 1
@@ -79,8 +85,10 @@ def _cache(model: ModelConfig, params: dict[str, Any], head_dim: int, mrope_fact
     kind = str(params.get("rope_type") or params.get("type") or "default")
     factor = params.get("partial_rotary_factor", model.field("partial_rotary_factor"))
     rotary_dim = head_dim if kind == "proportional" else int(head_dim * float(factor or 1.0))
-    if model.is_mla:
-        rotary_dim = model.qk_rope_head_dim or 0
+    if model.is_mla or model.model_type in ROPE_DIM_TYPES:
+        rotary_dim = model.qk_rope_head_dim or int(model.raw.get("qk_rope_head_dim") or 0)
+    elif isinstance(params.get("rope_dim"), int):
+        rotary_dim = params["rope_dim"]  # get_rope: an explicit rope_dim wins over partial_rotary_factor
     width = 4 if model.model_type in ROTARY_FP32 else element_bits(model.dtype) // 8
     positions = _positions(params, int(model.field("max_position_embeddings") or 0), mrope_factor,
                            model.raw.get("original_max_position_embeddings"))
@@ -107,4 +115,14 @@ def rope_caches(model: ModelConfig, *, mrope_per_model: bool = False) -> tuple[R
     caches = [_cache(model, params, model.head_dim, factor)]
     if model.model_type in LOCAL_ROPE_TYPES and "sliding" in model.layer_kinds:
         caches.append(_cache(model, {}, model.head_dim, factor))  # the sliding layers' rope_local_base_freq cache
+    if _compressed_theta(model):
+        caches.append(caches[0])  # DeepSeek-V4's compressed layers: the same cache on compress_rope_theta
     return tuple(caches)
+
+
+def _compressed_theta(model: ModelConfig) -> bool:
+    """A DeepSeek-V4 with compressed layers on a rope_theta of their own (a second cache)."""
+    if model.model_type not in ROPE_DIM_TYPES:
+        return False
+    compressed = any(isinstance(r, int) and r > 1 for r in model.raw.get("compress_ratios") or ())
+    return compressed and model.raw.get("compress_rope_theta") not in (None, model.raw.get("rope_theta"))
