@@ -245,4 +245,12 @@ COLLECTED: dict[str, CollectedCase] = {
     "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
         {}, "zai-org/GLM-5-FP8",
         {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "kv_size_bytes": (0, 1)}, set()),
+    # the same GB10 and settings as the run without MTP, with --speculative-config mtp x2
+    "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": (
+        {}, 'nvidia/Qwen3.6-27B-NVFP4',
+        {'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes', 'weights_bytes'}),
+    # a refusal: 15.67 GiB of weights, -14.28 GiB of KV at 0.22 of an A100-80GB
+    "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
+        {}, 'Qwen/Qwen2.5-VL-7B-Instruct',
+        {'weights_bytes': (0, 1)}, {'kv_budget_bytes'}),
 }

@@ -224,4 +224,10 @@ PARSED: dict[str, ParsedCase] = {
     "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
         'sglang', None, {'model': 'zai-org/GLM-5-FP8', 'tp': '8', 'pp': '1', 'dp': '1', 'dp_attention': 'False', 'mem_fraction_static': '0.908', 'page_size': '1', 'kv_dtype': 'fp8_e4m3', 'dtype': 'bfloat16', 'chunked_prefill_size': '16384'},
         {'avail_before': ['283.62', '283.48', '283.90', '283.61', '283.55', '283.50', '283.62', '283.48'], 'avail_after': ['194.04', '193.96', '194.03', '193.90', '194.32', '193.90', '193.92', '194.04'], 'weights': ['89.58', '89.58', '89.58', '89.58', '89.58', '89.58', '89.58', '89.58'], 'kv_tokens': ['3262823', '3262823', '3262823', '3262823', '3262823', '3262823', '3262823', '3262823'], 'kv_size': ['186.77', '186.77', '186.77', '186.77', '186.77', '186.77', '186.77', '186.77'], 'avail_after_pool': ['4.02', '4.00', '3.90', '3.88', '4.02', '4.30', '3.94', '3.88']}),
+    "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": (
+        'vllm', '0.23.1rc1.dev531+ga65f93fb2', {'model': 'nvidia/Qwen3.6-27B-NVFP4', 'served_model_name': 'qwen3.6-27b', 'max_model_len': '262144', 'kv_dtype': 'fp8', 'quantization': 'modelopt', 'gpu_memory_utilization': '0.7', 'max_num_batched_tokens': '65536', 'max_num_seqs': '8', 'prefix_caching': 'True'},
+        {'weights': ['20.57'], 'padding_layers': ['3', '3'], 'padding_percent': ['6.25', '6.25'], 'kv_budget': ['48.6'], 'kv_tokens': ['1,394,129'], 'max_model_len': ['262,144'], 'max_concurrency': ['5.32'], 'cuda_graph': ['0.23']}),
+    "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
+        'vllm', '0.23.0', {'model': '/models/Qwen2.5-VL-7B-Instruct', 'served_model_name': 'qwen2.5-vl', 'max_model_len': '128000', 'gpu_memory_utilization': '0.22', 'graph_estimate': 'on'},
+        {'weights': ['15.67'], 'cuda_graph': ['0.53'], 'kv_budget': ['-14.28']}),
 }

@@ -47,6 +47,7 @@ GPUS: dict[str, str | float] = {
     # issue 29's collection: the GPUs the posts name (totals not printed)
     "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": "RTX-PRO-6000",
     "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": "GB10",
+    "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": "GB10", "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": "A100-80G",
 }
 _BNB = "kvplan counts no bitsandbytes weights (Unsloth's dynamic 4-bit keeps some layers in 16 bits)"
 _STAND_IN = "a quantized checkpoint the stand-in's bf16 weights do not represent"
@@ -88,6 +89,7 @@ WITHIN_1_PERCENT = {
 # logs whose estimate kvplan refuses today -> the refusal (strict: when kvplan plans one, it is judged above)
 REFUSED = {
     "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": "quant_algo 'MIXED_PRECISION' is not supported",
+    "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": "quant_algo 'MIXED_PRECISION' is not supported",
 }
 
 

@@ -171,6 +171,9 @@ MISSES: dict[tuple[str, str], str] = {
     ("sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x", "kv_size_bytes"): "SGLang 0.5.8 allocates fp8 latent rows with their "
         "scales (656 B) + the indexer (132 B) per layer where it sized the pool at 576 + 132: kvplan's 136.52 GiB "
         "(576 B, no indexer) vs 186.77 logged (issue 29)",
+    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'kv_tokens'): 'reconcile plans no MTP draft: its full-attention layer joins the KV groups (the log adds 3 padding layers, block 1,600 instead of 1,568): 1,529,173 tokens from the logged 48.6 GiB vs 1,394,129',
+    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'max_concurrency'): 'the same tokens: 5.83x vs 5.32x',
+    ('vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal', 'weights_bytes'): '15.32-15.63 GiB (text model + vision tower in bf16) vs 15.67 logged: 0.04-0.35 GiB not determined',
 }
 
 
