@@ -253,4 +253,12 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
         {}, 'Qwen/Qwen2.5-VL-7B-Instruct',
         {'weights_bytes': (0, 1)}, {'kv_budget_bytes'}),
+    # NVIDIA's vLLM 0.13.0 container (26.01) on a GB10, the vendored FP8 config
+    "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": (
+        {}, 'Qwen/Qwen3-30B-A3B-FP8',
+        {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt of vLLM 0.25.1 lines (prefixes dropped); the document names openai/gpt-oss-120b
+    "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": (
+        {'model': 'openai/gpt-oss-120b'}, 'openai/gpt-oss-120b',
+        {'weights_bytes': (1, 1), 'kv_tokens': (0, 1)}, {'kv_budget_bytes'}),
 }

@@ -230,4 +230,10 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
         'vllm', '0.23.0', {'model': '/models/Qwen2.5-VL-7B-Instruct', 'served_model_name': 'qwen2.5-vl', 'max_model_len': '128000', 'gpu_memory_utilization': '0.22', 'graph_estimate': 'on'},
         {'weights': ['15.67'], 'cuda_graph': ['0.53'], 'kv_budget': ['-14.28']}),
+    "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": (
+        'vllm', '0.13.0+faa43dbf.nv26.01', {'model': 'Qwen/Qwen3-30B-A3B-FP8', 'max_model_len': '32768', 'kv_dtype': 'fp8', 'gpu_memory_utilization': '0.3', 'max_num_batched_tokens': '2048', 'prefix_caching': 'True', 'gpu_name': 'NVIDIA_GB10'},
+        {'weights': ['29.0435'], 'kv_budget': ['4.04'], 'kv_tokens': ['88,176'], 'max_model_len': ['32,768'], 'max_concurrency': ['2.69'], 'cuda_graph': ['1.28']}),
+    "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": (
+        'vllm', None, {'tp': '1', 'dtype': 'bfloat16', 'quantization': 'gpt_oss_mxfp4', 'moe_backend': 'TRITON'},
+        {'weights': ['61.29'], 'kv_budget': ['10.52'], 'kv_tokens': ['303,646']}),
 }
