@@ -261,4 +261,8 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": (
         {'model': 'openai/gpt-oss-120b'}, 'openai/gpt-oss-120b',
         {'weights_bytes': (1, 1), 'kv_tokens': (0, 1)}, {'kv_budget_bytes'}),
+    # the local /google/gemma-3-27b-it folder names the bundled checkpoint
+    "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": (
+        {}, 'google/gemma-3-27b-it',
+        {'weights_bytes': (0, 1), 'num_blocks': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
 }

@@ -236,4 +236,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": (
         'vllm', None, {'tp': '1', 'dtype': 'bfloat16', 'quantization': 'gpt_oss_mxfp4', 'moe_backend': 'TRITON'},
         {'weights': ['61.29'], 'kv_budget': ['10.52'], 'kv_tokens': ['303,646']}),
+    "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": (
+        'vllm', '0.11.0rc2.dev98+g393de22d2', {'model': '/google/gemma-3-27b-it', 'max_model_len': '4096', 'max_num_batched_tokens': '8192'},
+        {'weights': ['51.7891'], 'kv_budget': ['109.86'], 'padding_layers': ['8'], 'padding_percent': ['15.38'], 'kv_tokens': ['205,696'], 'max_model_len': ['4,096'], 'max_concurrency': ['50.05'], 'cuda_graph': ['1.02'], 'num_blocks': ['89994']}),
 }
