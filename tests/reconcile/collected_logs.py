@@ -265,4 +265,8 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": (
         {}, 'google/gemma-3-27b-it',
         {'weights_bytes': (0, 1), 'num_blocks': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # a capacity report quoting its service.log with line numbers; the vendored MiniMax-M2.5 FP8 config
+    "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": (
+        {}, 'MiniMaxAI/MiniMax-M2.5',
+        {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
 }

@@ -239,4 +239,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": (
         'vllm', '0.11.0rc2.dev98+g393de22d2', {'model': '/google/gemma-3-27b-it', 'max_model_len': '4096', 'max_num_batched_tokens': '8192'},
         {'weights': ['51.7891'], 'kv_budget': ['109.86'], 'padding_layers': ['8'], 'padding_percent': ['15.38'], 'kv_tokens': ['205,696'], 'max_model_len': ['4,096'], 'max_concurrency': ['50.05'], 'cuda_graph': ['1.02'], 'num_blocks': ['89994']}),
+    "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": (
+        'vllm', '0.19.1rc1.dev71+gdd9342e6b', {'model': 'MiniMaxAI/MiniMax-M2.5', 'tp': '4', 'max_model_len': '128000', 'dtype': 'bfloat16', 'kv_dtype': 'auto', 'quantization': 'fp8', 'max_num_batched_tokens': '8192', 'prefix_caching': 'True', 'graph_estimate': 'off'},
+        {'weights': ['53.75'], 'kv_budget': ['18.16'], 'kv_tokens': ['307,184'], 'max_model_len': ['128,000'], 'max_concurrency': ['2.40']}),
 }
