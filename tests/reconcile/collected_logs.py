@@ -269,4 +269,8 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": (
         {}, 'MiniMaxAI/MiniMax-M2.5',
         {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt of four lines after the launch command it quotes (TP 4, defaults otherwise)
+    "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": (
+        {'model': 'MiniMaxAI/MiniMax-M2.5', 'tp': 4}, 'MiniMaxAI/MiniMax-M2.5',
+        {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
 }

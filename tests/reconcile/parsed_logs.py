@@ -242,4 +242,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": (
         'vllm', '0.19.1rc1.dev71+gdd9342e6b', {'model': 'MiniMaxAI/MiniMax-M2.5', 'tp': '4', 'max_model_len': '128000', 'dtype': 'bfloat16', 'kv_dtype': 'auto', 'quantization': 'fp8', 'max_num_batched_tokens': '8192', 'prefix_caching': 'True', 'graph_estimate': 'off'},
         {'weights': ['53.75'], 'kv_budget': ['18.16'], 'kv_tokens': ['307,184'], 'max_model_len': ['128,000'], 'max_concurrency': ['2.40']}),
+    "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": (
+        'vllm', None, {'tp': '4'},
+        {'kv_budget': ['23.62'], 'kv_tokens': ['399,424'], 'max_model_len': ['196,608'], 'max_concurrency': ['2.03']}),
 }

@@ -73,6 +73,7 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0310-qwen25-7b-instruct-awq-h200": "gpu_memory_utilization is not shown; " + _STAND_IN,
     "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": "an author's excerpt: no release, utilization or GPU in its lines",
     "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": "an AMD GPU not named; " + _NO_GPU,
+    "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": "an author's excerpt: release not printed, GPU from the guide",
 }
 # the logs whose budget kvplan's estimate puts within 1% of usable memory today (13 of 27, after the release rows of
 # issue 21). The estimate here takes only what the log says: where it does not name its sampler, the release's
