@@ -273,4 +273,8 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": (
         {'model': 'MiniMaxAI/MiniMax-M2.5', 'tp': 4}, 'MiniMaxAI/MiniMax-M2.5',
         {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # a Cursor chat export quoting the worker's log; the pod spec in the same file sets TP 8 and 2,097,152 tokens
+    "vllm-v0120-llama4-scout-tp8-h200-2m": (
+        {'tp': 8}, 'meta-llama/Llama-4-Scout-17B-16E-Instruct',
+        {'weights_bytes': (1, 1)}, set()),
 }

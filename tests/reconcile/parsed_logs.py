@@ -245,4 +245,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": (
         'vllm', None, {'tp': '4'},
         {'kv_budget': ['23.62'], 'kv_tokens': ['399,424'], 'max_model_len': ['196,608'], 'max_concurrency': ['2.03']}),
+    "vllm-v0120-llama4-scout-tp8-h200-2m": (
+        'vllm', None, {'model': 'meta-llama/Llama-4-Scout-17B-16E-Instruct'},
+        {'weights': ['27.8072']}),
 }
