@@ -277,4 +277,8 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0120-llama4-scout-tp8-h200-2m": (
         {'tp': 8}, 'meta-llama/Llama-4-Scout-17B-16E-Instruct',
         {'weights_bytes': (1, 1)}, set()),
+    # Qwen3.5-35B-A3B-FP8: the bf16 config's layout (no FP8 config bundled)
+    "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
+        {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
+        {'weights_bytes': (0, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
 }

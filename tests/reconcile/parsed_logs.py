@@ -248,4 +248,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0120-llama4-scout-tp8-h200-2m": (
         'vllm', None, {'model': 'meta-llama/Llama-4-Scout-17B-16E-Instruct'},
         {'weights': ['27.8072']}),
+    "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
+        'vllm', '0.18.1rc1.dev147+g290809456', {'model': 'Qwen/Qwen3.5-35B-A3B-FP8', 'max_model_len': '262144', 'gpu_memory_utilization': '0.8', 'prefix_caching': 'True', 'graph_estimate': 'off'},
+        {'weights': ['34.22'], 'cuda_graph': ['1.65', '0.04'], 'kv_budget': ['55.72'], 'kv_tokens': ['729,696'], 'max_model_len': ['262,144'], 'max_concurrency': ['10.85']}),
 }

@@ -49,6 +49,7 @@ GPUS: dict[str, str | float] = {
     "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": "GB10",
     "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": "GB10", "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": "A100-80G",
     "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": "GB10", "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": "H100",
+    "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": "GB10",
 }
 _BNB = "kvplan counts no bitsandbytes weights (Unsloth's dynamic 4-bit keeps some layers in 16 bits)"
 _STAND_IN = "a quantized checkpoint the stand-in's bf16 weights do not represent"

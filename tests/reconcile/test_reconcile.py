@@ -176,6 +176,7 @@ MISSES: dict[tuple[str, str], str] = {
     ('vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal', 'weights_bytes'): '15.32-15.63 GiB (text model + vision tower in bf16) vs 15.67 logged: 0.04-0.35 GiB not determined',
     ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'kv_tokens'): "the excerpt prints no release or print site, so reconcile cannot place it: it counts both attention groups' layers per token (153,120-153,280) where vLLM 0.25's hybrid groups give 303,646",
     ('vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2', 'weights_bytes'): '50.62-51.64 GiB (text model, SigLIP tower, projector in bf16) vs 51.7891 logged: 0.15-1.17 GiB not determined (the gemma-3-4b run is 0.51 GiB over kvplan too)',
+    ('vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08', 'weights_bytes'): "inputs missing: no Qwen3.5-35B-A3B-FP8 config; kvplan counts the bf16 stand-in's weights (1.9x)",
 }
 
 
