@@ -209,6 +209,10 @@ class BudgetRules:
     nccl_groups: int = 0  # process groups whose NCCL/all-reduce buffers it subtracts
     cuda_graphs: bool = False  # graph memory is subtracted (captured or estimated before the KV cache)
     mxfp4_backend: str | None = None  # MXFP4 expert layout: marlin pads the experts, triton swizzles them
+    mxfp4_assumed: str = ""  # why the backend is an assumption ("": the release's rule for this GPU decides it)
+    mxfp4_keeps_scales: bool = False  # the triton_kernels layout keeps the original block scales
+    mxfp4_source: str = ""  # the release's selection code (file:line)
+    fp8_moe_refine: bool = False  # block-FP8 MoE scales refined to a finer grid where the blocks do not divide
     mla_absorbed: bool = False  # vLLM 0.7 V0: absorbed MLA matrices built at load time
     draft_weights: bool = False  # a draft's weights are loaded before the KV cache is sized (they count)
     lora: LoraRule | None = None  # LoRA slots allocated before the KV cache is sized

@@ -6,7 +6,7 @@ engine release's rules (``Engine.budget_rules``), one named ``BudgetTerm`` at a 
 exact (derived from the config and the engine's code) or an estimate:
 
 - weights as loaded: the checkpoint (``kvplan.planning.weights``, per PP stage) plus what the load adds
-  (``weights.loaded``: rotary caches, MXFP4 Marlin padding, V0 MLA absorbed matrices);
+  (``weights.loaded``: rotary caches, the MXFP4 experts' kernel layout, V0 MLA absorbed matrices);
 - what shares the GPU beside them (``kvplan.planning.extras``): a draft's weights, LoRA slots, the profile
   run's encoder outputs, and weights kept in host memory instead (a negative term);
 - the profile run's activation peak (``profile_run``: forward, or the sampler on the last stage);
@@ -167,7 +167,7 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
                 weights_dtype: str | None = None) -> tuple[BudgetTerm, ...]:
     """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
     layers = pp_layer_counts(request.model.num_layers, request.pp)[stage]
-    exact, source = weights_source(request.model)
+    exact, source = weights_source(request.model, weights_dtype)
     terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=exact, kind="weights", source=source),
              *loaded_extras(request.model, rules, request.tp, layers), *extra_terms(request, rules, stage, weights_dtype)]
     if rules.profile is not None:

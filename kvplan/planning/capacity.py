@@ -80,7 +80,8 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     release = getattr(profile, "release", None)
     if profile.name == "vllm" and release is not None:
         moe_tp = None if request.cache.ep > 1 else request.cache.dp * request.tp  # kvplan.engines.vllm.parallel: MoE TP dp × tp, whole experts under EP
-        refused = fp8_block_refusal(request.model, request.tp, release.key, expert_tp=moe_tp)
+        refused = fp8_block_refusal(request.model, request.tp, release.key, expert_tp=moe_tp,
+                                    moe_refine=release.fp8_moe_refine)
         if refused:
             raise InputError(f"{refused} ({profile.version}, vllm/model_executor/layers/quantization/utils/"
                              "fp8_utils.py:1296-1374)")

@@ -15,6 +15,7 @@ from kvplan.config.model import SERVED_DTYPES, ModelConfig, with_dtype
 from kvplan.dtypes import canonical_dtype, check_dtype_name
 from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
+from kvplan.engines.settings import MOE_BACKENDS
 from kvplan.errors import CapacityError, InputError
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning.capacity import CapacityResult, capacity
@@ -206,7 +207,7 @@ def settings_of(log: StartupLog) -> Settings:
                           "enforce_eager": log.setting("enforce_eager") == "True",
                           "prefix_caching": _bool(log, "prefix_caching"),
                           "hybrid_kv_cache_manager": log.setting("hybrid_kv_cache_manager") != "off",
-                          "moe_backend": backend if backend in ("marlin", "triton") else None})
+                          "moe_backend": backend if backend in MOE_BACKENDS else None})
 
 
 def logged_max_model_len(log: StartupLog) -> int | None:

@@ -212,10 +212,10 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": (
         {"model": "deepseek-ai/DeepSeek-V4-Flash"}, "deepseek-ai/DeepSeek-V4-Flash",
         {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
-    # the report's section heading names openai/gpt-oss-20b; the lines do not
+    # the report's section heading names openai/gpt-oss-20b, its title the GB10; the lines name neither
     "vllm-v0300-gpt-oss-20b-gb10-util055": (
-        {"model": "openai/gpt-oss-20b"}, "openai/gpt-oss-20b",
-        {"weights_bytes": (0, 1)}, {"kv_tokens", "max_concurrency"}),
+        {"model": "openai/gpt-oss-20b", "gpu": "GB10"}, "openai/gpt-oss-20b",
+        {"weights_bytes": (1, 1)}, {"kv_tokens", "max_concurrency"}),
     # Qwen3-30B-A3B-Thinking-2507-FP8 (section heading): Qwen3-30B-A3B-FP8's dimensions and FP8 block format
     "vllm-v0300-qwen3-30b-a3b-thinking-fp8-gb10-util055": (
         {"model": "Qwen/Qwen3-30B-A3B-FP8"}, "Qwen/Qwen3-30B-A3B-FP8",
@@ -241,14 +241,14 @@ COLLECTED: dict[str, CollectedCase] = {
         {"weights_bytes": (0, 1)}, set()),
     "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": (
         {}, "nvidia/Qwen3.6-27B-NVFP4",
-        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1), "weights_bytes": (1, 1)}, {"kv_budget_bytes"}),
     "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
         {}, "zai-org/GLM-5-FP8",
         {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "kv_size_bytes": (0, 1)}, set()),
     # the same GB10 and settings as the run without MTP, with --speculative-config mtp x2
     "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": (
         {}, 'nvidia/Qwen3.6-27B-NVFP4',
-        {'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes', 'weights_bytes'}),
+        {'weights_bytes': (0, 1), 'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
     # a refusal: 15.67 GiB of weights, -14.28 GiB of KV at 0.22 of an A100-80GB
     "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
         {}, 'Qwen/Qwen2.5-VL-7B-Instruct',
@@ -260,7 +260,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # an author's excerpt of vLLM 0.25.1 lines (prefixes dropped); the document names openai/gpt-oss-120b
     "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": (
         {'model': 'openai/gpt-oss-120b'}, 'openai/gpt-oss-120b',
-        {'weights_bytes': (1, 1), 'kv_tokens': (0, 1)}, {'kv_budget_bytes'}),
+        {'weights_bytes': (0, 1), 'kv_tokens': (0, 1)}, {'kv_budget_bytes'}),
     # the local /google/gemma-3-27b-it folder names the bundled checkpoint
     "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": (
         {}, 'google/gemma-3-27b-it',

@@ -154,8 +154,6 @@ MISSES: dict[tuple[str, str], str] = {
         "--max-num-seqs / --max-num-batched-tokens, which set V4's sliding and compressed reservations: 1,902,696-"
         "1,904,689 tokens from the logged 10.29 GiB vs 1,993,100 logged",
     ("vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000", "max_concurrency"): "the same tokens: 1.81x vs 1.90x",
-    ("vllm-v0300-gpt-oss-20b-gb10-util055", "weights_bytes"): "MXFP4 experts on GB10 (sm121): the MoE backend vLLM "
-        "0.30 picks there and its layout are not modelled (12.88 vs 13.8 GiB)",
     ("vllm-v0300-qwen36-35b-a3b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Qwen3.6-35B-A3B-FP8 config; "
         "kvplan counts the stand-in Qwen3.5-35B-A3B's bf16 weights (1.9x)",
     ("vllm-v0300-hermes4-14b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Hermes-4-14B-FP8 config; kvplan "
@@ -177,6 +175,8 @@ MISSES: dict[tuple[str, str], str] = {
     ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'kv_tokens'): "the excerpt prints no release or print site, so reconcile cannot place it: it counts both attention groups' layers per token (153,120-153,280) where vLLM 0.25's hybrid groups give 303,646",
     ('vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2', 'weights_bytes'): '50.62-51.64 GiB (text model, SigLIP tower, projector in bf16) vs 51.7891 logged: 0.15-1.17 GiB not determined (the gemma-3-4b run is 0.51 GiB over kvplan too)',
     ('vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08', 'weights_bytes'): "inputs missing: no Qwen3.5-35B-A3B-FP8 config; kvplan counts the bf16 stand-in's weights (1.9x)",
+    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'weights_bytes'): "reconcile plans no MTP draft: 19.46-19.85 GiB (MIXED_PRECISION read per module) vs 20.57 logged, the MTP layer's 0.79 GiB",
+    ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'weights_bytes'): "the excerpt prints no release, so reconcile plans its 'TRITON' MXFP4 line with a row whose triton_kernels layout keeps the original block scales (63.7-65.0 GiB); 0.25's does not (capacity at vllm@0.25: 61.00 vs 61.29)",
 }
 
 

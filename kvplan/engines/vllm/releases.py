@@ -10,6 +10,7 @@ from dataclasses import replace
 from kvplan.engines.base import AfterKv, BudgetRules, CommRule, Device, EncoderRule, LoraRule, ProfileRun, Request
 from kvplan.engines.settings import Settings
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
+from kvplan.engines.vllm.moe_backends import mxfp4_pick, release_pick
 from kvplan.engines.vllm.row import GIB, RefusalStyle, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
 from kvplan.engines.vllm.rows_late import NEWEST, RELEASES
@@ -96,7 +97,7 @@ def resolve(rel: VllmRelease, req: Request) -> Request:
         v, sampler=sampler, async_scheduling=async_, in_flight_batches=v.in_flight_batches or in_flight(rel, req, async_),
         legacy_token_log=rel.legacy_token_log if v.legacy_token_log is None else v.legacy_token_log,
         hybrid_kv_cache_manager=v.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
-        moe_backend=v.moe_backend or rel.mxfp4_backend,
+        moe_backend=v.moe_backend or release_pick(rel, req).backend or rel.mxfp4_backend,
         gpu_memory_utilization=v.gpu_memory_utilization or rel.gpu_memory_utilization)
     settings = replace(s, max_num_batched_tokens=s.max_num_batched_tokens or tokens,
                        max_num_seqs=s.max_num_seqs or seqs, vllm=vllm)
@@ -145,12 +146,14 @@ def graphs_subtracted(rel: VllmRelease, req: Request) -> bool:
 
 def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
     """What this release subtracts before the KV cache, for a resolved request."""
-    s = req.settings
+    s, moe = req.settings, mxfp4_pick(rel, req)
     return BudgetRules(
         profile=profile_run(rel, req),
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
         nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.refusal == "v0" else 0, comm=comm_rule(rel, req),
-        cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=s.vllm.moe_backend,
+        cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=moe.backend,
+        mxfp4_assumed=moe.assumed, mxfp4_keeps_scales=moe.keeps_scales, mxfp4_source=moe.source,
+        fp8_moe_refine=rel.fp8_moe_refine,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None, lora=lora_rule(rel, req),
         encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req))
 

@@ -50,6 +50,34 @@ class Mrv2Rule:
     hybrid: Literal["never", "listed", "yes"] = "yes"  # Mamba/linear-attention hybrids: never (0.25-0.26)
 
 
+Capability = tuple[int, int]  # CUDA compute capability as vLLM reads it: (9, 0) = sm90, (12, 1) = sm121
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoeBackendRule:
+    """One entry of a release's MXFP4 MoE backend priority: the backend, the compute capabilities it runs on
+    (``low`` up to, not including, ``high``) and a package it needs that may be missing ("": none), with kvplan's
+    guess of whether it is there."""
+
+    backend: str  # marlin | triton | flashinfer_trtllm | deepgemm
+    low: Capability
+    high: Capability
+    optional: str = ""
+    assumed_present: bool = True  # kvplan's guess for the optional package (the pick is then an estimate)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mxfp4Rule:
+    """Which MXFP4 MoE backend a release picks by compute capability (the first entry that runs on the GPU), for
+    gpt-oss-style experts (quant_method mxfp4, bf16 activations) and for DeepSeek-V4's fp4 experts, and what the
+    triton_kernels layout keeps."""
+
+    gpt_oss: tuple[MoeBackendRule, ...]
+    deepseek_v4: tuple[MoeBackendRule, ...] = ()
+    triton_keeps_scales: bool = False  # the original block scales stay beside the swizzled ones (0.10-0.24)
+    source: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class VllmRelease:
     key: str  # what follows `vllm@`
@@ -87,7 +115,9 @@ class VllmRelease:
     hybrid_groups_strided: bool = True  # groups take every n-th layer of a type (0.11 on); contiguous runs before
     refusal: RefusalStyle
     refusal_null_block: bool = False  # the check leaves out one block, the null block (0.29 on)
-    mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper
+    mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper (a GPU without a capability)
+    mxfp4: Mxfp4Rule | None = None  # the MXFP4 MoE backend by compute capability (None: no MXFP4 experts)
+    fp8_moe_refine: bool = False  # FP8 MoE block scales that do not divide at the TP are refined, not refused (0.29 on)
     mla_block_forced: int | None = None  # Hopper MLA (FlashMLA) block size forced when none fits it (before 0.18)
     mla_block_multiples: bool = True  # a given multiple of the forced size is kept (0.12 on)
     # Mamba states under prefix caching: hybrids turn it on by default (0.28 on); what it gives a model without
