@@ -168,6 +168,12 @@ MISSES: dict[tuple[str, str], str] = {
         "(test_release_logs.py): not determined (a candidate: 0.5.8 takes the total at the end of "
         "init_torch_distributed, model_runner.py:779-803, not at the printed 'Load weight begin', :806-809; ~35 MB "
         "allocated between them would account for it)",
+    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'kv_tokens'): 'reconcile plans no MTP draft: its full-attention layer joins the KV groups (the log adds 3 padding layers, block 1,600 instead of 1,568): 1,529,173 tokens from the logged 48.6 GiB vs 1,394,129',
+    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'max_concurrency'): 'the same tokens: 5.83x vs 5.32x',
+    ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'kv_tokens'): "the excerpt prints no release or print site, so reconcile cannot place it: it counts both attention groups' layers per token (153,120-153,280) where vLLM 0.25's hybrid groups give 303,646",
+    ('vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08', 'weights_bytes'): "inputs missing: no Qwen3.5-35B-A3B-FP8 config; kvplan counts the bf16 stand-in's weights (1.9x)",
+    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'weights_bytes'): "reconcile plans no MTP draft: 19.46-19.85 GiB (MIXED_PRECISION read per module) vs 20.57 logged, the MTP layer's 0.79 GiB",
+    ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'weights_bytes'): "the excerpt prints no release, so reconcile plans its 'TRITON' MXFP4 line with a row whose triton_kernels layout keeps the original block scales (63.7-65.0 GiB); 0.25's does not (capacity at vllm@0.25: 61.00 vs 61.29)",
 }
 
 
