@@ -155,10 +155,16 @@ class EnginePlan:
     refusal: Refusal | None = None  # the engine refuses to start with this memory (the numbers above still hold)
     lookahead_tokens_per_request: int = 0  # KV slots a running request holds for drafted tokens (speculative)
     # per GPU: what the engine's start-up check counts for one max_model_len request where that is not the
-    # reserve (vLLM 0.14-0.18 count a hybrid's first KV-cache group only); None: the reserve
+    # reserve (vLLM up to 0.13 count each layer unpadded, 0.14-0.18 a hybrid's first KV-cache group only); None: the
+    # reserve
     check_bytes_per_request: int | None = None
     pools: int = 1  # KV pools in one replica, each of kv_tokens (vLLM data parallel, SGLang DP attention: dp)
     gpus: int | None = None  # GPUs of one replica (None: tp × pp; vLLM data parallel: dp × tp × pp)
+
+    @property
+    def start_check_bytes(self) -> int:
+        """Per GPU: what the start-up check counts for one max_model_len request."""
+        return self.reserve_bytes_per_request if self.check_bytes_per_request is None else self.check_bytes_per_request
 
 
 TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",
@@ -235,18 +241,30 @@ class BudgetRules:
     cpu_offload_bytes: int = 0  # weights the engine keeps in host memory instead (vLLM --cpu-offload-gb)
     comm: CommRule | None = None  # vLLM V1: the NCCL communicators its budget sees (sized by kvplan.planning.budget)
     after_kv: AfterKv | None = None  # what the release allocates after the KV cache is sized (None: not checked)
+    load: LoadRule | None = None  # how the release keeps what it loads (None: the checkpoint's tensors as stored)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadRule:
+    """What a release's load keeps beyond the checkpoint's tensors, as data (sized by
+    ``kvplan.planning.weights.loaded``)."""
+
+    awq_kernel: Literal["marlin", "machete"] | None = None  # AWQ linear layers' kernel on this GPU (None: unknown)
+    mrope_per_model: bool = False  # M-RoPE caches max_position × the model's own factor, else × 4
 
 
 @dataclass(frozen=True, kw_only=True)
 class CommRule:
     """NCCL memory a vLLM V1 release subtracts: every communicator, created after the start-up snapshot (0.8-0.10,
     NCCL_CUMEM_ENABLE forced to 0), or only the TP group's torch communicator the profile's logits all-gather
-    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not."""
+    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not. ``measured_on``: the release
+    whose logs size the profile-time communicator (``kvplan.planning.budget.COMM_GROUP_BYTES``)."""
 
     when: Literal["init", "profile"]
     nvls: bool
     tp_groups: int
     pp_groups: int = 0
+    measured_on: Literal["0.11", "0.19"] = "0.19"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,9 +12,9 @@ and where each is recorded:
   ``weight_format`` reads the config (``Reads``); a field whose value leaves the stored bytes as counted is listed
   in ``NO_STORAGE``, a field the method's engine loader never reads in ``NOT_LOADED``; MXFP4 experts an engine lays
   out without a layout term in kvplan;
-- the rotary cache: a rope field ``rotary_bytes`` does not read (recorded the same way; a second rope theta, such as
-  Gemma-3's ``rope_local_base_freq``, builds a cache of its own), a rope type whose cache is not positions × rotary
-  dim (``ROPE_TYPES``), rope parameters by layer type;
+- the rotary caches: a rope field ``rotary_bytes`` does not read (recorded the same way; a second rope theta, such
+  as MiMo's ``swa_rope_theta``, builds a cache of its own), a rope type whose positions it does not know
+  (``ROPE_TYPES``);
 - the GPU: kvplan's default (no GPU named) decides the scheduler's defaults by its memory (the profile's
   persistent rows, the encoder's budget) and the MXFP4 kernel backend by its architecture (the padded layouts).
 
@@ -56,6 +56,8 @@ NO_STORAGE: dict[str, tuple[Any, ...] | None] = {
     "config_groups.*.format": None,  # repeats the top-level format
     "bnb_4bit_compute_dtype": None, "llm_int8_threshold": None, "llm_int8_has_fp16_weight": (False,),
     "damp_percent": None, "true_sequential": None, "model_name_or_path": None, "model_file_base_name": None,
+    "zero_point": (True,),  # AWQ: a zero point per group, as the reader counts (False would store none)
+    "version": ("gemm", "GEMM"),  # AWQ's GEMM packing: qweight, qzeros, scales as counted (GEMV packs otherwise)
 }
 # a storage key of the config: a dtype some module is stored in (expert_dtype), not the model's or a cache state's
 # fields a method's engine loader never reads: they restate the format, the loader's own keys define it
@@ -68,9 +70,9 @@ ROPE_NO_SIZE = frozenset({"rope_theta", "use_mrope", "rope_interleave", "indexer
                           "no_rope_layer_interval", "qk_rope_head_dim", "head_dim", "mrope_section",
                           "mrope_interleaved"})
 ROPE_KEY = re.compile(r"rope|rotary")
-# rope types whose cache vLLM's get_rope builds as positions × rotary dim (yarn: original positions × factor), as
-# rotary_bytes counts it; linear/dynamic scaling and longrope build longer or several caches
-ROPE_TYPES = (None, "default", "llama3", "yarn", "deepseek_yarn", "mrope")
+# rope types whose cache positions the count knows (weights/rotary.py _positions, after vLLM 0.19's get_rope paths)
+ROPE_TYPES = (None, "default", "llama3", "ntk", "linear", "dynamic", "yarn", "deepseek_yarn", "longrope", "mrope",
+              "proportional")
 
 
 class Reads(dict[str, Any]):
@@ -171,24 +173,40 @@ def fp4_layout_reasons(model: ModelConfig, weights_dtype: str | None, rules: Bud
             "the checkpoint's bytes are counted",)
 
 
-def _rope_read(model: ModelConfig) -> set[str]:
-    seen: set[str] = set()
-    rotary_bytes(replace(model, raw=Reads(model.raw, seen)))
-    return seen
+# other values a rope field is tried at: a field whose change leaves the caches as they are is not read (recording
+# the reads would not do: a default argument is read whether or not it is used)
+ROPE_TRIALS: tuple[Any, ...] = (None, 0.5, 7, 1234567, {"rope_type": "yarn", "factor": 3,
+                                                       "original_max_position_embeddings": 7})
+
+
+def _rope_unread(model: ModelConfig) -> list[str]:
+    """Rope fields whose value the caches do not follow, but those a rope configuration restates."""
+    base, out = rotary_bytes(model), []
+    nested = [p for p in (model.raw.get("rope_parameters"), model.field("rope_scaling")) if isinstance(p, dict)]
+    nested += [v for p in nested for v in p.values() if isinstance(v, dict)]
+    for key in (k for k in model.raw if ROPE_KEY.search(k) and k not in ROPE_NO_SIZE):
+        if any(p.get(key) == model.raw[key] for p in nested if p is not model.raw.get(key)):
+            continue  # restated inside the rope parameters the caches read
+        moved = False
+        for value in ROPE_TRIALS:
+            with suppress(KvplanError, TypeError, ValueError, AttributeError, KeyError):
+                moved = value != model.raw[key] and rotary_bytes(replace(model, raw={**model.raw, key: value})) != base
+            if moved:
+                break
+        if not moved:
+            out.append(key)
+    return out
 
 
 def rotary_reasons(model: ModelConfig) -> tuple[str, ...]:
-    """Why the rotary cache is an estimate: a rope field not read (a second rope theta: its own cache), a type whose
-    cache is not positions × dim, rope parameters by layer type (empty: exact)."""
-    seen = _rope_read(model)
-    out = [f"{k} {_shown(model.raw[k])} not read (a rope field; a second theta has a cache of its own)" for k in model.raw
-           if ROPE_KEY.search(k) and k not in seen and k not in ROPE_NO_SIZE]
-    scaling = model.field("rope_scaling")
-    kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
-    if kind not in ROPE_TYPES:
-        out.append(f"rope type {kind!r}: its cache is not max positions × rotary dim (the length counted)")
-    if isinstance(scaling, dict) and any(isinstance(v, dict) for v in scaling.values()):
-        out.append("rope parameters by layer type: a cache per configuration, one counted")
+    """Why the rotary caches are an estimate: a rope field the count does not read (a second rope theta: a cache of
+    its own), a rope type whose positions it does not know (empty: exact)."""
+    out = [f"{k} {_shown(model.raw[k])} not read (a rope field the caches do not follow; a second theta builds a cache of its own)"
+           for k in _rope_unread(model)]
+    params = [p for p in (model.raw.get("rope_parameters"), model.field("rope_scaling")) if isinstance(p, dict)]
+    configs = [v for v in params[0].values() if isinstance(v, dict)] or params[:1] if params else []
+    kinds = {c.get("rope_type") or c.get("type") for c in configs}
+    out += [f"rope type {k!r}: its cache's positions are not known to the count" for k in kinds if k not in ROPE_TYPES]
     return tuple(out)
 
 

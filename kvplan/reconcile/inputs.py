@@ -18,7 +18,7 @@ from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
 from kvplan.errors import CapacityError, InputError, KvplanError
 from kvplan.formulas.request import CacheRequest
-from kvplan.planning.capacity import CapacityResult, capacity
+from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, Memory
 from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
@@ -156,7 +156,7 @@ def _capacity(inputs: Inputs, budgets: tuple[int, ...], max_model_len: int | Non
     """kvplan's answer for KV budgets per GPU (one, or one per PP stage), or the text of its refusal (the plan's
     `refusal`, or a CapacityError where an engine still raises one)."""
     try:
-        result = capacity(inputs.question(budgets, max_model_len), engine=inputs.profile)
+        result = plan_capacity(inputs.question(budgets, max_model_len), get_engine(inputs.profile), hold_budget=False)
     except CapacityError as exc:
         return str(exc)
     refusal = getattr(result.plan, "refusal", None)

@@ -198,7 +198,7 @@ def test_vllm_layers(model_id: str) -> None:
 # configs bundled after the oracle's run for the weights of collected start-up logs (issue 29), whose caches are
 # those of a config the oracle ran: the quantized checkpoint -> its twin (test_quantized_twins_have_the_twins_caches)
 TWINS = {"zai-org/GLM-5-FP8": "zai-org/GLM-5", "Qwen/Qwen3-30B-A3B-FP8": "Qwen/Qwen3-30B-A3B",
-         "nvidia/Qwen3.6-27B-NVFP4": "Qwen/Qwen3.5-27B"}
+         "nvidia/Qwen3.6-27B-NVFP4": "Qwen/Qwen3.5-27B", "MiniMaxAI/MiniMax-M2.5": "MiniMaxAI/MiniMax-M2.7"}
 
 
 @pytest.mark.parametrize(("model_id", "twin"), sorted(TWINS.items()))

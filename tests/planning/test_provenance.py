@@ -27,9 +27,10 @@ from kvplan.planning.provenance import (
     NO_STORAGE,
     ROPE_NO_SIZE,
     ROPE_TYPES,
-        STORAGE_KEY,
+    STORAGE_KEY,
     leaves,
     no_storage,
+    rotary_reasons,
 )
 from kvplan.planning.weights import weight_format, weight_parts
 from kvplan.planning.weights.loaded import rotary_bytes
@@ -89,15 +90,24 @@ def unread_storage_fields(model: ModelConfig) -> list[str]:
 
 
 def unread_rope_fields(model: ModelConfig) -> list[str]:
+    """Rope fields whose change leaves the caches as they are, but a top-level field the rope parameters restate
+    with the same value (Qwen3.6's partial_rotary_factor 0.25, top level and inside rope_parameters)."""
+    configs = [p for p in (model.raw.get("rope_parameters"), model.field("rope_scaling")) if isinstance(p, dict)]
+    configs += [v for p in configs for v in p.values() if isinstance(v, dict)]
     return [k for k in model.raw if ("rope" in k or "rotary" in k) and k not in ROPE_NO_SIZE
+            and not any(c.get(k) == model.raw[k] for c in configs if c is not model.raw[k])
             and not _changes(model, (k,), model.raw[k], rotary_bytes)]
 
 
 # ----------------------------------------------------------------------------------- every model × engine
 
-def rope_type(model: ModelConfig) -> Any:
-    scaling = model.field("rope_scaling")
-    return (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
+def rope_types(model: ModelConfig) -> set[Any]:
+    """The rope types of the model's configurations (one per layer type where rope_parameters is keyed by it)."""
+    params = [p for p in (model.raw.get("rope_parameters"), model.field("rope_scaling")) if isinstance(p, dict)]
+    if not params:
+        return {None}
+    configs = [v for v in params[0].values() if isinstance(v, dict)] or params[:1]
+    return {c.get("rope_type") or c.get("type") for c in configs}
 
 
 def inexact_inputs(model: ModelConfig, term_name: str, kind: str) -> list[str]:
@@ -106,10 +116,7 @@ def inexact_inputs(model: ModelConfig, term_name: str, kind: str) -> list[str]:
         parts = weight_parts(model)
         return [*(["kvplan's formula or a stand-in class"] if parts.estimate else []), *unread_storage_fields(model)]
     if kind == "weights_extra" and term_name.startswith("rotary"):
-        scaling = model.field("rope_scaling")
-        nested = isinstance(scaling, dict) and any(isinstance(v, dict) for v in scaling.values())
-        return [*unread_rope_fields(model), *(["rope by layer type"] if nested else []),
-                *([f"rope type {rope_type(model)}"] if rope_type(model) not in ROPE_TYPES else [])]
+        return [*unread_rope_fields(model), *(f"rope type {k}" for k in rope_types(model) if k not in ROPE_TYPES)]
     return []
 
 
@@ -142,7 +149,10 @@ def test_the_records_this_test_reads_do_flag_something() -> None:
     assert unread_storage_fields(load_model("mistralai/Devstral-2-123B-Instruct")) == [
         "quantization_config.activation_scheme"]  # "static": an fp32 input scale per linear layer, not counted
     assert unread_storage_fields(load_model("openai/gpt-oss-120b")) == []
-    assert rope_type(load_model("google/gemma-3-27b-it")) not in ROPE_TYPES  # linear scaling: a longer cache
+    gemma = load_model("google/gemma-3-27b-it")
+    assert rope_types(gemma) == {"linear"} and rotary_reasons(gemma) == ()  # linear scaling: counted (weights-int)
+    unknown = replace(gemma, raw={**gemma.raw, "rope_scaling": {"rope_type": "su", "factor": 2.0}})
+    assert rope_types(unknown) - set(ROPE_TYPES) == {"su"} and "rope type 'su'" in rotary_reasons(unknown)[0]
     assert unread_rope_fields(load_model("XiaomiMiMo/MiMo-V2-Flash")) == ["swa_rope_theta"]  # a cache of its own
     assert weight_parts(load_model("deepseek-ai/DeepSeek-R1")).mtp_exact is False  # MTP copied from the last layer
     assert set(NO_STORAGE) >= {"fmt", "activation_scheme"}

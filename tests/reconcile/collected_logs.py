@@ -237,7 +237,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # 'Gemma 3 4B' in the report (the line names no model)
     "vllm-v0110-gemma3-4b-it-rtx4080": (
         {"model": "google/gemma-3-4b-it"}, "google/gemma-3-4b-it",
-        {"weights_bytes": (0, 1)}, set()),
+        {"weights_bytes": (1, 1)}, set()),
     "vllm-v0111rc2dev-gpt-oss-20b-tp2-ray2node-rocm": (
         {}, "openai/gpt-oss-20b",
         {"weights_bytes": (0, 1)}, set()),
@@ -246,5 +246,41 @@ COLLECTED: dict[str, CollectedCase] = {
         {"kv_tokens": (1, 1), "max_concurrency": (1, 1), "weights_bytes": (1, 1)}, {"kv_budget_bytes"}),
     "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
         {}, "zai-org/GLM-5-FP8",
-        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "kv_size_bytes": (0, 1)}, set()),
+        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "kv_size_bytes": (1, 1)}, set()),
+    # the same GB10 and settings as the run without MTP, with --speculative-config mtp x2
+    "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": (
+        {}, 'nvidia/Qwen3.6-27B-NVFP4',
+        {'weights_bytes': (0, 1), 'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
+    # a refusal: 15.67 GiB of weights, -14.28 GiB of KV at 0.22 of an A100-80GB
+    "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
+        {}, 'Qwen/Qwen2.5-VL-7B-Instruct',
+        {'weights_bytes': (1, 1)}, {'kv_budget_bytes'}),
+    # NVIDIA's vLLM 0.13.0 container (26.01) on a GB10, the vendored FP8 config
+    "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": (
+        {}, 'Qwen/Qwen3-30B-A3B-FP8',
+        {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt of vLLM 0.25.1 lines (prefixes dropped); the document names openai/gpt-oss-120b
+    "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": (
+        {'model': 'openai/gpt-oss-120b'}, 'openai/gpt-oss-120b',
+        {'weights_bytes': (0, 1), 'kv_tokens': (0, 1)}, {'kv_budget_bytes'}),
+    # the local /google/gemma-3-27b-it folder names the bundled checkpoint
+    "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": (
+        {}, 'google/gemma-3-27b-it',
+        {'weights_bytes': (1, 1), 'num_blocks': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # a capacity report quoting its service.log with line numbers; the vendored MiniMax-M2.5 FP8 config
+    "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": (
+        {}, 'MiniMaxAI/MiniMax-M2.5',
+        {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt of four lines after the launch command it quotes (TP 4, defaults otherwise)
+    "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": (
+        {'model': 'MiniMaxAI/MiniMax-M2.5', 'tp': 4}, 'MiniMaxAI/MiniMax-M2.5',
+        {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # a Cursor chat export quoting the worker's log; the pod spec in the same file sets TP 8 and 2,097,152 tokens
+    "vllm-v0120-llama4-scout-tp8-h200-2m": (
+        {'tp': 8}, 'meta-llama/Llama-4-Scout-17B-16E-Instruct',
+        {'weights_bytes': (1, 1)}, set()),
+    # Qwen3.5-35B-A3B-FP8: the bf16 config's layout (no FP8 config bundled)
+    "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
+        {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
+        {'weights_bytes': (0, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
 }

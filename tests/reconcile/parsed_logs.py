@@ -224,4 +224,31 @@ PARSED: dict[str, ParsedCase] = {
     "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
         'sglang', None, {'model': 'zai-org/GLM-5-FP8', 'tp': '8', 'pp': '1', 'dp': '1', 'dp_attention': 'False', 'mem_fraction_static': '0.908', 'page_size': '1', 'kv_dtype': 'fp8_e4m3', 'dtype': 'bfloat16', 'chunked_prefill_size': '16384'},
         {'avail_before': ['283.62', '283.48', '283.90', '283.61', '283.55', '283.50', '283.62', '283.48'], 'avail_after': ['194.04', '193.96', '194.03', '193.90', '194.32', '193.90', '193.92', '194.04'], 'weights': ['89.58', '89.58', '89.58', '89.58', '89.58', '89.58', '89.58', '89.58'], 'kv_tokens': ['3262823', '3262823', '3262823', '3262823', '3262823', '3262823', '3262823', '3262823'], 'kv_size': ['186.77', '186.77', '186.77', '186.77', '186.77', '186.77', '186.77', '186.77'], 'avail_after_pool': ['4.02', '4.00', '3.90', '3.88', '4.02', '4.30', '3.94', '3.88']}),
+    "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": (
+        'vllm', '0.23.1rc1.dev531+ga65f93fb2', {'model': 'nvidia/Qwen3.6-27B-NVFP4', 'served_model_name': 'qwen3.6-27b', 'max_model_len': '262144', 'kv_dtype': 'fp8', 'quantization': 'modelopt', 'gpu_memory_utilization': '0.7', 'max_num_batched_tokens': '65536', 'max_num_seqs': '8', 'prefix_caching': 'True'},
+        {'weights': ['20.57'], 'padding_layers': ['3', '3'], 'padding_percent': ['6.25', '6.25'], 'kv_budget': ['48.6'], 'kv_tokens': ['1,394,129'], 'max_model_len': ['262,144'], 'max_concurrency': ['5.32'], 'cuda_graph': ['0.23']}),
+    "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
+        'vllm', '0.23.0', {'model': '/models/Qwen2.5-VL-7B-Instruct', 'served_model_name': 'qwen2.5-vl', 'max_model_len': '128000', 'gpu_memory_utilization': '0.22', 'graph_estimate': 'on'},
+        {'weights': ['15.67'], 'cuda_graph': ['0.53'], 'kv_budget': ['-14.28']}),
+    "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": (
+        'vllm', '0.13.0+faa43dbf.nv26.01', {'model': 'Qwen/Qwen3-30B-A3B-FP8', 'max_model_len': '32768', 'kv_dtype': 'fp8', 'gpu_memory_utilization': '0.3', 'max_num_batched_tokens': '2048', 'prefix_caching': 'True', 'gpu_name': 'NVIDIA_GB10'},
+        {'weights': ['29.0435'], 'kv_budget': ['4.04'], 'kv_tokens': ['88,176'], 'max_model_len': ['32,768'], 'max_concurrency': ['2.69'], 'cuda_graph': ['1.28']}),
+    "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": (
+        'vllm', None, {'tp': '1', 'dtype': 'bfloat16', 'quantization': 'gpt_oss_mxfp4', 'moe_backend': 'TRITON'},
+        {'weights': ['61.29'], 'kv_budget': ['10.52'], 'kv_tokens': ['303,646']}),
+    "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": (
+        'vllm', '0.11.0rc2.dev98+g393de22d2', {'model': '/google/gemma-3-27b-it', 'max_model_len': '4096', 'max_num_batched_tokens': '8192'},
+        {'weights': ['51.7891'], 'kv_budget': ['109.86'], 'padding_layers': ['8'], 'padding_percent': ['15.38'], 'kv_tokens': ['205,696'], 'max_model_len': ['4,096'], 'max_concurrency': ['50.05'], 'cuda_graph': ['1.02'], 'num_blocks': ['89994']}),
+    "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": (
+        'vllm', '0.19.1rc1.dev71+gdd9342e6b', {'model': 'MiniMaxAI/MiniMax-M2.5', 'tp': '4', 'max_model_len': '128000', 'dtype': 'bfloat16', 'kv_dtype': 'auto', 'quantization': 'fp8', 'max_num_batched_tokens': '8192', 'prefix_caching': 'True', 'graph_estimate': 'off'},
+        {'weights': ['53.75'], 'kv_budget': ['18.16'], 'kv_tokens': ['307,184'], 'max_model_len': ['128,000'], 'max_concurrency': ['2.40']}),
+    "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": (
+        'vllm', None, {'tp': '4'},
+        {'kv_budget': ['23.62'], 'kv_tokens': ['399,424'], 'max_model_len': ['196,608'], 'max_concurrency': ['2.03']}),
+    "vllm-v0120-llama4-scout-tp8-h200-2m": (
+        'vllm', None, {'model': 'meta-llama/Llama-4-Scout-17B-16E-Instruct'},
+        {'weights': ['27.8072']}),
+    "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
+        'vllm', '0.18.1rc1.dev147+g290809456', {'model': 'Qwen/Qwen3.5-35B-A3B-FP8', 'max_model_len': '262144', 'gpu_memory_utilization': '0.8', 'prefix_caching': 'True', 'graph_estimate': 'off'},
+        {'weights': ['34.22'], 'cuda_graph': ['1.65', '0.04'], 'kv_budget': ['55.72'], 'kv_tokens': ['729,696'], 'max_model_len': ['262,144'], 'max_concurrency': ['10.85']}),
 }

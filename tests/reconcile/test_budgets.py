@@ -47,6 +47,9 @@ GPUS: dict[str, str | float] = {
     # issue 29's collection: the GPUs the posts name (totals not printed)
     "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": "RTX-PRO-6000",
     "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": "GB10",
+    "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": "GB10", "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": "A100-80G",
+    "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": "GB10", "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": "H100",
+    "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": "GB10",
 }
 _BNB = "kvplan counts no bitsandbytes weights (Unsloth's dynamic 4-bit keeps some layers in 16 bits)"
 _STAND_IN = "a quantized checkpoint the stand-in's bf16 weights do not represent"
@@ -69,6 +72,9 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0180-qwen25-7b-fp16-eager-volta": "the GPU is inferred (a V100-32GB by its capability), not named",
     "vllm-v0220-qwen25-7b-48gb": _NO_GPU, "vllm-v0280-qwen25-7b-awq-runpod": _NO_GPU,
     "vllm-v0310-qwen25-7b-instruct-awq-h200": "gpu_memory_utilization is not shown; " + _STAND_IN,
+    "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": "an author's excerpt: no release, utilization or GPU in its lines",
+    "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": "an AMD GPU not named; " + _NO_GPU,
+    "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": "an author's excerpt: release not printed, GPU from the guide",
 }
 # the logs whose budget kvplan's estimate puts within 1% of usable memory today (13 of 27, after the release rows of
 # issue 21). The estimate here takes only what the log says: where it does not name its sampler, the release's

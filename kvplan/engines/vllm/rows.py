@@ -185,7 +185,8 @@ V1_011 = _after(V1_010, "0.11", "0.11.0", (
      "v1/core/kv_cache_utils.py:894-1001, 1211-1291"),
     ("multimodal dummy outputs expanded to the encoder budget's rows", "v1/worker/gpu_model_runner.py:3370-3384"),
     ("--kv-cache-memory-bytes bypasses the profile (not modelled)", "v1/worker/gpu_worker.py:235-252"),
-), tp_comm="lazy", decode_context_parallel=True, encoder_padded_to_budget=True, hybrid_groups_strided=True)
+), tp_comm="lazy", tp_comm_measured_on="0.11", decode_context_parallel=True, encoder_padded_to_budget=True,
+    hybrid_groups_strided=True)
 V1_012 = _after(V1_011, "0.12", "0.12.0", (
     ("FlashInfer is a dependency but its top-k/top-p sampler is opt-in (VLLM_USE_FLASHINFER_SAMPLER): sort",
      "v1/sample/ops/topk_topp_sampler.py:26-90"),
@@ -210,12 +211,12 @@ V1_013 = _after(V1_012, "0.13", "0.13.0", (
 V1_014 = _after(V1_013, "0.14", "0.14.0", (
     ("requested memory = ceil(total × u)", "v1/worker/utils.py:253-272"),
     ("async scheduling on by default (not with pp > 1)", "config/vllm.py:588-628"),
-    ("GiB printed as round(x, 2); the estimate glued to 'Try'; the check takes min(budgets) against the whole "
-     "model's groups (PP refusals not modelled)", "v1/core/kv_cache_utils.py:609-643, 1318-1351"),
-    ("the check's bytes per request (_max_memory_usage_bytes_from_groups) = group width × page × the FIRST group's "
-     "blocks (a hybrid's other groups are left out; the scheduler still reserves them)",
-     "v1/core/kv_cache_utils.py:1342-1351, 1514-1524"),
-), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14", check_first_group=True)
+    ("GiB printed as round(x, 2); the estimate glued to 'Try'", "v1/core/kv_cache_utils.py:609-643"),
+    ("the start-up check and its length estimate count the whole model's padded groups (group width × page × the "
+     "FIRST group's blocks: a hybrid's other groups are left out; the scheduler still reserves them) against "
+     "min(budgets)", "v1/core/kv_cache_utils.py:1318-1351, 1354-1390, 1514-1523"),
+), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14",
+    start_check="model_first_group")
 V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("async scheduling with pp > 1 too", "config/vllm.py:589-622"),
     ("draft-model speculative decoding in V1 (0.14 refused it); Mamba reserves one block per speculative token",

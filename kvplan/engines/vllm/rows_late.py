@@ -29,9 +29,13 @@ V1_017 = _after(V1_016, "0.17", "0.17.0", (
      "noise 4 = 14 B per logit (derived, not measured) + a kept min(SMs, rows) × vocab fp32 buffer",
      "v1/sample/ops/topk_topp_sampler.py:245-255; v1/sample/ops/topk_topp_triton.py:990-1003"),
     ("-O2 default: FlashInfer all-reduce + RMSNorm fusion at TP > 1 on SM90/SM100, workspace created in the profile "
-     "(inside the TP communicator term)", "config/vllm.py:113-132, 204, 223; compilation/passes/fusion/allreduce_rms_fusion.py:215"),
+     "(inside the TP communicator term, sized from 0.19's logs from here on; 0.11's before)",
+     "config/vllm.py:113-132, 204, 223; compilation/passes/fusion/allreduce_rms_fusion.py:215"),
     ("Model Runner V2 warmup_kernels after the KV cache", "v1/worker/gpu_worker.py:582"),
-), sampler="triton", sampler_paths=("sort", "flashinfer", "triton"))
+    ("the start-up check runs on each worker's projected groups against its own memory (still the first group's "
+     "blocks only)", "v1/core/kv_cache_utils.py:1327-1360, 1558-1577"),
+), sampler="triton", sampler_paths=("sort", "flashinfer", "triton"), start_check="first_group",
+    tp_comm_measured_on="0.19")
 V1_018 = _after(V1_017, "0.18", "0.18.0", (
     ("CUDA-graph memory profiled inside the memory window and logged, subtracted only with "
      "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default 0): 'In v0.19, CUDA graph memory profiling will be "
@@ -45,8 +49,13 @@ V1_018 = _after(V1_017, "0.18", "0.18.0", (
 V1_019 = _after(V1_018, "0.19", "0.19.0", (
     ("--lora-target-modules (LoRAConfig.target_modules); budget rules unchanged from 0.18 (0.19.1 diffed: same)",
      "config/lora.py:46; envs.py:1654-1656"),
-    ("the start-up check counts every group's blocks again", "v1/core/kv_cache_utils.py:1332-1366"),
-), lora_target_modules=True, check_first_group=False)
+    ("the start-up check and its length estimate count every group's blocks on the padded layout: group width × "
+     "page × Σ groups' blocks", "v1/core/kv_cache_utils.py:1332-1367, 1370-1400, 1579-1584"),
+    ("AWQ linear layers choose their kernel (choose_mp_linear_kernel): Machete on sm90, which keeps the zero "
+     "points as -scale × zero in the activation dtype, one per group; Marlin elsewhere (4-bit zeros kept)",
+     "model_executor/layers/quantization/awq_marlin.py:392-405; "
+     "model_executor/kernels/linear/mixed_precision/machete.py:35, 110-118"),
+), lora_target_modules=True, start_check="groups", awq_kernel_chooser=True)
 V1_020 = _after(V1_019, "0.20", "0.20.0", (
     ("gpu_memory_utilization default 0.92", "config/cache.py:66"),
     ("CUDA-graph estimate subtracted by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; its own log says "
@@ -134,7 +143,11 @@ V1_032 = _after(V1_031, "0.32", "0.32.0", (
     ("request_memory subtracts externally held weights (not modelled)", "v1/worker/utils.py:716-763"),
     ("Mamba-2 layers add a prefill checkpoint block per request in align mode",
      "model_executor/layers/mamba/mamba_mixer2.py:1100-1108; v1/kv_cache_interface.py:1076-1080"),
-), mamba_checkpoint_mixers=frozenset({"mamba2"}))
+    ("M-RoPE caches max_position × a factor the model passes: 1 for Qwen3-VL and Qwen3.5 unless video pruning "
+     "is on (4 before, and for the other M-RoPE models)",
+     "model_executor/layers/rotary_embedding/__init__.py:39, 123; model_executor/models/qwen3_vl.py:1818-1825; "
+     "model_executor/models/qwen3_5.py:165"),
+), mamba_checkpoint_mixers=frozenset({"mamba2"}), mrope_per_model=True)
 V1_033 = _after(V1_032, "0.33", "0.33.0", (
     ("cuBLAS/cuBLASLt handles created before the snapshot", "v1/worker/gpu_worker.py:519-531"),
     ("MRV2 profile runs the sampler twice, the second with for_sampler_warmup() params (fp32 + FlashInfer "
