@@ -104,6 +104,8 @@ class Budget:
     notes: tuple[str, ...] = ()
     after_kv: AfterKvCheck | None = None  # the start after the cache is sized (a stage that does not fit, else the last)
     refusal: Refusal | None = None  # a given budget the GPU cannot hold beside the weights (given_budget)
+    held: tuple[int, int] | None = None  # a given budget's stage closest to its GPU's memory: (the bytes left beside
+    # it, negative when over; what of the resident bytes is estimated) (given_budget; None: no budget, no GPU)
 
 
 def parse_budget(text: str) -> tuple[int, ...]:

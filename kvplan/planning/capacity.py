@@ -138,8 +138,9 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
         request = profile.resolve(asked)
     budget = kv_budget(profile, request, memory)
     if memory.kv_budget_bytes is not None and hold_budget:
-        lines, refused = given_budget.check(profile, request, memory, budget.per_stage)
-        budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused)
+        lines, refused, held = given_budget.check(profile, request, memory, budget.per_stage)
+        budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
+                         held=(-held.over_bytes, held.estimated_bytes) if held else None)
     result = _result(profile, (asked, request), layout, budget, memory)
     return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
 
@@ -166,7 +167,11 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
     if plan.refusal is None and after is not None:
         plan = replace(plan, refusal=after, log_lines=(*plan.log_lines, after.message))
     notes = list(budget.notes)
-    margin, error = margin_bytes(profile.name, plan, budget.per_stage, budget.after_kv), estimate_error_bytes(budget.terms)
+    # the binding constraint with its own error: the start on the budget (its estimated terms), or a given budget
+    # held against the GPU (what of the resident bytes is estimated)
+    bounds = [(margin_bytes(profile.name, plan, budget.per_stage, budget.after_kv), estimate_error_bytes(budget.terms)),
+              *((budget.held,) if budget.held else ())]
+    margin, error = min(bounds)
     notes += uncertain_note(margin, error, refused=plan.refusal is not None)
     if plan.requests_at_max_len < 1 and plan.refusal is None:
         notes.append(f"warning: one {request.max_model_len:,}-token request does not fit under {profile.name}; "

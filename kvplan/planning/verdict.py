@@ -3,8 +3,9 @@
 The margin is how far the KV budget is from the engine's refusal: on the binding stage, the budget less what its
 start check needs (vLLM: one max_model_len request's reservation, ``EnginePlan.check_bytes_per_request`` or the
 reserve; the other engines refuse only a budget of nothing), and, where kvplan checks what the release allocates
-after the cache (``AfterKvCheck``), the memory left then less the graphs and the sampler warm-up. Negative: the
-engine refuses, short by that much. The estimate's error is the estimated terms added up (their bytes, whatever
+after the cache (``AfterKvCheck``), the memory left then less the graphs and the sampler warm-up; where a KV budget is
+given, what the GPU has left beside it (``given_budget``, with what of the resident bytes is estimated); the closest
+of these binds. Negative: the engine refuses, short by that much. The estimate's error is the estimated terms added up (their bytes, whatever
 their sign): when it is more than the margin, an error in them can turn the verdict, and the answer says so.
 """
 

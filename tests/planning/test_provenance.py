@@ -256,3 +256,20 @@ def test_the_deepseek_v4_start_is_within_the_estimate() -> None:
     found = capacity("deepseek-ai/DeepSeek-V4-Flash", **V4_RUN)
     assert found.refusal is None and found.within_estimate
     assert found.verdict_margin_bytes is not None and 0 < found.verdict_margin_bytes < found.estimate_error_bytes
+
+
+def test_a_given_budget_held_against_the_gpu_has_its_margin() -> None:
+    """Llama-3.1-70B TP 2 on H100s (79.18 GiB) with --kv-budget: the GPU holds 67.06 GiB beside the cache (weights,
+    the CUDA context, kept buffers; given_budget). 60 GiB: 47.88 GiB over, a sure refusal; 12 GiB: 0.12 GiB to spare,
+    less than the resident estimates (context, non-torch): within the error; 4 GiB: one 32k request's 5 GiB does not
+    fit, 1 GiB short of a budget given exactly (no estimate)."""
+    def run(gib: float) -> CapacityResult:
+        return capacity("meta-llama/Llama-3.1-70B", gpu="H100", tp=2, max_model_len=32768,
+                        kv_budget_bytes=(int(gib * GIB),))
+
+    over, close, short = run(60), run(12), run(4)
+    assert over.refusal is not None and over.verdict_margin_bytes is not None and over.verdict_margin_bytes < -47 * GIB
+    assert not over.within_estimate
+    assert close.refusal is None and close.within_estimate and 0 < close.verdict_margin_bytes < GIB  # type: ignore[operator]
+    assert short.refusal is not None and short.verdict_margin_bytes == 4 * GIB - 5 * GIB
+    assert short.estimate_error_bytes == 0 and not short.within_estimate
