@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from kvplan.config.model import ModelConfig
+from kvplan.config.mtp import MtpModules
 from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
@@ -48,6 +49,7 @@ class Draft:
     tp: int  # the draft's TP size (the engines run it at the target's)
     specs: tuple[LayerSpec, ...] = ()  # the draft's KV layers, whole model
     specs_per_gpu: tuple[LayerSpec, ...] = ()  # the same layers on one GPU (they sit on the last PP stage)
+    mtp: MtpModules | None = None  # method mtp: the target's modules the drafter builds (kvplan.config.mtp)
 
     @property
     def num_layers(self) -> int:
@@ -211,6 +213,7 @@ class BudgetRules:
     mxfp4_backend: str | None = None  # MXFP4 expert layout: marlin pads the experts, triton swizzles them
     mla_absorbed: bool = False  # vLLM 0.7 V0: absorbed MLA matrices built at load time
     draft_weights: bool = False  # a draft's weights are loaded before the KV cache is sized (they count)
+    draft_shared: tuple[str, ...] = ("embedding", "lm_head")  # MTP module parts the drafter takes from the target
     lora: LoraRule | None = None  # LoRA slots allocated before the KV cache is sized
     encoder: EncoderRule | None = None  # the profile run encodes dummy multimodal items and holds their outputs
     cpu_offload_bytes: int = 0  # weights the engine keeps in host memory instead (vLLM --cpu-offload-gb)

@@ -55,6 +55,7 @@ class Blocks:
     reserve: SpecReserve = NO_SPEC
     first_group_check: bool = False  # the start-up check counts the first group's blocks only (0.14-0.18)
     packed: bool = False  # block-outermost packed groups (DeepSeek-V4)
+    per_request: int = 0  # blocks a max-length request counts in the concurrency (0: Σ need; DeepSeek-V4 by release)
 
 
 def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
@@ -112,8 +113,10 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(_group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
+    per_request = deepseek_v4.blocks_per_request(rel.key, groups, specs, need, stages[-1]) \
+        if pages.packed is not None else sum(need)
     return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve,
-                  first_group_check=rel.check_first_group, packed=pages.packed is not None)
+                  first_group_check=rel.check_first_group, packed=pages.packed is not None, per_request=per_request)
 
 
 def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,
@@ -184,7 +187,7 @@ def max_concurrency(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks
     """V0 and 0.8: tokens / max_model_len; 0.9 on: blocks / blocks one request reserves."""
     if rel.concurrency_from_tokens:
         return paged.num_blocks * pages.block_size / req.max_model_len
-    return paged.num_blocks / sum(paged.need)
+    return paged.num_blocks / (paged.per_request or sum(paged.need))
 
 
 def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float, tokens: int,
@@ -270,7 +273,10 @@ def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
               f"blocks per max-length request = {' + '.join(map(str, paged.need))} = {sum(paged.need):,}",
               f"max concurrency = {paged.num_blocks:,} × {pages.block_size} / {req.max_model_len:,} = {concurrency:.2f}x"
               if rel.concurrency_from_tokens else
-              f"max concurrency = {paged.num_blocks:,} / {sum(paged.need):,} = {concurrency:.2f}x"]
+              f"max concurrency = {paged.num_blocks:,} / {paged.per_request or sum(paged.need):,} = {concurrency:.2f}x"]
+    if paged.per_request and paged.per_request != sum(paged.need):
+        lines.insert(-1, f"as this release counts them, weighted by each group's page sum over the latent group's: "
+                         f"{paged.per_request:,} blocks")
     lines.append(f"GPU KV cache size = int({concurrency:.6f} × {req.max_model_len:,}) = {tokens:,} tokens"
                  if not req.settings.vllm.legacy_token_log else
                  f"GPU KV cache size (legacy) = num_blocks // groups × block × dcp = {tokens:,} tokens")

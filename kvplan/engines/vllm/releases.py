@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from kvplan.engines.base import AfterKv, BudgetRules, CommRule, Device, EncoderRule, LoraRule, ProfileRun, Request
 from kvplan.engines.settings import Settings
+from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
 from kvplan.engines.vllm.row import GIB, RefusalStyle, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
@@ -151,7 +152,8 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
         nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.refusal == "v0" else 0, comm=comm_rule(rel, req),
         cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=s.vllm.moe_backend,
-        mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None, lora=lora_rule(rel, req),
+        mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None,
+        draft_shared=speculative.draft_shared(rel, req), lora=lora_rule(rel, req),
         encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req))
 
 

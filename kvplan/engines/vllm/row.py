@@ -111,6 +111,8 @@ class VllmRelease:
     lookahead_methods: tuple[str, ...] = ()
     spec_state_blocks: bool = False  # MambaSpec.num_speculative_blocks counted in max_memory_usage_bytes (0.15 on)
     spec_sliding_retained: bool = False  # SlidingWindowSpec.extra_retained_tokens (multi-module MTP, 0.28 on)
+    mtp_head_shared: bool = False  # an MTP module's shared_head.head is the target's lm_head (0.16 on)
+    spec_conv_mixers: frozenset[str] = frozenset()  # linear mixers whose conv state keeps K more rows (0.11 GDN)
     # LoRA: families whose embed_tokens/lm_head get slots (models' embedding_modules), extra adapter vocabulary
     lora_embedding_families: frozenset[str] = frozenset({"llama", "mistral", "mixtral"})
     lora_extra_vocab: int = 256

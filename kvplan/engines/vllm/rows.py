@@ -150,7 +150,10 @@ V1_011 = _after(V1_010, "0.11", "0.11.0", (
      "v1/core/kv_cache_utils.py:894-1001, 1211-1291"),
     ("multimodal dummy outputs expanded to the encoder budget's rows", "v1/worker/gpu_model_runner.py:3370-3384"),
     ("--kv-cache-memory-bytes bypasses the profile (not modelled)", "v1/worker/gpu_worker.py:235-252"),
-), tp_comm="lazy", decode_context_parallel=True, encoder_padded_to_budget=True, hybrid_groups_strided=True)
+    ("speculative decoding: a Gated-DeltaNet layer's conv state keeps kernel − 1 + K rows",
+     "model_executor/layers/mamba/mamba_utils.py:166-186; model_executor/models/qwen3_next.py:197, 231"),
+), tp_comm="lazy", decode_context_parallel=True, encoder_padded_to_budget=True, hybrid_groups_strided=True,
+    spec_conv_mixers=frozenset({"gdn"}))
 V1_012 = _after(V1_011, "0.12", "0.12.0", (
     ("FlashInfer is a dependency but its top-k/top-p sampler is opt-in (VLLM_USE_FLASHINFER_SAMPLER): sort",
      "v1/sample/ops/topk_topp_sampler.py:26-90"),
@@ -194,4 +197,6 @@ V1_015 = _after(V1_014, "0.15", "0.15.0", (
     spec_state_blocks=True, lora_embedding_families=frozenset({"llama", "mixtral"}))
 V1_016 = _after(V1_015, "0.16", "0.16.0", (
     ("Qwen3 and Qwen3-MoE get embedding LoRA", "model_executor/models/qwen3.py:274"),
-), lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}))
+    ("an MTP module's shared_head.head is replaced by the target's lm_head after loading (DeepSeek, GLM-4.5: "
+     "before, the checkpoint's own copy stays loaded)", "v1/spec_decode/eagle.py:1457-1521"),
+), lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}), mtp_head_shared=True)

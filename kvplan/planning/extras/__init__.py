@@ -57,7 +57,7 @@ def extra_terms(request: Request, rules: BudgetRules, stage: int, weights_dtype:
     """The terms these features add on one GPU of `stage` (the draft on the last, the encoder on the first)."""
     found = [offload_term(request, rules, stage, weights_dtype)]
     if rules.draft_weights and request.draft is not None and stage == request.pp - 1:
-        found.append(draft_weights_term(request, request.draft))
+        found.append(draft_weights_term(request, request.draft, rules.draft_shared, weights_dtype))
     if rules.lora is not None:
         found.append(lora_term(request.model, rules.lora, request.tp, request.pp, stage))
     if rules.encoder is not None and stage == 0:
