@@ -189,6 +189,8 @@ class ProfileRun:
     sampled_row_copies: int  # copies of the R sampled hidden rows alive (V1: the rows + rand_like)
     persistent_rows: int = 0  # vLLM 0.33: max_num_seqs rows of penalty state (output_bin_counts, prompt_bin_mask)
     sampler_buffer_bytes: int = 0  # allocated by the profile's sampler and kept (vLLM 0.17+ Triton top-k/top-p cache)
+    draft_tokens: int = 0  # an MTP/EAGLE drafter's dummy forward over this many tokens after the target's (0: none)
+    spec_logit_rows: int = 0  # logit rows of a rejection-sampler dummy batch held beside the sampler's rows
 
 
 @dataclass(frozen=True, kw_only=True)
