@@ -202,6 +202,7 @@ class WeightSplit:
     ep: int = 1
     expert_tp: int | None = None  # None: tp (vLLM flattens its MoE over data parallel: dp × tp)
     attention_tp: int | None = None  # None: tp (SGLang DP attention: tp // dp)
+    towers: Literal["first", "every", "none"] = "first"  # where vision/audio towers load ("none": text-only mode)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -121,8 +121,10 @@ def draft_peak(d: Dims, run: ProfileRun, tp: int) -> int:
     return forward + 2 * d.act_bytes * run.draft_tokens * d.hidden
 
 
-def activation_term(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bool) -> BudgetTerm:
-    """The profile run's activation peak on one GPU: the forward's, or the sampler's on the last stage."""
+def activation_term(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bool,
+                    encoder: tuple[int, str] | None = None) -> BudgetTerm:
+    """The profile run's activation peak on one GPU: the forward's, the sampler's on the last stage, or the
+    multimodal encoder's on the first (`encoder`: its peak beyond the encoder-cache term, and how it was sized)."""
     d = dims(model)
     forward, part = forward_peak(d, run.tokens, tp, run.eager)
     sampler = sampler_peak(d, run) if last_stage and run.sampler_rows else 0
@@ -134,8 +136,12 @@ def activation_term(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bo
               + (f"drafter forward + target output {format_gib(drafter)} GiB; " if drafter else "") + "sampler "
               + (f"{run.sampler_rows:,} rows × {d.vocab:,} vocab × {run.sampler_bytes_per_logit:g} B ({run.sampler_path})"
                  f"{kept}{spec} + hidden {format_gib(sampler)} GiB" if sampler else "not on this stage"))
-    peak = max(forward, sampler, drafter)
-    name = "activation peak (sampler)" if peak == sampler and sampler > forward else \
+    tower = encoder[0] if encoder else 0
+    if encoder:
+        detail = f"{encoder[1]} (its cached outputs in the encoder-cache term); {detail}"
+    peak = max(forward, sampler, drafter, tower)
+    name = "activation peak (encoder forward)" if peak == tower and tower > max(forward, sampler, drafter) else \
+        "activation peak (sampler)" if peak == sampler and sampler > forward else \
         "activation peak (drafter forward)" if peak == drafter and drafter > forward else \
         f"activation peak (forward, {part})"
     return BudgetTerm(name=name, bytes=peak, exact=False, kind="activation", source=f"profile run: {detail}")

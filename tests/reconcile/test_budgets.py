@@ -66,8 +66,8 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0180-qwen25-7b-fp16-eager-volta": "the GPU is inferred (a V100-32GB by its capability), not named",
     "vllm-v0220-qwen25-7b-48gb": _NO_GPU, "vllm-v0280-qwen25-7b-awq-runpod": _NO_GPU,
 }
-# the logs whose budget kvplan's estimate puts within 1% of usable memory today (13 of 27, after the release rows of
-# issue 21). The estimate here takes only what the log says: where it does not name its sampler, the release's
+# the logs whose budget kvplan's estimate puts within 1% of usable memory today (14 of 27, after the release rows of
+# issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
 # default path (sort for 0.10) is assumed; tools/log_budgets.py reads the inputs of tests/data/logs/
 # budget-inputs-vllm.json, where the 0.10 Qwen2-7B runs are inferred to have used FlashInfer's sampler (their
 # numbers fit ~15 B/logit, not the sort's 38), and puts those within 0.5%.
@@ -78,6 +78,7 @@ WITHIN_1_PERCENT = {
     "vllm-v072-qwen25-math-1.5b-22gb", "vllm-v082-llama32-3b-serve-t4", "vllm-v0151-llama31-8b-131k-eager-a100-40gb",
     "vllm-v0271-qwen3-32b-tp2-rtxpro6000", "vllm-nightly-llama31-8b-a100-80gb-fragments",
     "vllm-v0191-qwen3-8b-a100-40gb", "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4",
+    "vllm-v0190-qwen35-9b-l40s",  # the Qwen3.5 tower's profile run (issue 29)
 }
 
 

@@ -120,6 +120,7 @@ class VllmRelease:
     # Multimodal profile run (V1): None = not modelled; cdiv (0.9) or floor (get_max_items, 0.10 on)
     encoder_items_rule: Literal["cdiv", "floor"] | None = None
     encoder_padded_to_budget: bool = False  # 0.11-0.12 expand each item's output to the encoder budget's rows
+    text_only_skips_towers: bool = False  # every modality limited to 0: the towers are not built (0.15 on)
     kv_offloading: bool = False  # --kv-offloading-size (native CPU tier through the OffloadingConnector, 0.12 on)
     changes: tuple[Change, ...] = ()  # the rules new in this release (see rows.py)
     source: str

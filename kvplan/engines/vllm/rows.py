@@ -189,12 +189,14 @@ V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("draft-model speculative decoding in V1 (0.14 refused it); Mamba reserves one block per speculative token",
      "v1/kv_cache_interface.py:293-300; 0.14.0 engine/arg_utils.py:1794 removed"),
     ("MistralForCausalLM has its own class without embedding LoRA", "model_executor/models/mistral.py:238-240"),
+    ("every modality limited to 0 (--limit-mm-per-prompt): the multimodal models' towers are not built "
+     "(SupportsMultiModal._mark_tower_model; Kimi-K2.5 from 0.19)", "model_executor/models/interfaces.py:217-262"),
     ("prefix caching on: mamba_cache_mode 'align' for a model without Mamba prefix-caching support (two state "
      "blocks per request, Mamba block = attention block), 'all' for the others",
      "model_executor/models/config.py:332-372; v1/kv_cache_interface.py:293-300"),
 ), async_with_pp=True, mamba_align_mode=True, spec_methods=("draft_model", *_SPEC),
     lookahead_methods=("draft_model", "eagle", "eagle3", "mtp"),
-    spec_state_blocks=True, lora_embedding_families=frozenset({"llama", "mixtral"}))
+    spec_state_blocks=True, lora_embedding_families=frozenset({"llama", "mixtral"}), text_only_skips_towers=True)
 V1_016 = _after(V1_015, "0.16", "0.16.0", (
     ("Qwen3 and Qwen3-MoE get embedding LoRA", "model_executor/models/qwen3.py:274"),
     ("an MTP module's shared_head.head is replaced by the target's lm_head after loading (DeepSeek, GLM-4.5: "

@@ -87,7 +87,7 @@ def summarize(profile: Engine, request: Request, plan: EnginePlan, layout: Layou
     return Extras(
         speculative=speculative_summary(request, plan, layout, terms) if layout is not None else None,
         lora=lora.summary(m, rules.lora, request.tp, request.pp) if rules.lora else None,
-        encoder_cache=encoder.summary(m, rules.encoder, request.max_model_len) if rules.encoder else None,
+        encoder_cache=encoder.summary(m, rules.encoder, request.max_model_len, request.tp) if rules.encoder else None,
         host_tier=host_tier(profile.name, plan, request.settings, ranks) if plan.kv_tokens else None)
 
 
