@@ -1,4 +1,5 @@
-"""kvplan's KV budget against the "Available KV cache memory" real vLLM V1 start-up logs print, release by release.
+"""kvplan's KV budget and weights against what real vLLM V1 start-up logs print ("Available KV cache memory",
+"Model loading took"), release by release.
 
     PYTHONPATH=$PWD python tools/log_budgets.py [--json]
 
@@ -9,6 +10,11 @@ per PP stage and weights. Logs whose inputs are incomplete are listed with what 
 logged budget, kvplan's, and the error in % of usable memory (total × gpu_memory_utilization, the release's
 rounding), with kvplan's weights and with the weights the log prints in their place ("rules": the release's
 budget rules alone, apart from the weights formats). Worst stage per log; median and worst per release.
+
+Weights: kvplan's weights as loaded (the terms "Model loading took" measures: WEIGHT_KINDS) against the logged figure,
+in % of it, for every entry that prints one: the budget entries ("logs") and the logs whose budget inputs are
+incomplete but whose weights line and settings are known ("weights_only"). A known miss carries "weights_miss" (the
+reason) and "weights_error_pct" (the error measured when it was pinned).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 from kvplan import capacity
 from kvplan.engines.base import term_bytes
 from kvplan.engines.vllm.releases import release
+from kvplan.errors import KvplanError
 
 GIB = 2**30
 INPUTS = Path(__file__).resolve().parents[1] / "tests" / "data" / "logs" / "budget-inputs-vllm.json"
@@ -76,7 +83,44 @@ def measure(log: dict[str, Any]) -> Row:
                weights_delta_bytes=None if weights is None else ours - weights)
 
 
-def table(rows: list[Row], incomplete: dict[str, str]) -> list[str]:
+def measured(logs: list[dict[str, Any]]) -> tuple[list[Row], dict[str, str]]:
+    """The rows kvplan plans, and log -> the error of each run it refuses (a pinned miss says why)."""
+    rows, refused = [], {}
+    for log in logs:
+        try:
+            rows.append(measure(log))
+        except KvplanError as err:
+            refused[log["id"]] = f"{type(err).__name__}: {err}"
+    return rows, refused
+
+
+def weights_error(log: dict[str, Any]) -> float | str:
+    """(kvplan's weights as loaded − the logged ones) in % of the logged; the error's text where kvplan refuses."""
+    util = {"gpu_memory_utilization": log["gpu_memory_utilization"]} if "gpu_memory_utilization" in log else {}
+    try:
+        result = capacity(log["model"], engine=f"vllm@{log['release']}", **util, **options(log))
+    except KvplanError as err:
+        return f"{type(err).__name__}: {err}"
+    ours = term_bytes(tuple(t for t in result.budget_terms if t.kind in WEIGHT_KINDS))
+    logged = int(log["weights_gib"] * GIB)
+    return 100 * (ours - logged) / logged
+
+
+def weighed(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every entry that prints its weights: the budget entries and the weights-only ones."""
+    return [log for log in (*data["logs"], *data["weights_only"]) if log["weights_gib"] is not None]
+
+
+def weights_table(data: dict[str, Any]) -> list[str]:
+    lines = ["", f"{'weights: log':56} {'release':7} {'logged GiB':>10} {'error %':>9}  pinned miss"]
+    for log in weighed(data):
+        err = weights_error(log)
+        shown = f"{err:+9.2f}" if isinstance(err, float) else f"{'refused':>9}"
+        lines.append(f"{log['id']:56} {log['release']:7} {log['weights_gib']:10.2f} {shown}  {log.get('weights_miss', '')}")
+    return lines
+
+
+def table(rows: list[Row], refused: dict[str, str], incomplete: dict[str, str]) -> list[str]:
     lines = [f"{'log':56} {'release':7} {'logged GiB':>12} {'kvplan GiB':>12} {'error %':>8} {'rules %':>8}"]
     for r in rows:
         rules = "-" if r.rules_error_pct is None else f"{r.rules_error_pct:+.2f}"
@@ -92,21 +136,25 @@ def table(rows: list[Row], incomplete: dict[str, str]) -> list[str]:
     misses = [r for r in rows if abs(r.error_pct) > 1]
     lines += ["", f"over 1% of usable: {len(misses)} of {len(rows)}",
               *(f"  {r.log['id']}: {r.log.get('miss', 'NO REASON RECORDED')}" for r in misses),
+              "", f"refused by kvplan: {len(refused)}", *(f"  {k}: {v}" for k, v in refused.items()),
               "", "left out (inputs incomplete):", *(f"  {k}: {v}" for k, v in incomplete.items())]
     return lines
 
 
 def main(argv: list[str]) -> int:
     data = inputs()
-    rows = [measure(log) for log in data["logs"]]
+    rows, refused = measured(data["logs"])
     if "--json" in argv:
         print(json.dumps([{"log": r.log["id"], "release": r.log["release"], "usable_bytes": r.usable_bytes,
                            "logged_bytes": r.logged_bytes, "kvplan_bytes": r.kvplan_bytes,
                            "error_pct_of_usable": round(r.error_pct, 3),
                            "rules_error_pct_of_usable": None if r.rules_error_pct is None else round(r.rules_error_pct, 3),
-                           "miss": r.log.get("miss")} for r in rows], indent=1))
+                           "miss": r.log.get("miss")} for r in rows]
+                         + [{"log": log["id"], "release": log["release"], "weights_gib": log["weights_gib"],
+                             "weights_error_pct": weights_error(log), "weights_miss": log.get("weights_miss")}
+                            for log in weighed(data)], indent=1))
     else:
-        print("\n".join(table(rows, data["incomplete"])))
+        print("\n".join(table(rows, refused, data["incomplete"]) + weights_table(data)))
     return 0
 
 

@@ -43,6 +43,10 @@ SGLANG_SETTINGS = (
     *setting("dp_attention", r"\benable_dp_attention=(True|False)"),
     *setting("mem_fraction_static", r"\bmem_fraction_static=([\d.]+)"),
     *setting("page_size", r"\bpage_size=(\d+)"),
+    # torch's fp8 names (sglang 0.5.8 srt/model_executor/model_runner.py:1545-1585 logs the torch dtype it picked,
+    # float8_e4m3fn, or ...fnuz on ROCm) are kvplan's fp8_e4m3 / fp8_e5m2
+    *setting("kv_dtype", r"Using KV cache dtype: torch\.float8_e4m3fn", value="fp8_e4m3"),
+    *setting("kv_dtype", r"Using KV cache dtype: torch\.float8_e5m2", value="fp8_e5m2"),
     *setting("kv_dtype", r"Using KV cache dtype: torch\.(\w+)", r"\bkv_cache_dtype='(\w+)'"),
     *setting("dtype", r"Load weight end\..*?dtype=torch\.(\w+)", r"ServerArgs\(.*?\bdtype='(\w+)'"),
     *setting("quantization", r"\bquantization='(\w+)'", r"Load weight end\..*?\bquant=(\w+)"),

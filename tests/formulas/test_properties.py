@@ -18,7 +18,9 @@ from strategies import mla_doc, valid_docs
 
 import kvplan
 from kvplan.config import normalize
+from kvplan.formulas.layout import Group
 from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LinearState, MLAAttn, SlidingAttn, parts
+from kvplan.units import cdiv
 
 TPS = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128)
 BLOCK_SIZES = (1, 2, 16, 17, 32, 64, 128, 256, 544)
@@ -177,9 +179,23 @@ def test_paging_adds_less_than_one_block_per_layer_group(model: kvplan.ModelConf
     assert waste_gpu >= 0
     assert waste_gpu < per_gpu_block_each or per_gpu_block_each == 0
     # the waste is exactly the padding to whole blocks of the tokens each group holds
-    padded = sum(g.num_layers * g.bytes_per_token_per_layer * (-min(seq_len, g.token_limit or seq_len) % block_size)
-                 + g.num_layers * g.encoder_bytes_per_token_per_layer * (-g.encoder_tokens % block_size) for g in groups)
+    padded = sum(_padding_bytes(g, seq_len, block_size) for g in groups)
     assert waste == padded
+
+
+def _padding_bytes(g: Group, tokens: int, block_size: int) -> int:
+    """Bytes one group's layers add when its tokens are rounded up to whole blocks. A composite layer pads each
+    cache on its own: a compressed cache (DeepSeek-V4, one entry per `ratio` tokens) holds cdiv(paged, ratio)
+    entries instead of cdiv(tokens, ratio), so its padding is not the per-token rate times the padded tokens."""
+    encoder = g.num_layers * g.encoder_bytes_per_token_per_layer * (-g.encoder_tokens % block_size)
+    if not g.part_loads:
+        return encoder + g.num_layers * g.bytes_per_token_per_layer * (-min(tokens, g.token_limit or tokens) % block_size)
+    entries = 0
+    for part in g.part_loads:
+        held = tokens if part.token_limit is None else min(tokens, part.token_limit)
+        grown = cdiv(cdiv(held, block_size) * block_size, part.tokens_per_state) - cdiv(held, part.tokens_per_state)
+        entries += part.bytes_per_state * grown
+    return encoder + g.num_layers * entries
 
 
 @given(models, seq_lens)

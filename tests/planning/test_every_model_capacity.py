@@ -14,6 +14,11 @@ from kvplan.config.resolve import bundled_index
 from kvplan.errors import KvplanError
 
 NO_LONGER_SERVED = "supported until"  # vLLM's registry: _PREVIOUSLY_SUPPORTED_MODELS, with the last release
+# bundled checkpoints whose weights format kvplan cannot read yet (a strict pin: the entry goes when it can)
+WEIGHTS_GAPS = {
+    "nvidia/Qwen3.6-27B-NVFP4": "ModelOpt quant_algo MIXED_PRECISION (per-layer FP8 and W4A16_NVFP4, issue 29) is "
+                                "refused: 'not supported; pass weights_dtype'",
+}
 
 
 def _largest_tp(model_id: str, engine: str) -> kvplan.CapacityResult:
@@ -38,7 +43,9 @@ def _older_release(model_id: str) -> kvplan.CapacityResult:
     raise AssertionError(f"{model_id}: no release serves it: {refusals}")
 
 
-@pytest.mark.parametrize("model_id", list(bundled_index()))
+@pytest.mark.parametrize("model_id", [
+    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=WEIGHTS_GAPS[m])) if m in WEIGHTS_GAPS else m
+    for m in bundled_index()])
 def test_every_bundled_model_gets_a_capacity_answer(model_id: str) -> None:
     try:
         result = _largest_tp(model_id, "vllm")

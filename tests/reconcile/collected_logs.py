@@ -207,4 +207,42 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4": (
         {}, "deepseek-ai/DeepSeek-V2-Lite",
         {"kv_tokens": (2, 2), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # --- issue 29: quantized, MTP and multimodal deployments (sidecars beside each log) ---
+    # the HF-cache snapshot path names the checkpoint; reconcile takes no --max-num-seqs / MTP settings (a pinned miss)
+    "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": (
+        {"model": "deepseek-ai/DeepSeek-V4-Flash"}, "deepseek-ai/DeepSeek-V4-Flash",
+        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    # the report's section heading names openai/gpt-oss-20b; the lines do not
+    "vllm-v0300-gpt-oss-20b-gb10-util055": (
+        {"model": "openai/gpt-oss-20b"}, "openai/gpt-oss-20b",
+        {"weights_bytes": (0, 1)}, {"kv_tokens", "max_concurrency"}),
+    # Qwen3-30B-A3B-Thinking-2507-FP8 (section heading): Qwen3-30B-A3B-FP8's dimensions and FP8 block format
+    "vllm-v0300-qwen3-30b-a3b-thinking-fp8-gb10-util055": (
+        {"model": "Qwen/Qwen3-30B-A3B-FP8"}, "Qwen/Qwen3-30B-A3B-FP8",
+        {"weights_bytes": (1, 1)}, {"kv_tokens", "max_concurrency"}),
+    # Qwen3.6-35B-A3B-FP8 (section heading): Qwen3.5-35B-A3B's layout, its bf16 weights (a pinned miss)
+    "vllm-v0300-qwen36-35b-a3b-fp8-gb10-util055": (
+        {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
+        {"weights_bytes": (0, 1)}, {"kv_tokens", "max_concurrency"}),
+    # NousResearch/Hermes-4-14B-FP8 (section heading): Qwen3-14B's dimensions, its bf16 weights (a pinned miss)
+    "vllm-v0300-hermes4-14b-fp8-gb10-util055": (
+        {"model": "Qwen/Qwen3-14B"}, "Qwen/Qwen3-14B",
+        {"weights_bytes": (0, 1)}, {"kv_tokens", "max_concurrency"}),
+    # the log names Qwen/Qwen2.5-7B-Instruct-AWQ: kvplan plans the base model (no AWQ config bundled)
+    "vllm-v0310-qwen25-7b-instruct-awq-h200": (
+        {}, "Qwen/Qwen2.5-7B-Instruct",
+        {"weights_bytes": (0, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # 'Gemma 3 4B' in the report (the line names no model)
+    "vllm-v0110-gemma3-4b-it-rtx4080": (
+        {"model": "google/gemma-3-4b-it"}, "google/gemma-3-4b-it",
+        {"weights_bytes": (0, 1)}, set()),
+    "vllm-v0111rc2dev-gpt-oss-20b-tp2-ray2node-rocm": (
+        {}, "openai/gpt-oss-20b",
+        {"weights_bytes": (0, 1)}, set()),
+    "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": (
+        {}, "nvidia/Qwen3.6-27B-NVFP4",
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+    "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
+        {}, "zai-org/GLM-5-FP8",
+        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "kv_size_bytes": (0, 1)}, set()),
 }

@@ -193,4 +193,35 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4": (
         "vllm", None, {"model": "deepseek-ai/DeepSeek-V2-Lite", "tp": "2", "pp": "2", "max_model_len": "1024", "enforce_eager": "True"},
         {"kv_budget": ["11.33", "11.33", "12.13", "12.13"], "kv_tokens": ["807,792", "807,792"], "max_model_len": ["1,024", "1,024"], "max_concurrency": ["788.86", "788.86"]}),
+    # issue 29's collection
+    "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": (
+        'vllm', '0.25.0', {'model': '/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4-Flash/snapshots/60d8d70770c6776ff598c94bb586a859a38244f1', 'served_model_name': 'd4f', 'tp': '2', 'pp': '1', 'max_model_len': '1048576', 'dtype': 'bfloat16', 'kv_dtype': 'fp8', 'quantization': 'deepseek_v4_fp8', 'gpu_memory_utilization': '0.95', 'max_num_batched_tokens': '4096', 'max_num_seqs': '64', 'prefix_caching': 'True', 'enforce_eager': 'False', 'graph_estimate': 'on'},
+        {'weights': ['75.64'], 'cuda_graph': ['1.58', '1.58', '1.73'], 'kv_budget': ['10.29'], 'kv_tokens': ['1,993,100'], 'max_model_len': ['1,048,576'], 'max_concurrency': ['1.90']}),
+    "vllm-v0300-gpt-oss-20b-gb10-util055": (
+        'vllm', None, {},
+        {'weights': ['13.8'], 'kv_tokens': ['1,968,672'], 'max_model_len': ['32,768'], 'max_concurrency': ['60.08']}),
+    "vllm-v0300-qwen3-30b-a3b-thinking-fp8-gb10-util055": (
+        'vllm', None, {'gpu_memory_utilization': '0.5500', 'graph_estimate': 'on'},
+        {'weights': ['29.1'], 'kv_tokens': ['394,016'], 'max_model_len': ['32,768'], 'max_concurrency': ['12.02']}),
+    "vllm-v0300-qwen36-35b-a3b-fp8-gb10-util055": (
+        'vllm', None, {'gpu_memory_utilization': '0.5500', 'graph_estimate': 'on'},
+        {'weights': ['33.38'], 'kv_tokens': ['1,468,523'], 'max_model_len': ['32,768'], 'max_concurrency': ['44.82']}),
+    "vllm-v0300-hermes4-14b-fp8-gb10-util055": (
+        'vllm', None, {'gpu_memory_utilization': '0.5500', 'graph_estimate': 'on'},
+        {'weights': ['15.34'], 'kv_tokens': ['319,328'], 'max_model_len': ['32,768'], 'max_concurrency': ['9.75']}),
+    "vllm-v0310-qwen25-7b-instruct-awq-h200": (
+        'vllm', '0.31.0', {'model': 'Qwen/Qwen2.5-7B-Instruct-AWQ'},
+        {'weights': ['5.38'], 'kv_budget': ['34.79'], 'kv_tokens': ['651,504'], 'max_model_len': ['4,096'], 'max_concurrency': ['159.06']}),
+    "vllm-v0110-gemma3-4b-it-rtx4080": (
+        'vllm', None, {},
+        {'weights': ['8.5834']}),
+    "vllm-v0111rc2dev-gpt-oss-20b-tp2-ray2node-rocm": (
+        'vllm', '0.11.1rc2.dev141+g38f225c2a', {'model': 'openai/gpt-oss-20b', 'served_model_name': 'openai/gpt-oss-20b', 'tp': '2', 'pp': '1', 'max_model_len': '131072', 'dtype': 'bfloat16', 'kv_dtype': 'auto', 'quantization': 'mxfp4', 'max_num_batched_tokens': '2048', 'prefix_caching': 'True', 'enforce_eager': 'True'},
+        {'weights': ['7.2637']}),
+    "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": (
+        'vllm', '0.23.1rc1.dev531+ga65f93fb2', {'model': 'nvidia/Qwen3.6-27B-NVFP4', 'served_model_name': 'qwen3.6-27b', 'tp': '1', 'pp': '1', 'max_model_len': '262144', 'dtype': 'bfloat16', 'kv_dtype': 'fp8', 'quantization': 'modelopt', 'gpu_memory_utilization': '0.7', 'max_num_batched_tokens': '65536', 'max_num_seqs': '8', 'prefix_caching': 'True', 'enforce_eager': 'False', 'moe_backend': 'marlin', 'graph_estimate': 'on'},
+        {'weights': ['19.78'], 'cuda_graph': ['0.61', '0.62'], 'kv_budget': ['47.84'], 'kv_tokens': ['1,505,068'], 'max_model_len': ['262,144'], 'max_concurrency': ['5.74']}),
+    "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
+        'sglang', None, {'model': 'zai-org/GLM-5-FP8', 'tp': '8', 'pp': '1', 'dp': '1', 'dp_attention': 'False', 'mem_fraction_static': '0.908', 'page_size': '1', 'kv_dtype': 'fp8_e4m3', 'dtype': 'bfloat16', 'chunked_prefill_size': '16384'},
+        {'avail_before': ['283.62', '283.48', '283.90', '283.61', '283.55', '283.50', '283.62', '283.48'], 'avail_after': ['194.04', '193.96', '194.03', '193.90', '194.32', '193.90', '193.92', '194.04'], 'weights': ['89.58', '89.58', '89.58', '89.58', '89.58', '89.58', '89.58', '89.58'], 'kv_tokens': ['3262823', '3262823', '3262823', '3262823', '3262823', '3262823', '3262823', '3262823'], 'kv_size': ['186.77', '186.77', '186.77', '186.77', '186.77', '186.77', '186.77', '186.77'], 'avail_after_pool': ['4.02', '4.00', '3.90', '3.88', '4.02', '4.30', '3.94', '3.88']}),
 }
