@@ -118,8 +118,9 @@ def test_qwen36_27b_mtp_log_vllm_020() -> None:
 
 
 # DeepSeek-V4-Flash, vLLM 0.25, TP 2 on RTX PRO 6000, fp8 KV, 1,048,576 tokens, 4,096 batched, 64 sequences, MTP K=2
-# (search-index file id 56819795714): "Available KV cache memory: 10.29 GiB", "GPU KV cache size: 1,993,100
-# tokens", "Maximum concurrency for 1,048,576 tokens per request: 1.90x".
+# (tests/data/logs/vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000): "Available KV cache memory: 10.29 GiB",
+# "GPU KV cache size: 1,993,100 tokens", "Maximum concurrency for 1,048,576 tokens per request: 1.90x".
+V4_LOG = json.loads(Path("tests/data/logs/vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000.json").read_text())
 V4 = {"engine": "vllm@0.25", "gpu": "RTX PRO 6000", "tp": 2, "kv_dtype": "fp8", "max_model_len": 1_048_576}
 V4_SETTINGS = {"max_num_seqs": 64, "max_num_batched_tokens": 4096}
 
@@ -136,7 +137,9 @@ def test_deepseek_v4_flash_mtp_log_vllm_025() -> None:
     r = capacity("deepseek-ai/DeepSeek-V4-Flash", kv_budget_bytes=(budget,), settings=Settings.of(**V4_SETTINGS, **{
         "speculative_method": "mtp", "num_speculative_tokens": 2}), **V4)
     assert r.plan.page_bytes == 1_039_680 and r.plan.num_blocks == 10_631
-    assert r.plan.kv_tokens == 1_993_100 and f"{r.plan.max_concurrency:.2f}" == "1.90"
+    assert f"{budget / GIB:.2f}" == f"{V4_LOG['numbers']['available_kv_gib']:.2f}"
+    assert r.plan.kv_tokens == V4_LOG["numbers"]["kv_tokens"] == 1_993_100
+    assert f"{r.plan.max_concurrency:.2f}x" == V4_LOG["numbers"]["max_concurrency"] == "1.90x"
     assert r.extras.speculative.draft_kv_bytes_per_token_per_gpu == 584  # the sliding latent: fp8_ds_mla 584 B
     # without the MTP layer the sliding latents split 22 + 21: 5,591 blocks per request, not the log's count
     plain = capacity("deepseek-ai/DeepSeek-V4-Flash", kv_budget_bytes=(budget,), settings=Settings.of(**V4_SETTINGS), **V4)
