@@ -1,8 +1,8 @@
 """``speculative_method mtp`` on every bundled model that has MTP modules, as vLLM builds the drafter: the modules,
 their KV layers, their weights, and what the release does with them (kvplan.config.mtp; kvplan.engines.vllm).
 
-Held to two real MTP start-ups: a Qwen3.6-27B NVFP4 run on vLLM 0.20 (K=1; search-index file id 52000797369) and
-the DeepSeek-V4-Flash run on vLLM 0.25 (TP 2, K=2; search-index file id 56819795714). Hand-derived; GiB = 2**30.
+Held to two real MTP start-ups (tests/data/logs): a Qwen3.6-27B NVFP4 run on vLLM 0.20 (K=1) and the DeepSeek-V4-Flash
+run on vLLM 0.25 (TP 2, K=2). Hand-derived; GiB = 2**30.
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ def test_qwen35_27b_on_one_h100_plans_like_033() -> None:
 
 
 def test_qwen36_27b_mtp_log_vllm_020() -> None:
-    # search-index file id 52000797369: vLLM 0.20.0, sakamakismile/Qwen3.6-27B-Text-NVFP4-MTP (Qwen3.5-27B's KV
-    # geometry), fp8 KV, max_model_len 65,536, 16,384 batched tokens, 2 sequences, prefix caching, enforce eager,
+    # tests/data/logs/vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl: vLLM 0.20.0, sakamakismile/Qwen3.6-27B-Text-NVFP4-MTP
+    # (Qwen3.5-27B's KV geometry), fp8 KV, max_model_len 65,536, 16,384 batched tokens, 2 sequences, prefix caching, enforce eager,
     # MTP K=1. Logged: "Setting attention block size to 1584 tokens", "Padding mamba page size by 0.51%", "Add 3
     # padding layers", "Available KV cache memory: 4.8 GiB", "GPU KV cache size: 36,432 tokens", "1.82x".
     # GDN state with K=1: conv (2 × 16 × 128 + 48 × 128) × (4 − 1 + 1) × 2 B = 81,920 + ssm 48 × 128 × 128 × 4 B
@@ -114,7 +114,9 @@ def test_qwen36_27b_mtp_log_vllm_020() -> None:
     # one block id: 17 tensors (group size 17) × 1,584 × 2,048 = 55,148,544 B; 5,153,960,755 // that = 93 blocks;
     # 0.20 prints num_blocks // 4 groups × 1,584 = 23 × 1,584 = 36,432; concurrency 93 / (3 × 3 + 42) = 1.82
     assert r.plan.page_bytes == 17 * 1584 * 2048 and r.plan.num_blocks == 93
-    assert r.plan.kv_tokens == 36_432 and f"{r.plan.max_concurrency:.2f}" == "1.82"
+    logged = json.loads(Path("tests/data/logs/vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl.json").read_text())["numbers"]
+    assert r.plan.kv_tokens == logged["kv_tokens"] == 36_432
+    assert f"{r.plan.max_concurrency:.2f}x" == logged["max_concurrency"] == "1.82x"
 
 
 # DeepSeek-V4-Flash, vLLM 0.25, TP 2 on RTX PRO 6000, fp8 KV, 1,048,576 tokens, 4,096 batched, 64 sequences, MTP K=2

@@ -60,6 +60,7 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0641-qwen25-32b-awq-4k-a6000": _STAND_IN, "vllm-v0641-qwen25-72b-gptq-int4-8k-refusal-a40": _STAND_IN,
     "vllm-v0160-llama3-70b-awq-tp2-l40s": _STAND_IN, "vllm-v0151-qwen25-14b-awq-16k-refusal": _STAND_IN,
     "vllm-v0210-qwen25-omni-7b-int4-24gb": _STAND_IN, "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": _STAND_IN,
+    "vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl": _STAND_IN,
     "vllm-v0191-nemotron-cascade2-30b-a3b-nvfp4-marlin-h100": _STAND_IN,
     "vllm-v0230-gemma4-31b-it-kaggle-95gb": _STAND_IN,
     "vllm-v0191dev-glm51-fp8-tp8-h200": "GLM-5.1-FP8's weights: the log names no checkpoint",
