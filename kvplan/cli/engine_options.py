@@ -49,8 +49,8 @@ EntryPoint = Annotated[str, option("--entry-point", "vLLM: serve (vllm serve) or
 Sampler = Annotated[str | None, option("--sampler", "vLLM profile-run sampler: sort, flashinfer, triton, "
                                        "flashinfer+triton, gumbel or bf16 (default: the release's).", ENGINE, "NAME")]
 Eager = Annotated[bool, switch("--enforce-eager", "vLLM/TRT-LLM: no CUDA graphs, eager profile forward.", ENGINE)]
-MoeBackend = Annotated[str | None, option("--moe-backend", "vLLM MXFP4 experts: marlin (padded) or triton.", ENGINE,
-                                          "NAME")]
+MoeBackend = Annotated[str | None, option("--moe-backend", "vLLM MXFP4 experts: marlin, triton, flashinfer_trtllm "
+                                          "or deepgemm (default: the release's pick for the GPU).", ENGINE, "NAME")]
 NoHybrid = Annotated[bool, switch("--disable-hybrid-kv-cache-manager", "vLLM: sliding windows kept in full.", ENGINE)]
 NoAsync = Annotated[bool, switch("--no-async-scheduling", "vLLM: one batch fewer in flight.", ENGINE)]
 

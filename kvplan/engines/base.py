@@ -155,10 +155,16 @@ class EnginePlan:
     refusal: Refusal | None = None  # the engine refuses to start with this memory (the numbers above still hold)
     lookahead_tokens_per_request: int = 0  # KV slots a running request holds for drafted tokens (speculative)
     # per GPU: what the engine's start-up check counts for one max_model_len request where that is not the
-    # reserve (vLLM 0.14-0.18 count a hybrid's first KV-cache group only); None: the reserve
+    # reserve (vLLM up to 0.13 count each layer unpadded, 0.14-0.18 a hybrid's first KV-cache group only); None: the
+    # reserve
     check_bytes_per_request: int | None = None
     pools: int = 1  # KV pools in one replica, each of kv_tokens (vLLM data parallel, SGLang DP attention: dp)
     gpus: int | None = None  # GPUs of one replica (None: tp × pp; vLLM data parallel: dp × tp × pp)
+
+    @property
+    def start_check_bytes(self) -> int:
+        """Per GPU: what the start-up check counts for one max_model_len request."""
+        return self.reserve_bytes_per_request if self.check_bytes_per_request is None else self.check_bytes_per_request
 
 
 TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",
@@ -214,6 +220,10 @@ class BudgetRules:
     nccl_groups: int = 0  # process groups whose NCCL/all-reduce buffers it subtracts
     cuda_graphs: bool = False  # graph memory is subtracted (captured or estimated before the KV cache)
     mxfp4_backend: str | None = None  # MXFP4 expert layout: marlin pads the experts, triton swizzles them
+    mxfp4_assumed: str = ""  # why the backend is an assumption ("": the release's rule for this GPU decides it)
+    mxfp4_keeps_scales: bool = False  # the triton_kernels layout keeps the original block scales
+    mxfp4_source: str = ""  # the release's selection code (file:line)
+    fp8_moe_refine: bool = False  # block-FP8 MoE scales refined to a finer grid where the blocks do not divide
     mla_absorbed: bool = False  # vLLM 0.7 V0: absorbed MLA matrices built at load time
     draft_weights: bool = False  # a draft's weights are loaded before the KV cache is sized (they count)
     draft_shared: tuple[str, ...] = ("embedding", "lm_head")  # MTP module parts the drafter takes from the target
@@ -228,12 +238,14 @@ class BudgetRules:
 class CommRule:
     """NCCL memory a vLLM V1 release subtracts: every communicator, created after the start-up snapshot (0.8-0.10,
     NCCL_CUMEM_ENABLE forced to 0), or only the TP group's torch communicator the profile's logits all-gather
-    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not."""
+    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not. ``measured_on``: the release
+    whose logs size the profile-time communicator (``kvplan.planning.budget.COMM_GROUP_BYTES``)."""
 
     when: Literal["init", "profile"]
     nvls: bool
     tp_groups: int
     pp_groups: int = 0
+    measured_on: Literal["0.11", "0.19"] = "0.19"
 
 
 @dataclass(frozen=True, kw_only=True)

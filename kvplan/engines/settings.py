@@ -23,6 +23,7 @@ SPEC_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "ngram")
 # vLLM's profile-run sampler paths: PyTorch sort, FlashInfer, vLLM's Triton top-k/top-p (0.17 on), both in two passes
 # (0.21 on), and Model Runner V2's default pass (fp32 + Gumbel noise until 0.27, bf16 logits only 0.28-0.32).
 SAMPLER_PATHS = ("sort", "flashinfer", "triton", "flashinfer+triton", "gumbel", "bf16")
+MOE_BACKENDS = ("marlin", "triton", "flashinfer_trtllm", "deepgemm")  # vLLM MXFP4 MoE layouts kvplan sizes
 
 
 def _choose(obj: object, name: str, allowed: tuple[object, ...]) -> None:
@@ -58,13 +59,13 @@ class VllmSettings:
     hybrid_kv_cache_manager: bool = True  # --disable-hybrid-kv-cache-manager turns it off
     legacy_token_log: bool | None = None  # before 0.33: tokens = num_blocks // groups × block
     sampler: str | None = None  # top-k/top-p path of the profile run (SAMPLER_PATHS; default: the release's)
-    moe_backend: str | None = None  # MXFP4 experts: marlin | triton (weights are laid out per backend)
+    moe_backend: str | None = None  # MXFP4 experts: MOE_BACKENDS (weights are laid out per backend)
 
     def __post_init__(self) -> None:
         _fraction(self, "gpu_memory_utilization")
         _choose(self, "entry_point", ("serve", "llm"))
         _choose(self, "sampler", (None, *SAMPLER_PATHS))
-        _choose(self, "moe_backend", (None, "marlin", "triton"))
+        _choose(self, "moe_backend", (None, *MOE_BACKENDS))
         _positive(self, "in_flight_batches")
 
 

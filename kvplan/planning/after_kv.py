@@ -51,6 +51,14 @@ def _before_snapshot(request: Request, rules: BudgetRules) -> tuple[int, str]:
     return CUDA_CONTEXT_BYTES + groups * INIT_COMM_BYTES, f"CUDA context {format_gib(CUDA_CONTEXT_BYTES)} GiB{comm}"
 
 
+def snapshot_bytes(request: Request, rules: BudgetRules) -> int:
+    """What the GPU holds from the start-up snapshot on that no term subtracts: the CUDA context (NCCL created at
+    init) and the persistent buffers no term counts."""
+    after = rules.after_kv
+    uncounted = penalty_state_bytes(request.model, after.uncounted_rows) if after and after.uncounted_rows else 0
+    return _before_snapshot(request, rules)[0] + uncounted
+
+
 def check(request: Request, rules: BudgetRules, terms: tuple[BudgetTerm, ...], usable: int,
           last_stage: bool) -> AfterKvCheck | None:
     """The start after the cache on one GPU of a stage (None: the release is not checked, or no GPU)."""

@@ -6,7 +6,7 @@ engine release's rules (``Engine.budget_rules``), one named ``BudgetTerm`` at a 
 exact (derived from the config and the engine's code) or an estimate:
 
 - weights as loaded: the checkpoint (``kvplan.planning.weights``, per PP stage) plus what the load adds
-  (``weights.loaded``: rotary caches, MXFP4 Marlin padding, V0 MLA absorbed matrices);
+  (``weights.loaded``: rotary caches, the MXFP4 experts' kernel layout, V0 MLA absorbed matrices);
 - what shares the GPU beside them (``kvplan.planning.extras``): a draft's weights, LoRA slots, the profile
   run's encoder outputs, and weights kept in host memory instead (a negative term);
 - the profile run's activation peak (``profile_run``: forward, or the sampler on the last stage);
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Request
+from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Refusal, Request
 from kvplan.engines.base import WeightSplit, term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
@@ -59,10 +59,15 @@ NCCL_BYTES_PER_GROUP = 256 * MIB  # estimate; a tp-8 A100 V0 log shows 2.10 GiB 
 # -> 1.33 per group beside the 0.05 baseline; a TP-2 A100 0.69 GiB of activation + non-torch where TP 1 has 0.56
 # (vllm-v01011-qwen2-7b-*-a100-80gb) and TP 8 on L40S 0.17-0.21 GiB (vllm-v0102-qwen3-235b-a22b-fp8-tp8-l40s) -> 0.13.
 # "profile" (0.11-0.25: the TP group's torch communicator, created by the profile's logits all-gather, with cuMem and
-# NVLS now allowed): issue 21's vLLM 0.19 H100 runs log 2.06-2.21 GiB per GPU at TP 2-4 (0.07 with PP only), the
-# midpoint taken; without NVLS (L40S TP2 0.16, vllm-v0160-llama3-70b-awq-tp2-l40s) a plain group's 0.13.
+# NVLS now allowed), sized by release (CommRule.measured_on): issue 21's vLLM 0.19 H100 runs log 2.06-2.21 GiB per
+# GPU at TP 2-4 (0.07 with PP only), the midpoint taken, for 0.17-0.25 (0.17 adds the -O2 FlashInfer all-reduce
+# fusion workspace, created in the profile at TP > 1 on SM90/SM100: 0.17.0 config/vllm.py:113-132, 204); vLLM
+# 0.11.0 H100 runs (the llm-d memory profiles, tests/data/vllm-0.11-h100-profiles.json) log 0.54-0.55 GiB of
+# non-torch growth at TP 2 where TP 1 logs 0.13-0.14: 0.41 per GPU (the means), for 0.11-0.16 (no fusion workspace;
+# no 0.12-0.16 log measured); without NVLS (L40S TP2 0.16, vllm-v0160-llama3-70b-awq-tp2-l40s) a plain group's 0.13.
 COMM_GROUP_BYTES = {("init", True): int(1.33 * GIB), ("init", False): int(0.13 * GIB),
-                    ("profile", True): int(2.13 * GIB), ("profile", False): int(0.13 * GIB)}
+                    ("profile", True): int(2.13 * GIB), ("profile", False): int(0.13 * GIB),
+                    ("profile-0.11", True): int(0.41 * GIB), ("profile-0.11", False): int(0.13 * GIB)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +103,7 @@ class Budget:
     lines: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     after_kv: AfterKvCheck | None = None  # the start after the cache is sized (a stage that does not fit, else the last)
+    refusal: Refusal | None = None  # a given budget the GPU cannot hold beside the weights (given_budget)
 
 
 def parse_budget(text: str) -> tuple[int, ...]:
@@ -152,14 +158,16 @@ def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
                               source="estimate: 256 MiB per TP/PP group"))
     if rules.comm is not None:
         c = rules.comm
-        size = COMM_GROUP_BYTES[c.when, c.nvls]
+        key = "profile-0.11" if c.when == "profile" and c.measured_on == "0.11" else c.when
+        size = COMM_GROUP_BYTES[key, c.nvls]
         name = ("TP communicator created in the profile run" if c.when == "profile" else
                 f"NCCL buffers ({c.tp_groups + c.pp_groups} process group(s))")
+        measured = f" {c.measured_on}" if c.when == "profile" else ""
         out.append(BudgetTerm(
             name=name, bytes=c.tp_groups * size
-            + c.pp_groups * COMM_GROUP_BYTES[c.when, False], exact=False, kind="non_torch",
-            source=f"estimate from vLLM logs: {format_gib(size)} GiB per TP group "
-                   f"({'NVSwitch GPU' if c.nvls else 'no NVLink SHARP'}), {format_gib(COMM_GROUP_BYTES[c.when, False])}"
+            + c.pp_groups * COMM_GROUP_BYTES[key, False], exact=False, kind="non_torch",
+            source=f"estimate from vLLM{measured} logs: {format_gib(size)} GiB per TP group "
+                   f"({'NVSwitch GPU' if c.nvls else 'no NVLink SHARP'}), {format_gib(COMM_GROUP_BYTES[key, False])}"
                    " per PP group"))
     return out
 
@@ -168,7 +176,7 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
                 weights_dtype: str | None = None) -> tuple[BudgetTerm, ...]:
     """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
     layers = pp_layer_counts(request.model.num_layers, request.pp)[stage]
-    exact, source = weights_source(request.model)
+    exact, source = weights_source(request.model, weights_dtype)
     terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=exact, kind="weights", source=source),
              *loaded_extras(request.model, rules, request.tp, layers), *extra_terms(request, rules, stage, weights_dtype)]
     if rules.profile is not None:
@@ -215,7 +223,7 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Sta
     """(KV bytes, terms, the engine's arithmetic, the start after the cache) of each PP stage."""
     rules = profile.budget_rules(request)
     weights_dtype = memory.weights_for(request.model)
-    weights = _weights_per_stage(request, profile.weight_split(request), weights_dtype)
+    weights = weights_per_stage(request, profile.weight_split(request), weights_dtype)
     out = []
     for stage, w in enumerate(weights):
         terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
@@ -240,7 +248,7 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
     return _estimated(profile, request, memory)
 
 
-def _weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str | None) -> tuple[int, ...]:
+def weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str | None) -> tuple[int, ...]:
     """One GPU's weights per PP stage, cut as the engine cuts them."""
     return weight_bytes_per_stage(request.model, tp=split.tp, pp=request.pp, weights_dtype=weights_dtype, ep=split.ep,
                                   expert_tp=split.expert_tp, attention_tp=split.attention_tp, towers=split.towers)
@@ -248,7 +256,7 @@ def _weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str 
 
 def _informative_weights(profile: Engine, request: Request, memory: Memory) -> int | None:
     try:
-        return max(_weights_per_stage(request, profile.weight_split(request), memory.weights_for(request.model)))
+        return max(weights_per_stage(request, profile.weight_split(request), memory.weights_for(request.model)))
     except KvplanError:
         return None  # a budget was given: the weights are informative only
 

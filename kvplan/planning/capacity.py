@@ -29,7 +29,7 @@ from kvplan.engines import (
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest
-from kvplan.planning import extras
+from kvplan.planning import extras, given_budget
 from kvplan.planning.budget import Budget, Overhead, device, kv_budget, no_budget_warning
 from kvplan.planning.extras import NO_EXTRAS, Extras
 from kvplan.planning.quant_checks import fp8_block_refusal
@@ -80,7 +80,8 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     release = getattr(profile, "release", None)
     if profile.name == "vllm" and release is not None:
         moe_tp = None if request.cache.ep > 1 else request.cache.dp * request.tp  # kvplan.engines.vllm.parallel: MoE TP dp × tp, whole experts under EP
-        refused = fp8_block_refusal(request.model, request.tp, release.key, expert_tp=moe_tp)
+        refused = fp8_block_refusal(request.model, request.tp, release.key, expert_tp=moe_tp,
+                                    moe_refine=release.fp8_moe_refine)
         if refused:
             raise InputError(f"{refused} ({profile.version}, vllm/model_executor/layers/quantization/utils/"
                              "fp8_utils.py:1296-1374)")
@@ -113,7 +114,9 @@ def capacity(model: CapacityRequest | ModelConfig | str, *, engine: str = "vllm"
     return plan_capacity(capacity_request(model, **options), get_engine(engine))
 
 
-def plan_capacity(question: CapacityRequest, profile: Engine) -> CapacityResult:
+def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bool = True) -> CapacityResult:
+    """The engine's answer to one question. A given KV budget is held against the GPU (``given_budget``) unless
+    `hold_budget` is False (reconcile: a logged budget the engine did hold)."""
     memory = question.memory
     gpu_device, _ = device(memory, needed=memory.kv_budget_bytes is None)
     asked = Request(model=question.model, cache=replace(question.cache, max_model_len=question.max_model_len),
@@ -125,6 +128,9 @@ def plan_capacity(question: CapacityRequest, profile: Engine) -> CapacityResult:
         asked = replace(asked, draft=drafter)
         request = profile.resolve(asked)
     budget = kv_budget(profile, request, memory)
+    if memory.kv_budget_bytes is not None and hold_budget:
+        lines, refused = given_budget.check(profile, request, memory, budget.per_stage)
+        budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused)
     result = _result(profile, (asked, request), layout, budget, memory)
     return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
 
@@ -144,9 +150,9 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
         return replace(base, plan=replace(base.plan, refusal=profile.no_memory(request)),
                        notes=(*budget.notes, no_budget_warning(profile, asked, budget, memory)))
     plan = profile.plan(request, layout, budget.per_stage)
-    if plan.refusal is None and budget.after_kv is not None and budget.after_kv.refusal is not None:
-        plan = replace(plan, refusal=budget.after_kv.refusal,
-                       log_lines=(*plan.log_lines, budget.after_kv.refusal.message))
+    after = budget.refusal or (budget.after_kv.refusal if budget.after_kv is not None else None)
+    if plan.refusal is None and after is not None:
+        plan = replace(plan, refusal=after, log_lines=(*plan.log_lines, after.message))
     notes = list(budget.notes)
     if plan.requests_at_max_len < 1 and plan.refusal is None:
         notes.append(f"warning: one {request.max_model_len:,}-token request does not fit under {profile.name}; "

@@ -9,11 +9,16 @@ inventory (``kvplan.planning.weights.parts``), release by release.
   each partition is checked (0.11 ``fp8_utils.py:760-782``);
 - MoE experts (``fp8_utils.py:1347-1374``; 0.11 ``quantization/fp8.py:505-515``): the intermediate size per rank a
   multiple of block_n, and at tp > 1 of block_k. Experts are not split under expert parallelism (kvplan's DP).
+  From 0.29 a block that does not divide is first refined (``moe_refined_block``): the largest common divisor of
+  block_n, block_k, the per-rank intermediate size and the hidden size, when it is at least 32, becomes the scale
+  grid (the checkpoint's scales upsampled; 0.29 ``fused_moe/oracle/fp8.py:272-302``, ``quantization/fp8.py:
+  500-520, 566-586``; 0.33 ``quantization/fp8.py:480-566``), and only a shape with no refinement is refused.
 The first layer that fails refuses the start; kvplan walks the layers in order.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kvplan.config.model import ModelConfig
@@ -40,8 +45,23 @@ def _merged(part: Part, model: ModelConfig) -> bool:
         model.is_mla and part.name == "self_attn.q_proj")
 
 
-def _expert_refusal(part: Part, tp: int, block: tuple[int, int]) -> str | None:
+MOE_REFINE_MIN = 32  # the finest block vLLM refines FP8 MoE scales to
+
+
+def refined_block(block: tuple[int, int], inter: int, tp: int, hidden: int) -> int | None:
+    """The square block vLLM 0.29+ refines an FP8 MoE's scales to at `inter` columns per rank (None: the
+    checkpoint's blocks divide, or no block of at least 32 divides them all)."""
+    if inter % block[0] == 0 and (tp == 1 or inter % block[1] == 0):
+        return None
+    refine = math.gcd(block[0], block[1], inter, hidden)
+    return refine if refine >= MOE_REFINE_MIN else None
+
+
+def _expert_refusal(part: Part, tp: int, block: tuple[int, int], refine: bool) -> str | None:
     inter = (part.shape[0] // 2 if "gate_up" in part.name else part.shape[1]) // tp
+    hidden = part.shape[1] if "gate_up" in part.name else part.shape[0]
+    if refine and refined_block(block, inter, tp, hidden) is not None:
+        return None
     if "gate_up" in part.name and inter % block[0]:
         return f"The output_size of gate's and up's weight = {inter} is not divisible by weight quantization block_n = {block[0]}."
     if "down" in part.name and tp > 1 and inter % block[1]:
@@ -49,11 +69,12 @@ def _expert_refusal(part: Part, tp: int, block: tuple[int, int]) -> str | None:
     return None
 
 
-def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int], release_key: str) -> str | None:
+def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int], release_key: str,
+                  refine: bool = False) -> str | None:
     if not part.is_linear or part.tp in ("replicated", "vocab"):
         return None
     if part.category == "moe_experts":
-        return _expert_refusal(part, tp, block)
+        return _expert_refusal(part, tp, block, refine)
     if part.tp == "row":
         size = part.shape[1] // tp
         bad = tp > 1 and size % block[1]
@@ -70,9 +91,11 @@ def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int
     return None
 
 
-def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, expert_tp: int | None = None) -> str | None:
+def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, expert_tp: int | None = None, *,
+                      moe_refine: bool = False) -> str | None:
     """vLLM's message for the first layer whose FP8 weight blocks do not divide at `tp` (the experts at `expert_tp`:
-    vLLM's MoE TP, dp × tp; None: whole experts under expert parallel); None when all do."""
+    vLLM's MoE TP, dp × tp; None: whole experts under expert parallel); None when all do. `moe_refine`: the
+    release refines an expert block grid that does not divide (VllmRelease.fp8_moe_refine)."""
     block = block_shape(model)
     if block is None:
         return None
@@ -85,6 +108,27 @@ def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, expert_tp: 
             if part.category == "moe_experts" and expert_tp is None:
                 continue
             at = expert_tp if part.category == "moe_experts" and expert_tp is not None else tp
-            if (message := _part_refusal(part, model, at, block, release_key)) is not None:
+            if (message := _part_refusal(part, model, at, block, release_key, moe_refine)) is not None:
                 return message
     return None
+
+
+def moe_refined_scale_bytes(model: ModelConfig, expert_tp: int) -> tuple[int, int]:
+    """(refined block, bytes the refined fp32 scale grid adds on one GPU over the checkpoint's) of a block-FP8 MoE
+    whose blocks vLLM 0.29+ refines at `expert_tp`; (0, 0) when it does not."""
+    block = block_shape(model)
+    try:
+        layers = model_parts(model).layers if block else ()
+    except KvplanError:
+        return 0, 0
+    found, extra = 0, 0
+    for part in (p for layer in layers for p in layer if p.category == "moe_experts" and p.is_linear):
+        assert block is not None
+        gate_up = "gate_up" in part.name
+        rows, cols = (part.shape[0] // expert_tp, part.shape[1]) if gate_up else (part.shape[0], part.shape[1] // expert_tp)
+        refine = refined_block(block, rows // 2 if gate_up else cols, expert_tp, cols if gate_up else rows)
+        if refine:
+            found = refine
+            coarse = math.ceil(rows / block[0]) * math.ceil(cols / block[1])
+            extra += part.count * (rows // refine * (cols // refine) - coarse) * 4
+    return found, extra

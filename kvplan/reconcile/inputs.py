@@ -15,9 +15,10 @@ from kvplan.config.model import SERVED_DTYPES, ModelConfig, with_dtype
 from kvplan.dtypes import canonical_dtype, check_dtype_name
 from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
+from kvplan.engines.settings import MOE_BACKENDS
 from kvplan.errors import CapacityError, InputError
 from kvplan.formulas.request import CacheRequest
-from kvplan.planning.capacity import CapacityResult, capacity
+from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, Memory
 from kvplan.reconcile.models import resolve_model, uncounted_of, weights_dtype_of
@@ -129,7 +130,7 @@ def _capacity(inputs: Inputs, budgets: tuple[int, ...], max_model_len: int | Non
     """kvplan's answer for KV budgets per GPU (one, or one per PP stage), or the text of its refusal (the plan's
     `refusal`, or a CapacityError where an engine still raises one)."""
     try:
-        result = capacity(inputs.question(budgets, max_model_len), engine=inputs.profile)
+        result = plan_capacity(inputs.question(budgets, max_model_len), get_engine(inputs.profile), hold_budget=False)
     except CapacityError as exc:
         return str(exc)
     refusal = getattr(result.plan, "refusal", None)
@@ -206,7 +207,7 @@ def settings_of(log: StartupLog) -> Settings:
                           "enforce_eager": log.setting("enforce_eager") == "True",
                           "prefix_caching": _bool(log, "prefix_caching"),
                           "hybrid_kv_cache_manager": log.setting("hybrid_kv_cache_manager") != "off",
-                          "moe_backend": backend if backend in ("marlin", "triton") else None})
+                          "moe_backend": backend if backend in MOE_BACKENDS else None})
 
 
 def logged_max_model_len(log: StartupLog) -> int | None:

@@ -4,7 +4,8 @@
 SGLang 0.4-0.5 (``model_runner.py:1092-1133`` in 0.5.2; the same rule from 0.4.0, ``model_runner.py:189-230``,
 to 0.5.23, ``utils/common.py:427-576``): rest = free after weights (minimum over ranks) − free before loading
 (minimum over ranks) × (1 − mem_fraction_static); #tokens = rest // cell. ``max_total_tokens`` caps it.
-The pool holds #tokens + one page of slots. Where the fraction is not logged, the release's default for the GPU
+The pool holds #tokens + one page of slots; a DSA pool allocates more than its cell counts (the fp8 latent's scales
+and bf16 rope, ``kvplan.engines.sglang.pool``), which the size check recomputes. Where the fraction is not logged, the release's default for the GPU
 the user names is used (kvplan's SGLang row, ``engines/sglang.py``), and said.
 """
 
@@ -15,7 +16,8 @@ from fractions import Fraction
 
 from kvplan.engines import get_engine, settings_from
 from kvplan.engines.base import Request
-from kvplan.engines.sglang import pool_bytes
+from kvplan.engines.sglang import SglangEngine, SglangRelease, pool_bytes
+from kvplan.engines.sglang.pool import cells
 from kvplan.planning.budget import device
 from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
 from kvplan.reconcile.inputs import Inputs, logged_budget, plan, reference
@@ -96,15 +98,29 @@ def token_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
             continue
         tokens = [min(p.kv_tokens, int(cap)) if cap else p.kv_tokens for p in found]
         how = (f"min free after weights {_gib(memory[1])} GiB − min free before {_gib(memory[0])} GiB × (1 − {fraction}) = "
-               f"{float(low / GIB):.3f}-{float(high / GIB):.3f} GiB // {found[0].page_bytes // found[0].block_size:,} B per "
-               f"token (kvplan; {said}){f', capped at max_total_tokens {cap}' if cap else ''}")
+               f"{float(low / GIB):.3f}-{float(high / GIB):.3f} GiB // {_cell(at):,} B per token, the release's cell "
+               f"(kvplan; {said}){f', capped at max_total_tokens {cap}' if cap else ''}")
         out.append(compare("kv_tokens", record, number, Fraction(tokens[0]), Fraction(tokens[1]), how))
     return out
 
 
+def _release(inputs: Inputs) -> SglangRelease:
+    profile = get_engine(inputs.profile)
+    assert isinstance(profile, SglangEngine)
+    return profile.release
+
+
+def _cell(inputs: Inputs) -> int:
+    """The bytes per token the release sizes N with on the most loaded stage (pool.cells: not what it allocates for
+    a DSA model)."""
+    layout = reference(inputs).layout
+    assert layout is not None
+    return max(cells(_release(inputs), layout))
+
+
 def size_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
     """K, V (MLA: KV) sizes of the logged #tokens + one page, on kvplan's SGLang layout."""
-    result = reference(inputs)
+    result, rel = reference(inputs), _release(inputs)
     layout, page = result.layout, result.plan.block_size
     assert layout is not None
     heavy = max(range(inputs.pp), key=lambda k: layout.stages[k].bytes_per_token())
@@ -114,7 +130,7 @@ def size_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
         tokens = record.get("kv_tokens") or (printed[0][1] if printed else None)
         if tokens is None:
             continue
-        sizes = dict(zip(("k_size", "v_size", "kv_size"), pool_bytes(layout, heavy, int(tokens.value) + page),
+        sizes = dict(zip(("k_size", "v_size", "kv_size"), pool_bytes(rel, layout, heavy, int(tokens.value), page),
                          strict=True))
         out += [_size_check(record, name, Fraction(value), int(tokens.value), page)
                 for name, value in sizes.items() if record.get(name) is not None]

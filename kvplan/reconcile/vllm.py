@@ -243,10 +243,12 @@ def refusal_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
         if length is None or needed is None or available is None:
             continue
         ref = reference_plan(inputs, int(length.value))
-        need = Fraction(ref.reserve_bytes_per_request)
+        need = Fraction(ref.start_check_bytes)
         out.append(compare("kv_needed_bytes", record, needed, need, need,
                            f"one {int(length.value):,}-token request reserves {int(need) // ref.page_bytes:,} "
-                           f"blocks of {ref.page_bytes:,} B (kvplan)"))
+                           f"blocks of {ref.page_bytes:,} B (kvplan)" if ref.check_bytes_per_request is None else
+                           f"the release's start-up check counts {int(need):,} B for one {int(length.value):,}-token "
+                           "request (kvplan)"))
         if estimate is not None:
             low, high = (longest(inputs, int(length.value), int(b)) for b in available.bytes_range())
             out.append(compare("estimated_max_model_len", record, estimate, Fraction(low), Fraction(high),
@@ -259,7 +261,7 @@ def longest(inputs: Inputs, max_model_len: int, available: int) -> int:
     lo, hi = 0, max_model_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = reference_plan(inputs, mid).reserve_bytes_per_request <= available
+        fits = reference_plan(inputs, mid).start_check_bytes <= available
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return lo
 

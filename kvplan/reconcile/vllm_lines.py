@@ -107,6 +107,8 @@ WARNINGS = (
     # MXFP4/NVFP4 weights on a GPU without FP4: Marlin experts, padded (quantization/mxfp4.py:157-165, 0.10.1.1)
     *setting("moe_backend", r"Weight-only FP4 compression will be used leveraging the Marlin kernel", value="marlin"),
     *setting("moe_backend", r"Using '(MARLIN|TRITON)' \w+ MoE backend"),
+    # the MXFP4 backends of Blackwell (fused_moe/oracle/mxfp4.py _make_log_backend, 0.19 on)
+    *setting("moe_backend", r"Using '(DEEPGEMM|FLASHINFER_TRTLLM)_MXFP4\w*' Mxfp4 MoE backend"),
     # the CUDA-graph estimate: applied (0.20+ default, or env = 1 in 0.18-0.19) or only logged
     *setting("graph_estimate", r"CUDA graph memory profiling will be enabled by default", value="off"),
     *setting("graph_estimate", r"CUDA graph memory profiling is disabled", value="off"),

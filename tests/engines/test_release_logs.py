@@ -179,6 +179,25 @@ def test_aug2026_qwen3_30b_h100() -> None:
     assert low <= 392_920 <= high
 
 
+# sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x.log: a ROCm model-test report (GitHub ajith-sirra-amd/Issues, see its
+# sidecar): SGLang v0.5.8.post1, zai-org/GLM-5-FP8 at TP 8 on MI355X, --kv-cache-dtype fp8_e4m3, page 1,
+# mem_fraction_static 0.908; the DSA pool of kvplan.engines.sglang.pool.
+GLM5_FP8 = (LOGS / "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x.log").read_text()
+
+
+def test_v058_glm5_fp8_dsa_pool_line() -> None:
+    m = load_model("zai-org/GLM-5-FP8")
+    # the line from the logged N: 78 layers × ((3,262,823 + 1) × 656 B fp8 latent rows with scales and bf16 rope +
+    # (3,262,823 + 2) × 132 B index keys) = 200,546,224,632 B = 186.77 GiB, as logged (576 B alone: 136.52)
+    p = _plan(m, "sglang@0.5.8", 3_262_823 * 55_224, tp=8, kv_dtype="fp8_e4m3", block_size=1)
+    assert p.kv_tokens == 3_262_823 and p.log_lines[0] in GLM5_FP8
+    # N is sized at 78 × (576 + 132) = 55,224 B a token: rest = 193.90 − 283.48 × (1 − 0.908) ± rounding gives
+    # 3,262,880-3,263,092, 57 tokens over the logged 3,262,823 (miss pinned in tests/reconcile/test_reconcile.py); at
+    # the 61,464 B the pool allocates it would be about 2.93 M
+    low, high = _tokens_span(m, "sglang@0.5.8", 193.90, 283.48, 0.908, tp=8, kv_dtype="fp8_e4m3", block_size=1)
+    assert (low, high) == (3_262_880, 3_263_092)
+
+
 # trtllm-1.1.0rc3-gpt-oss-120b-gb10-pytorch.log: playbook 'Install and use TensorRT-LLM for GPT-OSS 120B with the
 # OpenAI-compatible API on the DGX Spark' (search-index file id 2263047771); 1.1.0rc3, PyTorch backend.
 TRT_110RC3 = (LOGS / "trtllm-1.1.0rc3-gpt-oss-120b-gb10-pytorch.log").read_text()

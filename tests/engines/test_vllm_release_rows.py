@@ -70,7 +70,9 @@ RULES = [
     ("hybrid_block_legacy", "0.29", True, False),  # 0.29.0 platforms/interface.py:883-916
     ("mamba_checkpoint_mixers", "0.32", frozenset(), frozenset({"mamba2"})),  # 0.32.0 mamba_mixer2.py:1100-1108
     ("mamba_checkpoint_mixers", "0.33", frozenset({"mamba2"}), frozenset({"mamba2", "gdn"})),
-    ("check_first_group", "0.14", False, True), ("check_first_group", "0.19", True, False),  # kv_cache_utils.py
+    ("start_check", "0.14", "layers", "model_first_group"),  # 0.14.0 v1/core/kv_cache_utils.py:1514-1523
+    ("start_check", "0.17", "model_first_group", "first_group"),  # 0.17.0 v1/core/kv_cache_utils.py:1572-1577
+    ("start_check", "0.19", "first_group", "groups"),  # 0.19.0 v1/core/kv_cache_utils.py:1358-1367
     ("block_size_from_groups", "0.18", False, True),  # 0.18.0 v1/engine/core.py:271-275
     ("mla_block_forced", "0.18", 64, None), ("group_size_ratio", "0.12", None, 1.25),
     ("group_size_ratio", "0.18", 1.25, 1.5), ("absolute_peak", "0.9", True, False),

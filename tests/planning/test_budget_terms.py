@@ -15,7 +15,8 @@ from kvplan.config.model import ModelConfig
 from kvplan.engines import Device, Request, Settings, get_engine
 from kvplan.planning.capacity import capacity
 from kvplan.planning.profile_run import dims, forward_peak
-from kvplan.planning.weights.loaded import marlin_padding_bytes, rotary_bytes
+from kvplan.planning.weights.loaded import rotary_bytes
+from kvplan.planning.weights.mxfp4_layouts import layout_bytes
 
 GIB = 2**30
 
@@ -41,12 +42,14 @@ def test_marlin_padding_of_gpt_oss_120b(model: Any) -> None:
     # experts 2,880 × 2,880: Marlin pads I to 2,944 (×128) and h to 3,072 (×256); per expert at 4 bits + 1/32 B:
     # 3 × 2,944 × 3,072 → 13,565,952 + 847,872; 3 × 2,880² → 12,441,600 + 777,600; × 128 experts × 36 layers
     per_expert = (13_565_952 + 847_872) - (12_441_600 + 777_600)
-    assert marlin_padding_bytes(model("openai/gpt-oss-120b"), 1, 36) == per_expert * 128 * 36 == 5_504_827_392
+    # + the expert biases padded in bf16: (2 × 64 + 192) × 2 B per expert
+    biases = (2 * 64 + 192) * 2
+    assert layout_bytes(model("openai/gpt-oss-120b"), "marlin", 1, 36) == (per_expert + biases) * 128 * 36 == 5_507_776_512
 
 
 def test_marlin_padding_only_with_the_marlin_backend() -> None:
-    assert "MXFP4 Marlin padding" in terms("openai/gpt-oss-120b", "vllm@0.11")
-    assert "MXFP4 Marlin padding" not in terms("openai/gpt-oss-120b", "vllm@0.11", settings=Settings.of(moe_backend="triton"))
+    assert "MXFP4 marlin layout" in terms("openai/gpt-oss-120b", "vllm@0.11")
+    assert "MXFP4 marlin layout" not in terms("openai/gpt-oss-120b", "vllm@0.11", settings=Settings.of(moe_backend="triton"))
 
 
 def test_sampler_peak_of_0_11_on_an_h100() -> None:

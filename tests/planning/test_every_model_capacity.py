@@ -15,10 +15,7 @@ from kvplan.errors import KvplanError
 
 NO_LONGER_SERVED = "supported until"  # vLLM's registry: _PREVIOUSLY_SUPPORTED_MODELS, with the last release
 # bundled checkpoints whose weights format kvplan cannot read yet (a strict pin: the entry goes when it can)
-WEIGHTS_GAPS = {
-    "nvidia/Qwen3.6-27B-NVFP4": "ModelOpt quant_algo MIXED_PRECISION (per-layer FP8 and W4A16_NVFP4, issue 29) is "
-                                "refused: 'not supported; pass weights_dtype'",
-}
+WEIGHTS_GAPS: dict[str, str] = {}
 
 
 def _largest_tp(model_id: str, engine: str) -> kvplan.CapacityResult:

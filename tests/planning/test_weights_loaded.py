@@ -25,7 +25,8 @@ from kvplan.planning.weights import (
 )
 from kvplan.planning.weights.counts import _stages
 from kvplan.planning.weights.formats import NVFP4, WeightFormat, tensor_bytes
-from kvplan.planning.weights.loaded import loaded_extras, marlin_padding_bytes, triton_layout_bytes
+from kvplan.planning.weights.loaded import loaded_extras
+from kvplan.planning.weights.mxfp4_layouts import layout_bytes
 
 GIB = 2**30
 PROFILES = {p["id"]: p for p in json.loads((Path(__file__).resolve().parents[1] / "data" /
@@ -149,14 +150,12 @@ TRITON_0_14 = 36 * (103_219_200 + 2_211_840)  # the original scales kept beside 
 
 def test_triton_layout_hand_derived(model: Any) -> None:
     m = model("openai/gpt-oss-120b")
-    assert triton_layout_bytes(m, 1, 36) == TRITON_0_33 == 212_336_640
-    assert triton_layout_bytes(m, 1, 36, keeps_scales=True) == TRITON_0_14 == 3_795_517_440
+    assert layout_bytes(m, "triton", 1, 36) == TRITON_0_33 == 212_336_640
+    assert layout_bytes(m, "triton", 1, 36, keeps_scales=True) == TRITON_0_14 == 3_795_517_440
 
 
-def _loaded_gib(m: Any, backend: str, **flags: Any) -> float:
-    rules = BudgetRules(profile=None, non_torch=(), mxfp4_backend=backend)
-    for name, value in flags.items():
-        object.__setattr__(rules, name, value)
+def _loaded_gib(m: Any, backend: str, keeps: bool = False) -> float:
+    rules = BudgetRules(profile=None, non_torch=(), mxfp4_backend=backend, mxfp4_keeps_scales=keeps)
     extras = sum(t.bytes for t in loaded_extras(m, rules, 1, 36))
     return (weight_bytes_per_gpu(m) + extras) / GIB
 
@@ -167,8 +166,8 @@ def test_gpt_oss_120b_marlin_and_triton_against_the_logs(model: Any) -> None:
     marlin = PROFILES["vllm23278-gpt-oss-120b-h100"]["weights_gib"]
     triton = PROFILES["vllm33155-gpt-oss-120b-h100-v0141"]["weights_gib"]
     assert abs(_loaded_gib(m, "marlin") - marlin) / marlin < 0.001
-    assert abs(_loaded_gib(m, "triton", mxfp4_triton_keeps_scales=True) - triton) / triton < 0.001
-    assert marlin_padding_bytes(m, 1, 36) > TRITON_0_14 > TRITON_0_33
+    assert abs(_loaded_gib(m, "triton", keeps=True) - triton) / triton < 0.001
+    assert layout_bytes(m, "marlin", 1, 36) > TRITON_0_14 > TRITON_0_33
 
 
 # --------------------------------------------------------------------------------------------- the cache

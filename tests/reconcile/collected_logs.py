@@ -216,10 +216,10 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": (
         {"model": "deepseek-ai/DeepSeek-V4-Flash"}, "deepseek-ai/DeepSeek-V4-Flash",
         {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
-    # the report's section heading names openai/gpt-oss-20b; the lines do not
+    # the report's section heading names openai/gpt-oss-20b, its title the GB10; the lines name neither
     "vllm-v0300-gpt-oss-20b-gb10-util055": (
-        {"model": "openai/gpt-oss-20b"}, "openai/gpt-oss-20b",
-        {"weights_bytes": (0, 1)}, {"kv_tokens", "max_concurrency"}),
+        {"model": "openai/gpt-oss-20b", "gpu": "GB10"}, "openai/gpt-oss-20b",
+        {"weights_bytes": (1, 1)}, {"kv_tokens", "max_concurrency"}),
     # Qwen3-30B-A3B-Thinking-2507-FP8 (section heading): Qwen3-30B-A3B-FP8's dimensions and FP8 block format
     "vllm-v0300-qwen3-30b-a3b-thinking-fp8-gb10-util055": (
         {"model": "Qwen/Qwen3-30B-A3B-FP8"}, "Qwen/Qwen3-30B-A3B-FP8",
@@ -245,8 +245,8 @@ COLLECTED: dict[str, CollectedCase] = {
         {"weights_bytes": (0, 1)}, set()),
     "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": (
         {}, "nvidia/Qwen3.6-27B-NVFP4",
-        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1), "weights_bytes": (1, 1)}, {"kv_budget_bytes"}),
     "sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x": (
         {}, "zai-org/GLM-5-FP8",
-        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "kv_size_bytes": (0, 1)}, set()),
+        {"weights_bytes": (1, 1), "kv_tokens": (0, 1), "kv_size_bytes": (1, 1)}, set()),
 }

@@ -89,7 +89,6 @@ WITHIN_1_PERCENT = {
 
 # logs whose estimate kvplan refuses today -> the refusal (strict: when kvplan plans one, it is judged above)
 REFUSED = {
-    "vllm-v0231dev-qwen36-27b-nvfp4-fp8kv-gb10-util07": "quant_algo 'MIXED_PRECISION' is not supported",
 }
 
 

@@ -10,7 +10,8 @@ from kvplan.engines.base import EnginePlan, GroupRow, Request
 from kvplan.engines.sglang import extras, pool
 from kvplan.engines.sglang.releases import SglangRelease
 from kvplan.formulas.layout import Layout, Load
-from kvplan.specs import AttnSpec, MLAAttn, parts
+from kvplan.formulas.per_token import kv_bytes_per_token
+from kvplan.specs import AttnSpec, IndexerCache, MLAAttn, parts
 from kvplan.units import cdiv, format_gib
 
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "float8_e4m3fn",
@@ -28,13 +29,14 @@ def build(rel: SglangRelease, req: Request, layout: Layout, budgets: tuple[int, 
         tokens = full if rel.swa is not None and rel.swa.split == "available" else tokens
         lines.append(f"hybrid SWA pool ({rel.swa.split if rel.swa else ''}): full_layer_tokens = {full:,}, "
                      f"swa_layer_tokens = {swa:,} (swa_full_tokens_ratio {s.swa_full_tokens_ratio})")
-    stage = layout.stages[heavy]
+    stage, stored = layout.stages[heavy], pool.dsa_store_delta(layout, heavy)
     # SGLang admits by free tokens: a request takes max_model_len full-pool slots and, in the SWA pool, only its
     # window (older tokens are evicted): reserve and steady state coincide.
-    steady = stage.sequence_bytes(req.max_model_len) - stage.state_bytes
+    steady = stage.sequence_bytes(req.max_model_len) - stage.state_bytes + req.max_model_len * stored
     return EnginePlan(
         engine="sglang", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=page,
-        page_bytes=page * stage.bytes_per_token(), num_blocks=tokens // page, kv_tokens=full, max_concurrency=None,
+        page_bytes=page * (stage.bytes_per_token() + stored), num_blocks=tokens // page, kv_tokens=full,
+        max_concurrency=None,
         requests_at_max_len=float(_requests(rel, req, stage, full, swa) * req.cache.dp),
         reserve_bytes_per_request=steady, steady_bytes_per_request=steady, groups=_rows(req, layout, heavy, page),
         notes=(*_notes(rel, req, layout, heavy, tokens, (full, swa), per_stage), *extras.notes(req, rel, layout, tokens)),
@@ -61,7 +63,7 @@ def _log_lines(rel: SglangRelease, req: Request, layout: Layout, heavy: int, tok
     if (rel.log == "none" or pool.is_hybrid_swa(rel, req) or any(s.state_bytes for s in layout.stages)
             or (mla and (rel.log == "sizes" or not rel.mla_log))):
         return ()
-    sizes = pool_log(layout, heavy, tokens + pad_slots(rel, req))
+    sizes = pool_log(rel, layout, heavy, tokens, pad_slots(rel, req))
     if rel.log == "sizes":
         return (f"KV Cache is allocated. {sizes}.",)
     dtype = f"dtype: torch.{TORCH_DTYPES.get(layout.kv_dtype.name, layout.kv_dtype.name)}, " if rel.log == "dtype" else ""
@@ -71,7 +73,7 @@ def _log_lines(rel: SglangRelease, req: Request, layout: Layout, heavy: int, tok
 def _notes(rel: SglangRelease, req: Request, layout: Layout, heavy: int, tokens: int, pools: tuple[int, int],
            per_stage: list[int]) -> tuple[str, ...]:
     pad = pad_slots(rel, req)
-    out = [f"page size {pool.page_size(req)}; the pool holds N + {pad} slots: " + pool_log(layout, heavy, tokens + pad)]
+    out = [f"page size {pool.page_size(req)}; the pool holds N + {pad} slots: " + pool_log(rel, layout, heavy, tokens, pad)]
     if pool.is_hybrid_swa(rel, req):
         out = [f"page size {pool.page_size(req)}; each pool holds its tokens + {pad} slots",
                f"sliding window memory pool: full_layer_tokens={pools[0]}, swa_layer_tokens={pools[1]}"]
@@ -88,25 +90,32 @@ def _notes(rel: SglangRelease, req: Request, layout: Layout, heavy: int, tokens:
     return tuple(out)
 
 
-def pool_bytes(layout: Layout, stage: int, slots: int) -> tuple[int, int, int]:
-    """(K, V, MLA latent) bytes SGLang allocates on one GPU of a stage for `slots` token slots
-    (``MHATokenToKVPool`` / ``MLATokenToKVPool``: one buffer per layer)."""
-    bits = layout.kv_dtype.element_bits
+def pool_bytes(rel: SglangRelease, layout: Layout, stage: int, tokens: int, page: int) -> tuple[int, int, int]:
+    """(K, V, MLA) bytes SGLang allocates on one GPU of a stage for a pool of N = `tokens` and its `page` pad slots,
+    as its allocation line counts them (``MHATokenToKVPool`` / ``MLATokenToKVPool``: one buffer of N + page rows per
+    layer). A DSA layer (``NSATokenToKVPool``, 0.5.8 mem_cache/memory_pool.py:1375-1387, :1676-1757) stores its
+    latent rows as the layout does (fp8: kv_lora_rank fp8 + one fp32 scale per 128 + bf16 rope, 656 B) and
+    (N + page + 1) // page pages of index keys (132 B a token), which the line counts from 0.5.4 (:1832-1836)."""
+    bits, rows = layout.kv_dtype.element_bits, tokens + page
+    index_rows = (tokens + page + 1) // page * page
     k = v = mla = 0
     for g in layout.groups:
         layers = g.stage_layers[stage]
         for spec in parts(g.spec_per_gpu):
             if isinstance(spec, MLAAttn):
-                mla += layers * (slots * spec.latent_dim * bits // 8)
+                row = pool.dsa_row_bytes(spec, layout.kv_dtype) if spec.sparse else spec.latent_dim * bits // 8
+                mla += layers * (rows * row)
+            elif isinstance(spec, IndexerCache) and rel.dsa_indexer_counted:
+                mla += layers * index_rows * kv_bytes_per_token(spec, layout.kv_dtype)
             elif isinstance(spec, AttnSpec):
-                k += layers * (slots * spec.num_kv_heads * spec.head_dim * bits // 8)
-                v += layers * (slots * spec.num_kv_heads * spec.v_head_dim * bits // 8)
+                k += layers * (rows * spec.num_kv_heads * spec.head_dim * bits // 8)
+                v += layers * (rows * spec.num_kv_heads * spec.v_head_dim * bits // 8)
     return k, v, mla
 
 
-def pool_log(layout: Layout, stage: int, slots: int) -> str:
-    """SGLang's K and V sizes (MLA: one KV size) of `slots` slots in GiB (SGLang labels them "GB")."""
-    k, v, mla = pool_bytes(layout, stage, slots)
+def pool_log(rel: SglangRelease, layout: Layout, stage: int, tokens: int, page: int) -> str:
+    """SGLang's K and V sizes (MLA: one KV size) of the pool in GiB (SGLang labels them "GB")."""
+    k, v, mla = pool_bytes(rel, layout, stage, tokens, page)
     if mla:
         return f"KV size: {format_gib(mla)} GB"
     return f"K size: {format_gib(k)} GB, V size: {format_gib(v)} GB"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvplan.dtypes import KvDtype
 from kvplan.engines.base import Request, kv_stages
 from kvplan.engines.sglang import extras
 from kvplan.engines.sglang.fraction import is_multimodal
@@ -19,7 +20,7 @@ from kvplan.engines.sglang.releases import SglangRelease
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Group, Layout
 from kvplan.formulas.per_token import kv_bytes_per_token
-from kvplan.specs import AttnSpec, parts
+from kvplan.specs import AttnSpec, IndexerCache, MLAAttn, Part, parts
 from kvplan.units import cdiv
 
 MIB = 1024**2
@@ -72,10 +73,48 @@ def _check_state(rel: SglangRelease, req: Request) -> None:
 
 
 def cells(rel: SglangRelease, layout: Layout) -> list[int]:
-    """Bytes per token per GPU of each stage's KV layers; before 0.5.7 V is counted at head_dim."""
+    """Bytes per token per GPU of each stage's KV layers, as SGLang sizes N; before 0.5.7 V is counted at head_dim.
+    A DSA layer is counted as the release's cell counts it (``dsa_cell_bytes``), which is not what its pool stores."""
     if rel.v_head_dim_cell:
-        return [stage.bytes_per_token() for stage in layout.stages]
-    return [sum(g.stage_layers[s] * _k_as_v_bytes(g, layout) for g in layout.groups) for s in range(len(layout.stages))]
+        stored = [stage.bytes_per_token() for stage in layout.stages]
+    else:
+        stored = [sum(g.stage_layers[s] * _k_as_v_bytes(g, layout) for g in layout.groups)
+                  for s in range(len(layout.stages))]
+    return [b + sum(g.stage_layers[s] * _dsa_cell_delta(rel, g, layout) for g in layout.groups)
+            for s, b in enumerate(stored)]
+
+
+def dsa_row_bytes(part: MLAAttn, dtype: KvDtype) -> int:
+    """One token's latent row in SGLang's DSA pool (``NSATokenToKVPool``, 0.5.3 on): fp8 e4m3 stores the kv_lora_rank
+    values in fp8, one fp32 scale per 128 of them and the rope part in bf16 (0.5.8 mem_cache/memory_pool.py:1697-1707:
+    512 + 16 + 128 = 656 B for DeepSeek-V3.2 and GLM-5); any other dtype kv_lora_rank + rope elements of it."""
+    if dtype.name in ("fp8", "fp8_e4m3"):
+        return part.kv_lora_rank + part.kv_lora_rank // 128 * 4 + part.qk_rope_head_dim * 2
+    return part.latent_dim * dtype.element_bits // 8
+
+
+def dsa_cell_bytes(rel: SglangRelease, part: Part, dtype: KvDtype) -> int:
+    """What SGLang's cell counts per token for one DSA cache of a layer: the latent as kv_lora_rank + rope elements of
+    the KV dtype (0.5.8 model_executor/model_runner_kv_cache_mixin.py:47-56; fp8 576 B where the pool stores 656),
+    as stored from 0.5.17 (mem_cache/kv_cache_configurator.py:1985); the indexer key and its scales (:70-80), 0 before
+    0.5.4."""
+    if isinstance(part, MLAAttn) and part.sparse:
+        return dsa_row_bytes(part, dtype) if rel.dsa_cell_stored else part.latent_dim * dtype.element_bits // 8
+    if isinstance(part, IndexerCache) and not rel.dsa_indexer_counted:
+        return 0
+    return kv_bytes_per_token(part, dtype)
+
+
+def _dsa_cell_delta(rel: SglangRelease, g: Group, layout: Layout) -> int:
+    return sum(dsa_cell_bytes(rel, p, layout.kv_dtype) - kv_bytes_per_token(p, layout.kv_dtype)
+               for p in parts(g.spec_per_gpu) if isinstance(p, (MLAAttn, IndexerCache)))
+
+
+def dsa_store_delta(layout: Layout, stage: int) -> int:
+    """Bytes per token per GPU SGLang's DSA pool stores beyond kvplan's layout (which follows vLLM's choice of the
+    sparse latent's layout): its own latent row in place of the layout's."""
+    return sum(g.stage_layers[stage] * (dsa_row_bytes(p, layout.kv_dtype) - kv_bytes_per_token(p, layout.kv_dtype))
+               for g in layout.groups for p in parts(g.spec_per_gpu) if isinstance(p, MLAAttn) and p.sparse)
 
 
 def _k_as_v_bytes(g: Group, layout: Layout) -> int:

@@ -77,6 +77,11 @@ class SglangRelease:
     kv_dtypes: frozenset[str]  # kvplan's names of the --kv-cache-dtype choices
     log: Literal["none", "sizes", "tokens", "dtype"]  # the pool's allocation line
     mla_log: bool  # the MLA pool logs its line (0.4.5 on)
+    # DeepSeek sparse attention (DSA/NSA: V3.2, GLM-5) pool, 0.5.3 on: the cell counts the indexer key + scales per
+    # layer and the allocation line includes its buffers (0.5.4 on); the cell counts the latent as stored (fp8: kv_lora
+    # fp8 + its scales + bf16 rope) rather than kv_lora_rank + rope elements of the KV dtype (0.5.17 on)
+    dsa_indexer_counted: bool = False
+    dsa_cell_stored: bool = False
     no_memory: Literal["plain", "current-value", "weights"]  # the refusal's wording
     changes: str  # what differs from the previous row
     source: str  # where the changes were read (release, file:line)
@@ -162,13 +167,18 @@ def _rows_053(prev: SglangRelease) -> tuple[SglangRelease, ...]:
                    changes="reserved MiB = 512 + 1.5·max(chunked, 2048) + 2·decode max_bs + 1024·tp·pp/8 (+ 3·max_bs·dp"
                    " with DP attention), at least 10 GiB above 60 GiB, then + the draft's (not NGRAM); Mamba state "
                    "takes ratio 0.9/(1 + 0.9) of the budget",
-                   source="0.5.3.post3 server_args.py:599-765 (reserve :719-751), model_executor/model_runner.py:1375-1422")
+                   source="0.5.3.post3 server_args.py:599-765 (reserve :719-751), model_executor/model_runner.py:1375-1422; "
+                          "DSA pool (0.5.3 mem_cache/memory_pool.py:1055, :1214-1270): fp8 latent rows of 656 B, "
+                          "(N + page + 1) // page pages of index keys; cell and line without them "
+                          "(model_executor/model_runner.py:1275-1297, memory_pool.py:1094)")
     r054 = replace(r053, key="0.5.4", tiers=(tiers[0], replace(tiers[1], max_bs=(24, 80)), *tiers[2:]),
                    kv_dtypes=frozenset({"auto", "fp8_e5m2", "fp8_e4m3", "bf16", "nvfp4"}),
                    swa=SwaPool(archs=archs.SWA_054, split="layer-tokens"),
                    changes="20-35 GiB GPUs: decode max_bs 24 at tp < 4; bf16 and fp4_e2m1 KV (kvplan's nvfp4: x/2 + "
-                   "x/16 bytes); OLMo-2 class gets the window pool",
-                   source="0.5.4.post3 server_args.py:2015 (choices), _handle_gpu_memory_settings; models/olmo2.py")
+                   "x/16 bytes); OLMo-2 class gets the window pool; the DSA indexer (128 fp8 + 4 B scale per layer) "
+                   "in the cell and in the pool's line", dsa_indexer_counted=True,
+                   source="0.5.4.post3 server_args.py:2015 (choices), _handle_gpu_memory_settings; models/olmo2.py; "
+                          "model_executor/model_runner.py:1383-1416; mem_cache/memory_pool.py:1457, :1511")
     r057 = replace(r054, key="0.5.7", v_head_dim_cell=True, spec_rule="reuse",
                    swa=SwaPool(archs=archs.SWA_057, split="layer-tokens-paged"),
                    changes="the cell counts head_dim + v_head_dim; the draft reuses N (no headroom); only MiMo-V2-Flash "
@@ -235,7 +245,10 @@ def _rows_0515(prev: SglangRelease) -> tuple[SglangRelease, ...]:
                    off_archs=archs.DEEPSEEK_V4 | archs.NEMOTRON_H, context_cap=False)
     r0517 = replace(r0516, key="0.5.17", prefill_graphs=pg17,
                     changes="prefill graphs kept with DP attention, LoRA and DeepSeek-V3.2 (DSA); off for NemotronH; no "
-                    "--context-length cap", source="0.5.17 server_args.py:4452-4522, :4724-4751, :4882-4922")
+                    "--context-length cap; the cell counts a DSA latent as stored (fp8: 656 B; kvplan assumes a scaled "
+                    "layout backend: trtllm and HIP tilelang/aiter keep the raw 576 B, not modelled)",
+                    dsa_cell_stored=True, source="0.5.17 server_args.py:4452-4522, :4724-4751, :4882-4922; "
+                    "model_executor/pool_configurator.py:201-235; mem_cache/kv_cache_configurator.py:1985")
     pg18 = replace(pg17, off_when=frozenset({"multimodal", "eager", "dcp"}), off_archs=archs.DEEPSEEK_V4,
                    multimodal_archs=archs.MM_BCG_0518)
     r0518 = replace(r0517, key="0.5.18", prefill_graphs=pg18, mm_reserve_mib=100, swa=_swa(r0517, archs.SWA_0518),

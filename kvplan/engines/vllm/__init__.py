@@ -6,7 +6,7 @@ start-up profiling subtracts (``BudgetRules``: the weights as loaded, the profil
 persistent buffers, non-torch memory, CUDA graphs), "Available KV cache memory" in
 ``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory`` (V0: ``worker/worker.py``). Layout: KV
 heads floor-split with replication, the MLA latent, windows kept (all tokens with the hybrid KV cache
-manager disabled, or in a release without it). Blocks, logs and refusals: ``planner.py``.
+manager disabled, or in a release without it). Blocks and logs: ``planner.py``; the start-up check: ``start_check.py``.
 """
 
 from __future__ import annotations

@@ -6,29 +6,19 @@ one of them); ``max_concurrency = num_blocks / Σ_groups blocks per request`` (V
 tokens in 0.33 (``vllm/v1/core/kv_cache_utils.py`` ``get_max_concurrency_for_kv_cache_config`` and
 ``_report_kv_cache_config``), ``num_blocks // groups × block`` before. A request that does not fit is
 refused as the release words it (``refusals.py``), with vLLM's estimate of the longest length that
-would fit; the plan is still returned with its numbers. Which release: the ``VllmRelease`` row.
+would fit (``start_check.py``); the plan is still returned with its numbers. Which release: the ``VllmRelease`` row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
-from kvplan.engines.vllm import deepseek_v4, packed, refusals, speculative
+from kvplan.engines.vllm import deepseek_v4, packed, speculative
 from kvplan.engines.vllm.backends import is_hopper
-from kvplan.engines.vllm.groups import (
-    NO_SPEC,
-    Group,
-    SpecReserve,
-    Specs,
-    blocks_needed,
-    group_width,
-    kv_cache_groups,
-    stage_block_bytes,
-)
+from kvplan.engines.vllm.groups import Group, kv_cache_groups, stage_block_bytes
 from kvplan.engines.vllm.paging import Paging, kept_block_size, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
 from kvplan.engines.vllm.served import check_served
+from kvplan.engines.vllm.start_check import Blocks, check_bytes, group_need, refusal
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layout import Layout
 from kvplan.specs import AttnSpec, parts
@@ -42,20 +32,6 @@ KV_HEADS_NOT_REPLICATED = {"gpt_oss": "vllm/model_executor/models/gpt_oss.py"}
 # Model classes without SupportsPP: vLLM refuses pp > 1 ("Pipeline parallelism is not supported for this
 # model", vllm/config/model.py:1573): whisper.py, gemma3n_mm.py.
 NO_PP_ARCHITECTURES = ("WhisperForConditionalGeneration", "Gemma3nForConditionalGeneration", "Gemma3nForCausalLM")
-
-
-@dataclass(frozen=True, slots=True)
-class Blocks:
-    groups: tuple[Group, ...]
-    block_bytes: tuple[int, ...]  # one block id on a worker of each stage
-    need: tuple[int, ...]  # blocks one max-length request reserves per group
-    num_blocks: int
-    in_flight: int
-    stages: tuple[range, ...]  # the layers of each worker's stage (the last holds any draft layers)
-    reserve: SpecReserve = NO_SPEC
-    first_group_check: bool = False  # the start-up check counts the first group's blocks only (0.14-0.18)
-    packed: bool = False  # block-outermost packed groups (DeepSeek-V4)
-    per_request: int = 0  # blocks a max-length request counts in the concurrency (0: Σ need; DeepSeek-V4 by release)
 
 
 def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
@@ -111,68 +87,12 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
-    need = tuple(_group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
+    need = tuple(group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
     per_request = deepseek_v4.blocks_per_request(rel.key, groups, specs, need, stages[-1]) \
         if pages.packed is not None else sum(need)
-    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve,
-                  first_group_check=rel.check_first_group, packed=pages.packed is not None, per_request=per_request)
-
-
-def _group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,
-                reserve: SpecReserve) -> int:
-    """A group's blocks per request; a uniform-type group needs the most any member needs
-    (UniformTypeKVCacheSpecs.max_memory_usage_bytes, vllm/v1/kv_cache_interface.py:1326-1331)."""
-    members = [s for i in group.layers if (s := specs[i]) is not None] if uniform else [group.spec]
-    return max(blocks_needed(s, max_model_len, *flight_dcp, reserve) for s in members)
-
-
-def request_bytes(req: Request, specs: Specs, stage: range, length: int, paged: Blocks) -> int:
-    """Bytes the start-up check counts for one request of `length` tokens on a worker of this stage: what it
-    reserves (packed groups: one block id per block a group needs, vllm/v1/core/kv_cache_planning.py:1253-1285);
-    0.14-0.18 (``check_first_group``) the group width × page × the first group's blocks only
-    (0.14.0 v1/core/kv_cache_utils.py:1342-1351)."""
-    if paged.packed:
-        flight = (paged.in_flight, req.dcp)
-        need = sum(_group_need(g, specs, length, flight, True, paged.reserve) for g in paged.groups)
-        return need * paged.block_bytes[paged.stages.index(stage)]
-    if paged.first_group_check and len(paged.groups) > 1:
-        first = paged.groups[0].spec
-        need = blocks_needed(first, length, paged.in_flight, req.dcp, paged.reserve)
-        return group_width(paged.groups, stage) * first.page_bytes * need
-    return sum(blocks_needed(v, length, paged.in_flight, req.dcp, paged.reserve) * v.page_bytes
-               for i, v in enumerate(specs) if v is not None and i in stage)
-
-
-def longest_fitting(req: Request, specs: Specs, stage: range, available: int, paged: Blocks) -> int:
-    """The largest length whose reservation fits (vLLM binary-searches the same)."""
-    lo, hi = 0, req.max_model_len
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if request_bytes(req, specs, stage, mid, paged) <= available else (lo, mid - 1)
-    return lo
-
-
-def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budgets: tuple[int, ...]) -> Refusal | None:
-    """vLLM's start-up check on each worker: one max_model_len request must fit (V1: in the available memory,
-    0.33 after the null block; V0: in num_blocks // pp blocks)."""
-    if rel.refusal == "v0":
-        longest = pages.block_size * (paged.num_blocks // req.pp)
-        if paged.num_blocks <= 0:
-            return Refusal(message=refusals.no_memory(rel.refusal))
-        if req.max_model_len <= longest:
-            return None
-        return Refusal(message=refusals.v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
-    for k, stage in enumerate(paged.stages):
-        available = budgets[k] - (paged.block_bytes[k] if rel.refusal_null_block else 0)
-        if available <= 0:
-            return Refusal(message=refusals.no_memory(rel.refusal), stage=k)
-        need = request_bytes(req, pages.specs, stage, req.max_model_len, paged)
-        if need > available:
-            longest = longest_fitting(req, pages.specs, stage, available, paged)
-            return Refusal(message=refusals.too_long(rel.refusal, req.max_model_len, need, available, longest),
-                           estimated_max_model_len=longest, stage=k)
-    return None
+    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, check=rel.start_check,
+                  packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)
 
 
 def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
@@ -219,8 +139,7 @@ def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmReleas
         engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=kept_block_size(req, rel, pages),
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
-        check_bytes_per_request=max(request_bytes(req, pages.specs, r, req.max_model_len, paged) for r in paged.stages)
-        if paged.first_group_check else None,
+        check_bytes_per_request=check_bytes(req, pages.specs, paged),
         steady_bytes_per_request=steady, groups=rows(paged), notes=(*notes(req, pages, paged),
                                                                      *speculative.notes(req, rel, pages.block_size)),
         explain=explain(req, rel, pages, paged, budgets, (concurrency, tokens)),

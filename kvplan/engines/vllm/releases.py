@@ -11,6 +11,7 @@ from kvplan.engines.base import AfterKv, BudgetRules, CommRule, Device, EncoderR
 from kvplan.engines.settings import Settings
 from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
+from kvplan.engines.vllm.moe_backends import mxfp4_pick, release_pick
 from kvplan.engines.vllm.row import GIB, RefusalStyle, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
 from kvplan.engines.vllm.rows_late import NEWEST, RELEASES
@@ -97,7 +98,7 @@ def resolve(rel: VllmRelease, req: Request) -> Request:
         v, sampler=sampler, async_scheduling=async_, in_flight_batches=v.in_flight_batches or in_flight(rel, req, async_),
         legacy_token_log=rel.legacy_token_log if v.legacy_token_log is None else v.legacy_token_log,
         hybrid_kv_cache_manager=v.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
-        moe_backend=v.moe_backend or rel.mxfp4_backend,
+        moe_backend=v.moe_backend or release_pick(rel, req).backend or rel.mxfp4_backend,
         gpu_memory_utilization=v.gpu_memory_utilization or rel.gpu_memory_utilization)
     settings = replace(s, max_num_batched_tokens=s.max_num_batched_tokens or tokens,
                        max_num_seqs=s.max_num_seqs or seqs, vllm=vllm)
@@ -157,12 +158,14 @@ def graphs_subtracted(rel: VllmRelease, req: Request) -> bool:
 
 def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
     """What this release subtracts before the KV cache, for a resolved request."""
-    s = req.settings
+    s, moe = req.settings, mxfp4_pick(rel, req)
     return BudgetRules(
         profile=profile_run(rel, req),
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
         nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.refusal == "v0" else 0, comm=comm_rule(rel, req),
-        cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=s.vllm.moe_backend,
+        cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=moe.backend,
+        mxfp4_assumed=moe.assumed, mxfp4_keeps_scales=moe.keeps_scales, mxfp4_source=moe.source,
+        fp8_moe_refine=rel.fp8_moe_refine,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None,
         draft_shared=speculative.draft_shared(rel, req), lora=lora_rule(rel, req),
         encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req))
@@ -175,7 +178,7 @@ def comm_rule(rel: VllmRelease, req: Request) -> CommRule | None:
     device = req.device or ASSUMED_DEVICE  # an NVSwitch part at its own memory (a GPU given only by size is not)
     nvls = (device.name or "") in NVLS_GPUS and device.memory_bytes >= 70 * GIB
     if rel.tp_comm == "lazy":
-        return CommRule(when="profile", nvls=nvls, tp_groups=1)
+        return CommRule(when="profile", nvls=nvls, tp_groups=1, measured_on=rel.tp_comm_measured_on)
     return CommRule(when="init", nvls=nvls, tp_groups=int(req.tp > 1), pp_groups=int(req.pp > 1)) \
         if req.tp > 1 or req.pp > 1 else None
 

@@ -17,6 +17,15 @@ RefusalStyle = Literal["v0", "v1-0.8.0", "v1-0.8", "v1", "v1-0.13", "v1-0.14", "
 # Default top-k/top-p path of the V1 runner's profile sampler: PyTorch sort; FlashInfer; vLLM's Triton kernel
 # (0.17 on, no sort); both, one pass each (0.21 on).
 SamplerPath = Literal["sort", "flashinfer", "triton", "flashinfer+triton"]
+# What the start-up check (and the binary search for its estimated maximum length) counts for one request:
+# "layers": every cache module's own max_memory_usage_bytes, unpadded (0.8.0-0.13 check_enough_kv_cache_memory,
+# 0.13.0 v1/core/kv_cache_utils.py:664-720, called per worker at :1340); "model_first_group": the whole model's
+# groups, group width × page × the FIRST group's blocks, against the smallest worker's memory (0.14-0.16
+# _max_memory_usage_bytes_from_groups, 0.14.0 :1318-1351, called at :1514-1523); "first_group": the same on each
+# worker's projected groups (0.17-0.18, 0.17.0 :1327-1360, called at :1572-1577); "groups": each worker's padded
+# groups, group width × page × every group's blocks (0.19 on: 0.19.0 :1332-1367, called at :1579-1584; 0.29.0
+# :2041-2070 bytes per block = the largest group's, called at :2331-2336; 0.33.0 v1/core/kv_cache_planning.py:1253-1285).
+StartCheck = Literal["layers", "model_first_group", "first_group", "groups"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +59,34 @@ class Mrv2Rule:
     hybrid: Literal["never", "listed", "yes"] = "yes"  # Mamba/linear-attention hybrids: never (0.25-0.26)
 
 
+Capability = tuple[int, int]  # CUDA compute capability as vLLM reads it: (9, 0) = sm90, (12, 1) = sm121
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoeBackendRule:
+    """One entry of a release's MXFP4 MoE backend priority: the backend, the compute capabilities it runs on
+    (``low`` up to, not including, ``high``) and a package it needs that may be missing ("": none), with kvplan's
+    guess of whether it is there."""
+
+    backend: str  # marlin | triton | flashinfer_trtllm | deepgemm
+    low: Capability
+    high: Capability
+    optional: str = ""
+    assumed_present: bool = True  # kvplan's guess for the optional package (the pick is then an estimate)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mxfp4Rule:
+    """Which MXFP4 MoE backend a release picks by compute capability (the first entry that runs on the GPU), for
+    gpt-oss-style experts (quant_method mxfp4, bf16 activations) and for DeepSeek-V4's fp4 experts, and what the
+    triton_kernels layout keeps."""
+
+    gpt_oss: tuple[MoeBackendRule, ...]
+    deepseek_v4: tuple[MoeBackendRule, ...] = ()
+    triton_keeps_scales: bool = False  # the original block scales stay beside the swizzled ones (0.10-0.24)
+    source: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class VllmRelease:
     key: str  # what follows `vllm@`
@@ -61,6 +98,9 @@ class VllmRelease:
     # NCCL memory the budget sees: every communicator (the snapshot precedes the distributed init, 0.9.2-0.10;
     # V0), the TP group's communicator created lazily by the profile's logits all-gather (0.11-0.25), none (0.26 on)
     tp_comm: Literal["all", "lazy", "none"] = "all"
+    # whose logs size that lazy communicator: 0.11's (no all-reduce fusion workspace in the profile, 0.11-0.16) or
+    # 0.19's (the -O2 FlashInfer all-reduce fusion at TP > 1 on SM90/SM100 from 0.17 creates its workspace there too)
+    tp_comm_measured_on: Literal["0.11", "0.19"] = "0.19"
     graph_estimate: Literal["none", "logged", "subtracted"] = "none"  # CUDA graphs before the KV cache (V1 runner)
     persistent_sampler_buffers: bool  # Model Runner V2 penalty state (max_num_seqs × vocab int32) counts (0.27 on)
     compiled: bool  # V1 runs the profile forward through torch.compile unless enforce_eager
@@ -87,7 +127,9 @@ class VllmRelease:
     hybrid_groups_strided: bool = True  # groups take every n-th layer of a type (0.11 on); contiguous runs before
     refusal: RefusalStyle
     refusal_null_block: bool = False  # the check leaves out one block, the null block (0.29 on)
-    mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper
+    mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper (a GPU without a capability)
+    mxfp4: Mxfp4Rule | None = None  # the MXFP4 MoE backend by compute capability (None: no MXFP4 experts)
+    fp8_moe_refine: bool = False  # FP8 MoE block scales that do not divide at the TP are refined, not refused (0.29 on)
     mla_block_forced: int | None = None  # Hopper MLA (FlashMLA) block size forced when none fits it (before 0.18)
     mla_block_multiples: bool = True  # a given multiple of the forced size is kept (0.12 on)
     # Mamba states under prefix caching: hybrids turn it on by default (0.28 on); what it gives a model without
@@ -100,7 +142,7 @@ class VllmRelease:
     mamba_checkpoint_mixers: frozenset[str] = frozenset()
     mamba_all_mode_architectures: frozenset[str] = frozenset()
     hybrid_block_legacy: bool = True
-    check_first_group: bool = False  # the start-up check counts the first group's blocks only (0.14-0.18)
+    start_check: StartCheck = "layers"  # what the start-up check counts for one request (StartCheck above)
     block_size_from_groups: bool = False  # the logged block size is the smallest group's (0.18 on; before the config's)
     mla_absorbed_weights: bool = False
     decode_context_parallel: bool = False  # --decode-context-parallel-size exists (0.11 on)

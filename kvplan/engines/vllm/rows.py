@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from kvplan.engines.vllm.row import GIB, Change, SchedulerTier, VllmRelease
+from kvplan.engines.vllm.row import GIB, Change, MoeBackendRule, Mxfp4Rule, SchedulerTier, VllmRelease
 
 # Bytes per logit at the sampler's peak. Sort: bf16 logits 2 + fp32 copy 4 + sorted values 4 + int64
 # indices 8 + radix-sort scratch: 38.0 measured on an H100 (torch 2.11); V0's sampler (same sort, plus
@@ -42,6 +42,41 @@ _SPEC = ("eagle", "eagle3", "mtp", "ngram")
 MAMBA_ALL_MODE = frozenset({"BambaForCausalLM", "FalconH1ForCausalLM", "FalconMambaForCausalLM",
                             "GraniteMoeHybridForCausalLM", "JambaForCausalLM", "Mamba2ForCausalLM", "MambaForCausalLM",
                             "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Zamba2ForCausalLM"})
+
+# MXFP4 MoE backends by compute capability, in each release's priority order. Marlin runs from sm80 (Mxfp4Config
+# min capability 80); triton_kernels on sm90 up to sm10x; FlashInfer's TRT-LLM MoE on sm100 (0.10-0.14: 10.0
+# exactly, then the 10.x family); DeepGEMM's FP4 grouped GEMM for DeepSeek-V4 on sm10x (and sm12x from 0.24).
+_ANY, _SM90_UP = ((8, 0), (99, 0)), ((9, 0), (99, 0))
+_MARLIN = MoeBackendRule(backend="marlin", low=_ANY[0], high=_ANY[1])
+_FI_100 = MoeBackendRule(backend="flashinfer_trtllm", low=(10, 0), high=(10, 1), optional="flashinfer")
+_FI_10X = MoeBackendRule(backend="flashinfer_trtllm", low=(10, 0), high=(11, 0), optional="flashinfer")
+_TRITON = MoeBackendRule(backend="triton", low=(9, 0), high=(11, 0))
+MXFP4_010 = Mxfp4Rule(
+    gpt_oss=(_FI_100, MoeBackendRule(backend="triton", low=_SM90_UP[0], high=_SM90_UP[1], optional="triton_kernels",
+                                     assumed_present=False), _MARLIN), triton_keeps_scales=True,
+    source="0.10.1.1 model_executor/layers/quantization/mxfp4.py:35-61, 123-135, 154-186 (triton_kernels is an "
+           "optional package: without it every GPU but sm100 runs Marlin; 0.11.0 mxfp4.py:59-107 the same), "
+           ":387-420 (the triton layout keeps the original scales)")
+MXFP4_012 = Mxfp4Rule(gpt_oss=(_FI_100, _TRITON, _MARLIN), triton_keeps_scales=True,
+                      source="0.12.0 model_executor/layers/quantization/mxfp4.py:107-174 (triton_kernels bundled: "
+                             "utils/import_utils.py:431-438), :747-785 (the original scales are kept)")
+MXFP4_015 = Mxfp4Rule(gpt_oss=(_FI_10X, _TRITON, _MARLIN), triton_keeps_scales=True,
+                      source="0.15.0 model_executor/layers/quantization/mxfp4.py:106-173 (the sm10x family)")
+MXFP4_021 = Mxfp4Rule(
+    gpt_oss=MXFP4_015.gpt_oss, triton_keeps_scales=True,
+    deepseek_v4=(MoeBackendRule(backend="flashinfer_trtllm", low=(10, 0), high=(11, 0), optional="flashinfer"),
+                 MoeBackendRule(backend="deepgemm", low=(10, 0), high=(11, 0)), _MARLIN),
+    source="0.21.0 model_executor/layers/fused_moe/oracle/mxfp4.py:253-271 (DeepSeek-V4: TRT-LLM MXFP8, DeepGEMM "
+           "FP4 on sm10x, Marlin)")
+MXFP4_024 = Mxfp4Rule(
+    gpt_oss=MXFP4_015.gpt_oss, triton_keeps_scales=True,
+    deepseek_v4=(*MXFP4_021.deepseek_v4[:1], MoeBackendRule(backend="deepgemm", low=(10, 0), high=(11, 0)),
+                 MoeBackendRule(backend="deepgemm", low=(12, 0), high=(13, 0)), _MARLIN),
+    source="0.24.0 model_executor/layers/fused_moe/experts/deep_gemm_moe.py:423-429 (DeepGEMM FP4 on sm12x too)")
+MXFP4_025 = Mxfp4Rule(gpt_oss=MXFP4_015.gpt_oss, deepseek_v4=MXFP4_024.deepseek_v4,
+                      source="0.25.0 model_executor/layers/fused_moe/oracle/mxfp4.py:304-346, 439-661 (gpt-oss: "
+                             "TRT-LLM, triton, Marlin; DeepSeek-V4: TRT-LLM MXFP8, DeepGEMM, Marlin; the triton "
+                             "layout frees the original scales: :1150-1156)")
 
 V0_065 = VllmRelease(
     key="0.7", label="vLLM 0.7 (V0 engine)", gpu_memory_utilization=0.9, usable_rounding="floor",
@@ -140,7 +175,7 @@ V1_010 = _after(V1_09, "0.10", "0.10.1.1", (
      "model_executor/layers/quantization/mxfp4.py:123-135, 157-165"),
     ("multimodal profile items by get_max_items (floor)", "v1/worker/utils.py:82"),
     ("0.10.2 (not a row): GPU KV cache size multiplied by the DCP size", "0.10.2 v1/core/kv_cache_utils.py:855-868"),
-), seqs_capped=True, mxfp4_backend="marlin", encoder_items_rule="floor")
+), seqs_capped=True, mxfp4_backend="marlin", mxfp4=MXFP4_010, encoder_items_rule="floor")
 V1_011 = _after(V1_010, "0.11", "0.11.0", (
     ("snapshot after the distributed init: init-time NCCL, custom all-reduce and symm-mem buffers are not "
      "subtracted; the TP group's torch NCCL communicator is created lazily by the profile's logits all-gather, "
@@ -152,8 +187,8 @@ V1_011 = _after(V1_010, "0.11", "0.11.0", (
     ("--kv-cache-memory-bytes bypasses the profile (not modelled)", "v1/worker/gpu_worker.py:235-252"),
     ("speculative decoding: a Gated-DeltaNet layer's conv state keeps kernel − 1 + K rows",
      "model_executor/layers/mamba/mamba_utils.py:166-186; model_executor/models/qwen3_next.py:197, 231"),
-), tp_comm="lazy", decode_context_parallel=True, encoder_padded_to_budget=True, hybrid_groups_strided=True,
-    spec_conv_mixers=frozenset({"gdn"}))
+), tp_comm="lazy", tp_comm_measured_on="0.11", decode_context_parallel=True, encoder_padded_to_budget=True,
+    hybrid_groups_strided=True, spec_conv_mixers=frozenset({"gdn"}))
 V1_012 = _after(V1_011, "0.12", "0.12.0", (
     ("FlashInfer is a dependency but its top-k/top-p sampler is opt-in (VLLM_USE_FLASHINFER_SAMPLER): sort",
      "v1/sample/ops/topk_topp_sampler.py:26-90"),
@@ -168,7 +203,7 @@ V1_012 = _after(V1_011, "0.12", "0.12.0", (
     ("prefix caching on: models with Mamba prefix-caching support (SupportsMambaPrefixCaching) cache states per "
      "block (the later 'all' mode, not modelled: refused), for the others vLLM turns prefix caching off",
      "model_executor/models/config.py:292-312; model_executor/models/interfaces.py"),
-), mla_block_multiples=True, mxfp4_backend="triton", group_size_ratio=1.25, lora_extra_vocab=0, kv_offloading=True,
+), mla_block_multiples=True, mxfp4_backend="triton", mxfp4=MXFP4_012, group_size_ratio=1.25, lora_extra_vocab=0, kv_offloading=True,
     mamba_all_mode_architectures=MAMBA_ALL_MODE)
 V1_013 = _after(V1_012, "0.13", "0.13.0", (
     ("refusals end with the conserving_memory docs link", "v1/core/kv_cache_utils.py:688-720"),
@@ -178,12 +213,12 @@ V1_013 = _after(V1_012, "0.13", "0.13.0", (
 V1_014 = _after(V1_013, "0.14", "0.14.0", (
     ("requested memory = ceil(total × u)", "v1/worker/utils.py:253-272"),
     ("async scheduling on by default (not with pp > 1)", "config/vllm.py:588-628"),
-    ("GiB printed as round(x, 2); the estimate glued to 'Try'; the check takes min(budgets) against the whole "
-     "model's groups (PP refusals not modelled)", "v1/core/kv_cache_utils.py:609-643, 1318-1351"),
-    ("the check's bytes per request (_max_memory_usage_bytes_from_groups) = group width × page × the FIRST group's "
-     "blocks (a hybrid's other groups are left out; the scheduler still reserves them)",
-     "v1/core/kv_cache_utils.py:1342-1351, 1514-1524"),
-), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14", check_first_group=True)
+    ("GiB printed as round(x, 2); the estimate glued to 'Try'", "v1/core/kv_cache_utils.py:609-643"),
+    ("the start-up check and its length estimate count the whole model's padded groups (group width × page × the "
+     "FIRST group's blocks: a hybrid's other groups are left out; the scheduler still reserves them) against "
+     "min(budgets)", "v1/core/kv_cache_utils.py:1318-1351, 1354-1390, 1514-1523"),
+), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14",
+    start_check="model_first_group")
 V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("async scheduling with pp > 1 too", "config/vllm.py:589-622"),
     ("draft-model speculative decoding in V1 (0.14 refused it); Mamba reserves one block per speculative token",
@@ -194,7 +229,9 @@ V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("prefix caching on: mamba_cache_mode 'align' for a model without Mamba prefix-caching support (two state "
      "blocks per request, Mamba block = attention block), 'all' for the others",
      "model_executor/models/config.py:332-372; v1/kv_cache_interface.py:293-300"),
-), async_with_pp=True, mamba_align_mode=True, spec_methods=("draft_model", *_SPEC),
+    ("MXFP4 experts on FlashInfer's TRT-LLM MoE on every sm10x GPU (10.0 only before)",
+     "model_executor/layers/quantization/mxfp4.py:106-173"),
+), async_with_pp=True, mamba_align_mode=True, mxfp4=MXFP4_015, spec_methods=("draft_model", *_SPEC),
     lookahead_methods=("draft_model", "eagle", "eagle3", "mtp"),
     spec_state_blocks=True, lora_embedding_families=frozenset({"llama", "mixtral"}), text_only_skips_towers=True)
 V1_016 = _after(V1_015, "0.16", "0.16.0", (

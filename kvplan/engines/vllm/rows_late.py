@@ -5,6 +5,9 @@ from __future__ import annotations
 from kvplan.engines.vllm.row import Mrv2Rule, VllmRelease
 from kvplan.engines.vllm.rows import (
     _V028,
+    MXFP4_021,
+    MXFP4_024,
+    MXFP4_025,
     SORT_V1,
     V0_ROWS,
     V1_010,
@@ -26,12 +29,15 @@ V1_017 = _after(V1_016, "0.17", "0.17.0", (
      "noise 4 = 14 B per logit (derived, not measured) + a kept min(SMs, rows) × vocab fp32 buffer",
      "v1/sample/ops/topk_topp_sampler.py:245-255; v1/sample/ops/topk_topp_triton.py:990-1003"),
     ("-O2 default: FlashInfer all-reduce + RMSNorm fusion at TP > 1 on SM90/SM100, workspace created in the profile "
-     "(inside the TP communicator term)", "config/vllm.py:113-132, 204, 223; compilation/passes/fusion/allreduce_rms_fusion.py:215"),
+     "(inside the TP communicator term, sized from 0.19's logs from here on; 0.11's before)",
+     "config/vllm.py:113-132, 204, 223; compilation/passes/fusion/allreduce_rms_fusion.py:215"),
     ("Model Runner V2 warmup_kernels after the KV cache", "v1/worker/gpu_worker.py:582"),
     ("speculative decoding: a Mamba-2 layer's conv state keeps kernel − 1 + K rows too (OLMo's GDN in 0.19)",
      "model_executor/layers/mamba/mamba_utils.py:127-150; model_executor/layers/mamba/mamba_mixer2.py:492, 911"),
-), sampler="triton", sampler_paths=("sort", "flashinfer", "triton"),
-    spec_conv_mixers=frozenset({"gdn", "olmo_gdn", "mamba2"}))
+    ("the start-up check runs on each worker's projected groups against its own memory (still the first group's "
+     "blocks only)", "v1/core/kv_cache_utils.py:1327-1360, 1558-1577"),
+), sampler="triton", sampler_paths=("sort", "flashinfer", "triton"), start_check="first_group",
+    tp_comm_measured_on="0.19", spec_conv_mixers=frozenset({"gdn", "olmo_gdn", "mamba2"}))
 V1_018 = _after(V1_017, "0.18", "0.18.0", (
     ("CUDA-graph memory profiled inside the memory window and logged, subtracted only with "
      "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default 0): 'In v0.19, CUDA graph memory profiling will be "
@@ -45,8 +51,9 @@ V1_018 = _after(V1_017, "0.18", "0.18.0", (
 V1_019 = _after(V1_018, "0.19", "0.19.0", (
     ("--lora-target-modules (LoRAConfig.target_modules); budget rules unchanged from 0.18 (0.19.1 diffed: same)",
      "config/lora.py:46; envs.py:1654-1656"),
-    ("the start-up check counts every group's blocks again", "v1/core/kv_cache_utils.py:1332-1366"),
-), lora_target_modules=True, check_first_group=False)
+    ("the start-up check and its length estimate count every group's blocks on the padded layout: group width × "
+     "page × Σ groups' blocks", "v1/core/kv_cache_utils.py:1332-1367, 1370-1400, 1579-1584"),
+), lora_target_modules=True, start_check="groups")
 V1_020 = _after(V1_019, "0.20", "0.20.0", (
     ("gpu_memory_utilization default 0.92", "config/cache.py:66"),
     ("CUDA-graph estimate subtracted by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; its own log says "
@@ -56,7 +63,9 @@ V1_021 = _after(V1_020, "0.21", "0.21.0", (
     ("VLLM_USE_FLASHINFER_SAMPLER default on; the profile runs the V1 sampler twice (FlashInfer, then Triton with "
      "a per-request generator): the peak is the larger pass", "envs.py:726-730; v1/worker/gpu_model_runner.py:5746-5765"),
     ("GPU KV cache size = int(max_concurrency × max_model_len)", "v1/core/kv_cache_utils.py:1686-1715"),
-), sampler="flashinfer+triton", sampler_paths=("sort", "flashinfer", "triton", "flashinfer+triton"),
+    ("DeepSeek-V4 fp4 experts: TRT-LLM MXFP8 or DeepGEMM FP4 on sm10x, else Marlin",
+     "model_executor/layers/fused_moe/oracle/mxfp4.py:253-271"),
+), mxfp4=MXFP4_021, sampler="flashinfer+triton", sampler_paths=("sort", "flashinfer", "triton", "flashinfer+triton"),
     legacy_token_log=False)
 V1_022 = _after(V1_021, "0.22", "0.22.0", (
     ("Model Runner V2 default for Qwen3ForCausalLM (dense, unquantized); its penalty state (max_num_seqs × vocab "
@@ -72,11 +81,13 @@ V1_023 = _after(V1_022, "0.23", "0.23.0", (
 _MRV2_MOE = frozenset({"DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "Qwen2MoeForCausalLM"})
 V1_024 = _after(V1_023, "0.24", "0.24.0", (
     ("Model Runner V2 default for its listed architectures, MoE or quantized too", "config/vllm.py:68-77, 550-561"),
-), mrv2=Mrv2Rule(architectures=_MRV2_MOE | {"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}))
+    ("DeepSeek-V4 fp4 experts on DeepGEMM on sm12x too", "model_executor/layers/fused_moe/experts/deep_gemm_moe.py:423-429"),
+), mxfp4=MXFP4_024, mrv2=Mrv2Rule(architectures=_MRV2_MOE | {"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}))
 V1_025 = _after(V1_024, "0.25", "0.25.0", (
     ("Model Runner V2 default for every model without experts (and the listed MoE ones), not hybrids",
      "config/vllm.py:68-74, 557-574"),
-), mrv2=Mrv2Rule(architectures=_MRV2_MOE, any_dense=True, hybrid="never"))
+    ("the triton_kernels MXFP4 layout frees the original block scales", "model_executor/layers/fused_moe/oracle/mxfp4.py:1150-1156"),
+), mxfp4=MXFP4_025, mrv2=Mrv2Rule(architectures=_MRV2_MOE, any_dense=True, hybrid="never"))
 V1_026 = _after(V1_025, "0.26", "0.26.0", (
     ("the logits all-gather goes through PyNccl (created before the snapshot): no TP communicator in the budget",
      "distributed/device_communicators/cuda_communicator.py:341-375"),
@@ -114,7 +125,10 @@ V1_029 = _after(V1_028, "0.29", "0.29.0", (
      "v1/core/kv_cache_utils.py:1358-1370, 2214-2367"),
     ("hybrid block = max(kernel block, block size)-aligned, at least 128 with MLA (kvplan's 16-token rule before)",
      "platforms/interface.py:883-916"),
-), mrv2=Mrv2Rule(every_model=True), mrv2_graph_estimate=True, refusal_null_block=True, hybrid_block_legacy=False)
+    ("FP8 MoE block scales that do not divide at the TP are refined to gcd(block_n, block_k, I/tp, h) >= 32 "
+     "instead of refused", "model_executor/layers/fused_moe/oracle/fp8.py:272-302; "
+     "model_executor/layers/quantization/fp8.py:484-520, 566-586"),
+), fp8_moe_refine=True, mrv2=Mrv2Rule(every_model=True), mrv2_graph_estimate=True, refusal_null_block=True, hybrid_block_legacy=False)
 V1_030 = _after(V1_029, "0.30", "0.30.0", (
     ("V1 Triton top-k/top-p for any row count; MRV2 warmup_kernels before capture; '%s KV cache size' (GPU)",
      "v1/sample/ops/topk_topp_sampler.py:368-378; v1/core/kv_cache_utils.py:2386-2402"),

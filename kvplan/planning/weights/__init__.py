@@ -3,8 +3,9 @@
 ``counts`` holds the public functions (see its docstring for where the tensors come from), ``tensors`` the
 TP/PP/EP arithmetic, ``tables`` the tensor tables recorded from transformers' meta-device builds, ``roles``
 what a tensor is from its name, ``checkpoint`` the safetensors headers of a checkpoint, ``parts`` kvplan's
-formula for a config with neither, ``formats`` the bytes of each storage format, ``vision`` the vision towers
-that formula knows.
+formula for a config with neither, ``formats`` a config's storage format (``storage`` the format type and a
+tensor's bytes in it, ``per_module`` the formats that differ by module), ``vision`` the vision towers that
+formula knows, ``loaded`` and ``mxfp4_layouts`` what an engine's load adds.
 """
 
 from __future__ import annotations

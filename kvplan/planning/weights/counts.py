@@ -16,7 +16,6 @@ own safetensors headers when the config was read from a folder or the HF cache t
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
@@ -24,7 +23,7 @@ from functools import lru_cache
 from kvplan.config.model import ModelConfig
 from kvplan.errors import ConfigError, InputError
 from kvplan.planning.weights.checkpoint import checkpoint_parts
-from kvplan.planning.weights.formats import weight_format
+from kvplan.planning.weights.formats import content_key, weight_format
 from kvplan.planning.weights.part import ModelParts, Part
 from kvplan.planning.weights.parts import model_parts
 from kvplan.planning.weights.tables import table_for
@@ -73,15 +72,6 @@ class ParamCount:
     @property
     def total_with_mtp(self) -> int:
         return self.total + self.mtp
-
-
-def content_key(model: ModelConfig) -> str:
-    """The config's content (ModelConfig's equality ignores raw), computed once per instance."""
-    key = model.__dict__.get("_weights_key")
-    if not isinstance(key, str):
-        key = json.dumps(model.raw, sort_keys=True, default=str)
-        object.__setattr__(model, "_weights_key", key)
-    return key
 
 
 def weight_parts(model: ModelConfig) -> ModelParts:
@@ -135,11 +125,37 @@ def param_count(model: ModelConfig) -> ParamCount:
                       layers=layers, notes=notes, source=parts.source, estimate=parts.estimate)
 
 
-def weights_source(model: ModelConfig) -> tuple[bool, str]:
-    """(exact, where the weights come from) for the budget's weights term."""
+def weights_source(model: ModelConfig, weights_dtype: str | None = None) -> tuple[bool, str]:
+    """(exact, where the weights come from) for the budget's weights term: an estimate from kvplan's formula, or
+    when the format names modules no tensor carries (their weights counted in the model dtype)."""
     parts = weight_parts(model)
     how = "the model's tensors" if not parts.estimate else "kvplan's formula (an estimate)"
-    return not parts.estimate, f"{how}: {parts.source} × the weight format, this GPU's share"
+    unmatched = unmatched_modules(model, weights_dtype)
+    gap = (f"; estimate: {len(unmatched)} per-module format(s) name no tensor kvplan knows (e.g. {unmatched[0]}), "
+           "those weights counted in the model dtype") if unmatched else ""
+    return not parts.estimate and not unmatched, f"{how}: {parts.source} × the weight format, this GPU's share{gap}"
+
+
+def unmatched_modules(model: ModelConfig, weights_dtype: str | None = None) -> tuple[str, ...]:
+    """The modules a per-module format names (quantized_layers keys) that none of the model's tensors is, or sits
+    under, by any of the names vLLM tries for it (a skipped module and a glob pattern aside)."""
+    return _unmatched(model, content_key(model), weights_dtype)
+
+
+@lru_cache(maxsize=128)
+def _unmatched(model: ModelConfig, _key: str, weights_dtype: str | None) -> tuple[str, ...]:
+    fmt = weight_format(model, weights_dtype)
+    if not fmt.modules:
+        return ()
+    parts = weight_parts(model)
+    names = {p.name for p in (*parts.first, *parts.last)}
+    names |= {p.name for layer in (*parts.layers, *parts.mtp_layers) for p in layer}
+    prefixes = {".".join(n.split(".")[:end]) for n in names for end in range(1, n.count(".") + 2)}
+    keys: dict[int, list[str]] = {}  # a key's aliases share its format object
+    for pattern, sub in fmt.modules:
+        if not any(c in pattern for c in "*?[") and fmt.named_format(pattern) is not None:
+            keys.setdefault(id(sub), []).append(pattern)
+    return tuple(aliases[0] for aliases in keys.values() if not prefixes.intersection(aliases))
 
 
 def _check(**sizes: int) -> None:

@@ -21,65 +21,19 @@ with double quantization), 8-bit: one fp32 scale per output row (LLM.int8 SCB).
 
 from __future__ import annotations
 
-import fnmatch
-import re
-from dataclasses import dataclass
-from typing import Any, Literal
+import json
+from functools import lru_cache
+from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import canonical_dtype, element_bits
 from kvplan.errors import InputError
-from kvplan.units import cdiv
+from kvplan.planning.weights.per_module import modelopt_mixed, with_expert_dtype
+from kvplan.planning.weights.storage import MXFP4, NVFP4, ScaleScheme, WeightFormat, tensor_bytes
 
-ScaleScheme = Literal["none", "block", "group", "channel", "tensor"]
+__all__ = ["MXFP4", "NVFP4", "OVERRIDES", "WEIGHT_DTYPE_NAMES", "WeightFormat", "content_key", "tensor_bytes",
+           "weight_format", "weights_for_quantization"]
 _FLOAT_WEIGHTS = ("bf16", "fp16", "fp32")  # stored whole: every tensor in that dtype
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WeightFormat:
-    name: str  # e.g. "bf16", "fp8 (128x128 blocks)", "mxfp4", "int4 (g128)"
-    base_bits: int  # every tensor that is not a quantized linear weight
-    linear_bits: int
-    scheme: ScaleScheme = "none"
-    block: tuple[int, int] = (0, 0)  # (rows, cols) per scale; group: (1, group)
-    scale_bits: int = 0
-    zero_bits: int = 0  # GPTQ/AWQ zero point per group
-    tensor_bytes: int = 0  # per quantized tensor besides its scales (NVFP4's two fp32 scalars)
-    skip: tuple[str, ...] = ()  # module patterns left unquantized (modules_to_not_convert ...)
-    source: str = ""
-
-    def is_quantized(self, module: str) -> bool:
-        """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized.
-        A skip pattern is a glob over the path (or its prefix), or a "re:" regex (compressed-tensors' ignore)."""
-        if self.scheme == "none" and self.linear_bits == self.base_bits:
-            return False
-        return not any(_skipped(module, p) for p in self.skip)
-
-
-def _skipped(module: str, pattern: str) -> bool:
-    if pattern.startswith("re:"):
-        try:
-            return re.match(pattern[3:], module) is not None
-        except re.error:
-            return False
-    return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
-
-
-def tensor_bytes(shape: tuple[int, ...], count: int, fmt: WeightFormat, *, quantized: bool) -> int:
-    """Bytes of `count` tensors of `shape` ((out, in) for matrices), scales included."""
-    elements = count
-    for dim in shape:
-        elements *= dim
-    if not quantized or len(shape) != 2:
-        return cdiv(elements * fmt.base_bits, 8)
-    rows, cols = shape
-    scales = {"none": 0, "tensor": 1, "channel": rows,
-              "block": cdiv(rows, fmt.block[0] or 1) * cdiv(cols, fmt.block[1] or 1),
-              "group": rows * cdiv(cols, fmt.block[1] or 1)}[fmt.scheme]
-    bits = rows * cols * fmt.linear_bits + scales * (fmt.scale_bits + fmt.zero_bits)
-    return count * (cdiv(bits, 8) + fmt.tensor_bytes)
-
-
 # --weights-dtype: name -> (linear bits, scheme, block, scale bits). Linear weights only; the rest
 # stays in the model dtype, except bf16/fp16/fp32, which store everything in that dtype.
 OVERRIDES: dict[str, tuple[int, ScaleScheme, tuple[int, int], int]] = {
@@ -91,8 +45,23 @@ WEIGHT_DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32", *OVERRIDES, "nvfp4")
 _SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules")
 
 
+def content_key(model: ModelConfig) -> str:
+    """The config's content (ModelConfig's equality ignores raw), computed once per instance."""
+    key = model.__dict__.get("_weights_key")
+    if not isinstance(key, str):
+        key = json.dumps(model.raw, sort_keys=True, default=str)
+        object.__setattr__(model, "_weights_key", key)
+    return key
+
+
 def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> WeightFormat:
-    """`weights_dtype` if given, else the config's quantization_config, else the model dtype."""
+    """`weights_dtype` if given, else the config's quantization_config, else the model dtype (read once per
+    config content: a MIXED_PRECISION config names hundreds of modules)."""
+    return _weight_format(model, content_key(model), weights_dtype)
+
+
+@lru_cache(maxsize=256)
+def _weight_format(model: ModelConfig, _key: str, weights_dtype: str | None) -> WeightFormat:
     base_bits = element_bits(model.dtype) if model.dtype in _FLOAT_WEIGHTS else 16
     key = (weights_dtype or "auto").strip().lower()
     key = canonical_dtype(key) or key
@@ -112,7 +81,7 @@ def weight_format(model: ModelConfig, weights_dtype: str | None = None) -> Weigh
                          arg="weights_dtype")
     quant = model.raw.get("quantization_config")
     if isinstance(quant, dict):
-        return _from_quantization_config(quant, base_bits, model.source)
+        return with_expert_dtype(_from_quantization_config(quant, base_bits, model.source), model)
     return WeightFormat(name=model.dtype, base_bits=base_bits, linear_bits=base_bits, source="model dtype")
 
 
@@ -161,8 +130,8 @@ def _from_quantization_config(quant: dict[str, Any], base_bits: int, source: str
         return WeightFormat(name="fp8", base_bits=base_bits, linear_bits=8, scheme="tensor", scale_bits=32,
                             skip=skip, source=where)
     if method == "mxfp4":  # OCP MX: 4-bit E2M1 values, one E8M0 (1-byte) scale per 32
-        return WeightFormat(name="mxfp4", base_bits=base_bits, linear_bits=4, scheme="group", block=(1, 32),
-                            scale_bits=8, skip=skip, source=where)
+        return WeightFormat(name="mxfp4", base_bits=base_bits, skip=skip, source=where,
+                            **MXFP4)  # type: ignore[arg-type]
     if method == "compressed-tensors":
         return _compressed_tensors(quant, base_bits, skip, where, source)
     if method == "modelopt":
@@ -191,14 +160,19 @@ _CT_STRATEGIES: dict[str, tuple[ScaleScheme, int]] = {"tensor": ("tensor", 32), 
                                                       "tensor_group": ("group", 8)}
 _SCALE_DTYPE_BITS = {"torch.uint8": 8, "torch.float8_e4m3fn": 8, "torch.float8_e8m0fnu": 8, "torch.float16": 16,
                      "torch.bfloat16": 16, "torch.float32": 32}
-NVFP4 = {"linear_bits": 4, "scheme": "group", "block": (1, 16), "scale_bits": 8, "tensor_bytes": 8}
 
 
 def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], where: str,
               source: str) -> WeightFormat:
     """NVIDIA ModelOpt checkpoints: NVFP4 (e2m1 + an e4m3 scale per 16 + fp32 weight_scale_2 and input_scale),
     FP8 (per-tensor e4m3 + fp32 weight_scale and input_scale)."""
+    nested = quant.get("quantization")  # ModelOpt's own form (hf_quant_config.json's), inside quantization_config
+    if isinstance(nested, dict):
+        quant = {**quant, **nested}
+        skip = (*skip, *_skip_patterns(nested))
     algo = str(quant.get("quant_algo", "")).upper()
+    if algo == "MIXED_PRECISION":
+        return modelopt_mixed(quant, base_bits, skip, where, source)
     if algo == "NVFP4":
         return WeightFormat(name="nvfp4 (modelopt)", base_bits=base_bits, skip=skip, source=where,
                             **NVFP4)  # type: ignore[arg-type]

@@ -15,8 +15,9 @@ formula):
   (``towers="every"``: every stage, as vLLM's V1 model runner builds them; ``"none"``: text only), the last
   the final norm, lm_head and the MTP modules; with tied embeddings and pp > 1 the last stage holds its own
   copy of the embedding, as vLLM does.
-- Format (``formats.WeightFormat``): linear weights take the format's bits and scales unless a skip pattern
-  names their module; every other tensor the model dtype, a part with fixed bits (an fp32-kept tensor, a
+- Format (``formats.WeightFormat``): linear weights take the format's bits and scales (their module's own
+  format where it names one: ``WeightFormat.for_module``; an lm_head a per-module format names too) unless a skip
+  pattern names their module; every other tensor the model dtype, a part with fixed bits (an fp32-kept tensor, a
   checkpoint header's dtype) those bits.
 """
 
@@ -185,13 +186,16 @@ def _rank_tp(part: Part, split: Split) -> int | None:
 
 def part_bytes(part: Part, split: Split) -> int:
     """Bytes of `part` on one rank, scales included."""
-    quantized = part.is_linear and part.bits is None and split.fmt.is_quantized(part.name)
-    return _shaped_bytes(part.shape, part.tp, part.count, part.bits, quantized, _rank_tp(part, split), split)
+    named = split.fmt.named_format(part.name)
+    fmt = named or (split.fmt.for_module(part.name) if split.fmt.modules else split.fmt)
+    linear = part.is_linear or (named is not None and part.category == "lm_head" and len(part.shape) == 2)
+    quantized = linear and part.bits is None and fmt.is_quantized(part.name)
+    return _shaped_bytes(part.shape, part.tp, part.count, part.bits, quantized, _rank_tp(part, split), split, fmt)
 
 
 @lru_cache(maxsize=8192)
 def _shaped_bytes(shape: tuple[int, ...], rule: TpRule, count: int, bits: int | None, quantized: bool,
-                  tp: int | None, split: Split) -> int:
+                  tp: int | None, split: Split, fmt: WeightFormat) -> int:
     """part_bytes without the name, cut by `tp` (_rank_tp): the decoder layers repeat their shapes, so a layout's
     count is a few dozen of these (fit tries every layout of a model, and counted DeepSeek-V3's 61 layers part by
     part)."""
@@ -203,7 +207,7 @@ def _shaped_bytes(shape: tuple[int, ...], rule: TpRule, count: int, bits: int | 
         for dim in shape:
             elements *= dim
         return cdiv(elements * bits, 8)
-    return tensor_bytes(shape, count, split.fmt, quantized=quantized)
+    return tensor_bytes(shape, count, fmt, quantized=quantized)
 
 
 def add_bytes(into: Counter[str], parts: Iterable[Part], split: Split, kind: str | None = None) -> None:
