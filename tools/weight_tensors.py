@@ -31,6 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's kvplan, whatever the working directory
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # weight_scaling beside this script
 
 from kvplan.config import bundled_index  # noqa: E402
 from kvplan.config.hf import normalize  # noqa: E402
@@ -305,12 +306,32 @@ def render_index(docs: dict[str, dict[str, Any]], skipped: dict[str, str]) -> st
     return json.dumps(index, indent=1, sort_keys=True) + "\n"
 
 
+def render_scaling(docs: dict[str, dict[str, Any]]) -> str:
+    """tables/scaling.json: how each model_type's shapes follow its config's sizes (tools/weight_scaling.py)."""
+    import transformers
+    from weight_scaling import recipes
+
+    defaults = dict(default_configs())
+    found = recipes(docs, defaults, lambda name, raw: _listed(name, raw))
+    body = ",\n".join(f"{json.dumps(t)}: {json.dumps(r, sort_keys=True, separators=(',', ':'))}"
+                      for t, r in sorted(found.items()))
+    return f'{{"transformers_version": {json.dumps(transformers.__version__)}, "types": {{\n{body}\n}}}}\n'
+
+
+def _listed(name: str, raw: dict[str, Any]) -> dict[str, Any] | str:
+    try:
+        return table(name, raw)
+    except Exception as exc:  # a perturbed config the class refuses: that key is not a size
+        return f"{type(exc).__name__}: {exc}"
+
+
 def rendered(only: str | None = None) -> dict[str, str]:
     """{file name under tables/: its text}."""
     docs, skipped = build_tables(only)
     files = {file_name(n): render_table(d) for n, d in docs.items()}
     if only is None:
         files["index.json"] = render_index(docs, skipped)
+        files["scaling.json"] = render_scaling(docs)
     else:
         files |= {f"skipped: {n}": why for n, why in skipped.items()}
     return files

@@ -232,6 +232,16 @@ class BudgetRules:
     cpu_offload_bytes: int = 0  # weights the engine keeps in host memory instead (vLLM --cpu-offload-gb)
     comm: CommRule | None = None  # vLLM V1: the NCCL communicators its budget sees (sized by kvplan.planning.budget)
     after_kv: AfterKv | None = None  # what the release allocates after the KV cache is sized (None: not checked)
+    load: LoadRule | None = None  # how the release keeps what it loads (None: the checkpoint's tensors as stored)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadRule:
+    """What a release's load keeps beyond the checkpoint's tensors, as data (sized by
+    ``kvplan.planning.weights.loaded``)."""
+
+    awq_kernel: Literal["marlin", "machete"] | None = None  # AWQ linear layers' kernel on this GPU (None: unknown)
+    mrope_per_model: bool = False  # M-RoPE caches max_position × the model's own factor, else × 4
 
 
 @dataclass(frozen=True, kw_only=True)

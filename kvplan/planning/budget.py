@@ -175,10 +175,11 @@ def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
 def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
                 weights_dtype: str | None = None) -> tuple[BudgetTerm, ...]:
     """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
-    layers = pp_layer_counts(request.model.num_layers, request.pp)[stage]
+    counts = pp_layer_counts(request.model.num_layers, request.pp)
     exact, source = weights_source(request.model, weights_dtype)
     terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=exact, kind="weights", source=source),
-             *loaded_extras(request.model, rules, request.tp, layers), *extra_terms(request, rules, stage, weights_dtype)]
+             *loaded_extras(request.model, rules, request.tp, counts[stage], first=sum(counts[:stage])),
+             *extra_terms(request, rules, stage, weights_dtype)]
     if rules.profile is not None:
         phase = encoder_phase(request.model, rules.encoder, request.max_model_len, request.tp) \
             if rules.encoder is not None and stage == 0 else None

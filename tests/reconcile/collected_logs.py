@@ -239,7 +239,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # 'Gemma 3 4B' in the report (the line names no model)
     "vllm-v0110-gemma3-4b-it-rtx4080": (
         {"model": "google/gemma-3-4b-it"}, "google/gemma-3-4b-it",
-        {"weights_bytes": (0, 1)}, set()),
+        {"weights_bytes": (1, 1)}, set()),
     "vllm-v0111rc2dev-gpt-oss-20b-tp2-ray2node-rocm": (
         {}, "openai/gpt-oss-20b",
         {"weights_bytes": (0, 1)}, set()),

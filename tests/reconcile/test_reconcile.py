@@ -166,8 +166,6 @@ MISSES: dict[tuple[str, str], str] = {
         "counts the stand-in Qwen3-14B's bf16 weights (1.8x)",
     ("vllm-v0310-qwen25-7b-instruct-awq-h200", "weights_bytes"): "inputs missing: no Qwen2.5-7B-Instruct-AWQ config; "
         "kvplan counts the base model's bf16 weights (2.6x)",
-    ("vllm-v0110-gemma3-4b-it-rtx4080", "weights_bytes"): "8.5834 GiB logged vs kvplan's 8.07 (text model, SigLIP "
-        "tower, projector): 0.51 GiB not determined",
     ("vllm-v0111rc2dev-gpt-oss-20b-tp2-ray2node-rocm", "weights_bytes"): "ROCm's Triton MXFP4 layout at TP 2 is not "
         "modelled: 7.10 vs 7.2637 GiB",
     ("sglang-v058post1-glm5-fp8-fp8kv-tp8-mi355x", "kv_tokens"): "the log prints no SGLang version: planned with the "

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.base import AfterKv, BudgetRules, CommRule, Device, EncoderRule, LoraRule, ProfileRun, Request
+from kvplan.engines.base import (
+    AfterKv,
+    BudgetRules,
+    CommRule,
+    Device,
+    EncoderRule,
+    LoadRule,
+    LoraRule,
+    ProfileRun,
+    Request,
+)
 from kvplan.engines.settings import Settings
 from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
@@ -168,7 +178,18 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
         fp8_moe_refine=rel.fp8_moe_refine,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None,
         draft_shared=speculative.draft_shared(rel, req), lora=lora_rule(rel, req),
-        encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req))
+        encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req),
+        load=load_rule(rel, req))
+
+
+def load_rule(rel: VllmRelease, req: Request) -> LoadRule:
+    """How this release keeps the weights it loads on this GPU: Machete for AWQ on sm90 where the release chooses
+    the kernel (0.19 on), else Marlin; the AWQ kernel is unknown (None) when the GPU's compute capability is."""
+    cc = req.device.compute_capability if req.device is not None else None
+    if not rel.awq_kernel_chooser:
+        return LoadRule(awq_kernel="marlin", mrope_per_model=rel.mrope_per_model)
+    return LoadRule(awq_kernel=None if cc is None else "machete" if cc == (9, 0) else "marlin",
+                    mrope_per_model=rel.mrope_per_model)
 
 
 def comm_rule(rel: VllmRelease, req: Request) -> CommRule | None:

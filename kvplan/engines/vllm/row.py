@@ -130,6 +130,10 @@ class VllmRelease:
     mxfp4_backend: str | None  # default MoE backend for MXFP4 experts on Hopper (a GPU without a capability)
     mxfp4: Mxfp4Rule | None = None  # the MXFP4 MoE backend by compute capability (None: no MXFP4 experts)
     fp8_moe_refine: bool = False  # FP8 MoE block scales that do not divide at the TP are refined, not refused (0.29 on)
+    # AWQ linear layers pick their kernel with choose_mp_linear_kernel, Machete first on sm90 (0.19 on; before,
+    # Marlin always): Machete keeps the zero points pre-multiplied by the scales, in the activation dtype
+    awq_kernel_chooser: bool = False
+    mrope_per_model: bool = False  # M-RoPE caches max_position × the model's factor (0.32 on), else × 4
     mla_block_forced: int | None = None  # Hopper MLA (FlashMLA) block size forced when none fits it (before 0.18)
     mla_block_multiples: bool = True  # a given multiple of the forced size is kept (0.12 on)
     # Mamba states under prefix caching: hybrids turn it on by default (0.28 on); what it gives a model without

@@ -53,7 +53,11 @@ V1_019 = _after(V1_018, "0.19", "0.19.0", (
      "config/lora.py:46; envs.py:1654-1656"),
     ("the start-up check and its length estimate count every group's blocks on the padded layout: group width × "
      "page × Σ groups' blocks", "v1/core/kv_cache_utils.py:1332-1367, 1370-1400, 1579-1584"),
-), lora_target_modules=True, start_check="groups")
+    ("AWQ linear layers choose their kernel (choose_mp_linear_kernel): Machete on sm90, which keeps the zero "
+     "points as -scale × zero in the activation dtype, one per group; Marlin elsewhere (4-bit zeros kept)",
+     "model_executor/layers/quantization/awq_marlin.py:392-405; "
+     "model_executor/kernels/linear/mixed_precision/machete.py:35, 110-118"),
+), lora_target_modules=True, start_check="groups", awq_kernel_chooser=True)
 V1_020 = _after(V1_019, "0.20", "0.20.0", (
     ("gpu_memory_utilization default 0.92", "config/cache.py:66"),
     ("CUDA-graph estimate subtracted by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1; its own log says "
@@ -141,7 +145,11 @@ V1_032 = _after(V1_031, "0.32", "0.32.0", (
     ("request_memory subtracts externally held weights (not modelled)", "v1/worker/utils.py:716-763"),
     ("Mamba-2 layers add a prefill checkpoint block per request in align mode",
      "model_executor/layers/mamba/mamba_mixer2.py:1100-1108; v1/kv_cache_interface.py:1076-1080"),
-), mamba_checkpoint_mixers=frozenset({"mamba2"}))
+    ("M-RoPE caches max_position × a factor the model passes: 1 for Qwen3-VL and Qwen3.5 unless video pruning "
+     "is on (4 before, and for the other M-RoPE models)",
+     "model_executor/layers/rotary_embedding/__init__.py:39, 123; model_executor/models/qwen3_vl.py:1818-1825; "
+     "model_executor/models/qwen3_5.py:165"),
+), mamba_checkpoint_mixers=frozenset({"mamba2"}), mrope_per_model=True)
 V1_033 = _after(V1_032, "0.33", "0.33.0", (
     ("cuBLAS/cuBLASLt handles created before the snapshot", "v1/worker/gpu_worker.py:519-531"),
     ("MRV2 profile runs the sampler twice, the second with for_sampler_warmup() params (fp32 + FlashInfer "

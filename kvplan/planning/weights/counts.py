@@ -11,7 +11,8 @@
 The tensors come from, in this order: the table recorded for a config with this shape signature
 (``tables``: transformers' meta-device build of every bundled config and class default), the checkpoint's
 own safetensors headers when the config was read from a folder or the HF cache that has them
-(``checkpoint``), else kvplan's formula from the config (``parts``, an estimate, said in the notes).
+(``checkpoint``), its model_type's table at the config's sizes (``derived``), else kvplan's formula from the
+config (``parts``, a Llama-shaped estimate, said in the notes).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from functools import lru_cache
 from kvplan.config.model import ModelConfig
 from kvplan.errors import ConfigError, InputError
 from kvplan.planning.weights.checkpoint import checkpoint_parts
-from kvplan.planning.weights.formats import content_key, weight_format
+from kvplan.planning.weights.derived import derived_table
+from kvplan.planning.weights.formats import content_key, format_estimate, weight_format
 from kvplan.planning.weights.part import ModelParts, Part
 from kvplan.planning.weights.parts import model_parts
 from kvplan.planning.weights.tables import table_for
@@ -91,6 +93,10 @@ def _weight_parts(model: ModelConfig, _key: str) -> ModelParts:
         found, unread = None, (f"the checkpoint's safetensors headers could not be read: {exc}",)
     if found is not None:
         return found
+    derived = derived_table(model.raw)
+    if derived is not None:
+        parts = table_parts(derived, model, f"tensor table of {derived.name} ({derived.model_class})")
+        return replace(parts, notes=(*parts.notes, *unread))
     try:
         parts = model_parts(model)
     except InputError as exc:
@@ -126,14 +132,18 @@ def param_count(model: ModelConfig) -> ParamCount:
 
 
 def weights_source(model: ModelConfig, weights_dtype: str | None = None) -> tuple[bool, str]:
-    """(exact, where the weights come from) for the budget's weights term: an estimate from kvplan's formula, or
-    when the format names modules no tensor carries (their weights counted in the model dtype)."""
+    """(exact, where the weights come from) for the budget's weights term: an estimate from kvplan's formula, when
+    the format names modules no tensor carries (their weights counted in the model dtype), or when the format is
+    counted approximately (``formats.format_estimate``: GPTQ, bitsandbytes)."""
     parts = weight_parts(model)
     how = "the model's tensors" if not parts.estimate else "kvplan's formula (an estimate)"
     unmatched = unmatched_modules(model, weights_dtype)
     gap = (f"; estimate: {len(unmatched)} per-module format(s) name no tensor kvplan knows (e.g. {unmatched[0]}), "
            "those weights counted in the model dtype") if unmatched else ""
-    return not parts.estimate and not unmatched, f"{how}: {parts.source} × the weight format, this GPU's share{gap}"
+    unsure = format_estimate(weight_format(model, weights_dtype))
+    gap += f"; estimate: {unsure}" if unsure else ""
+    return not parts.estimate and not unmatched and unsure is None, \
+        f"{how}: {parts.source} × the weight format, this GPU's share{gap}"
 
 
 def unmatched_modules(model: ModelConfig, weights_dtype: str | None = None) -> tuple[str, ...]:

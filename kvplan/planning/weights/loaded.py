@@ -1,11 +1,11 @@
 """Weights as an engine loads them: what the load allocates beyond the checkpoint's tensors.
 
 vLLM measures the weights as the torch allocation growth across ``load_model``, so this counts:
-- the rotary cos/sin cache: ``positions × rotary_dim × bytes`` (one per RoPE configuration, cached by
-  ``get_rope``); positions = ``max_position_embeddings``, or ``original_max_position_embeddings ×
-  factor`` for YaRN; the model dtype, fp32 for gpt-oss (``models/gpt_oss.py``);
+- the rotary cos/sin caches: ``positions × rotary_dim × bytes`` each, one per RoPE configuration the layers use
+  (``rotary``: positions by scaling type, Gemma-3's two caches, M-RoPE's × 4, DeepSeek-V4's fp32 pair);
 - MXFP4 experts as the MoE backend the release picks for the GPU keeps them (``mxfp4_layouts``: Marlin's
   padding, triton_kernels' swizzled scales, FlashInfer's and DeepGEMM's layouts);
+- AWQ zero points as the linear kernel keeps them (``wna16``: Machete on sm90 from 0.19);
 - vLLM 0.7's V0 MLA: the absorbed ``W_Q·W_UK`` and ``W_UV·W_O`` per layer, ``2·h·(heads/tp)·kv_lora_rank``.
 """
 
@@ -14,45 +14,36 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kvplan.config.model import ModelConfig
-from kvplan.dtypes import element_bits
-from kvplan.engines.base import BudgetRules, BudgetTerm
+from kvplan.engines.base import BudgetRules, BudgetTerm, LoadRule
 from kvplan.planning.profile_run import dims
 from kvplan.planning.quant_checks import moe_refined_scale_bytes
+from kvplan.planning.weights.formats import weight_format
 from kvplan.planning.weights.mxfp4_layouts import EXACT_LAYOUTS, LAYOUTS, layout_bytes
+from kvplan.planning.weights.rotary import rope_caches
+from kvplan.planning.weights.wna16 import is_awq_with_zeros, machete_zero_point_bytes
 from kvplan.units import cdiv
 
-ROTARY_FP32 = frozenset({"gpt_oss", "deepseek_v4"})  # model files that build their rotary cache in fp32
-# DeepSeek-V4: rope over the last qk_rope_head_dim dims (rope_parameters["rope_dim"]), an fp32 cache
-# (DeepseekV4ScalingRotaryEmbedding), one cache per rope_theta: compress_rope_theta for the compressed layers
-# (vLLM 0.25 models/deepseek_v4/common/rope.py:9-37, model_executor/layers/rotary_embedding/__init__.py:66,
-# deepseek_scaling_rope.py:233-248)
-ROPE_DIM_TYPES = frozenset({"deepseek_v4"})
-YARN_TYPES = ("yarn", "deepseek_yarn")
+
+def rotary_bytes(model: ModelConfig, *, mrope_per_model: bool = False) -> int:
+    """Bytes of every cos/sin cache the load builds (0 without max_position_embeddings)."""
+    return sum(c.bytes for c in rope_caches(model, mrope_per_model=mrope_per_model))
 
 
-def rotary_bytes(model: ModelConfig) -> int:
-    """positions × rotary_dim × bytes of the cos/sin cache (0 without max_position_embeddings)."""
-    scaling = model.field("rope_scaling") or {}
-    kind = scaling.get("rope_type") or scaling.get("type") if isinstance(scaling, dict) else None
-    positions = int(model.field("max_position_embeddings") or 0)
-    if kind in YARN_TYPES and scaling.get("original_max_position_embeddings") and scaling.get("factor"):
-        positions = int(scaling["original_max_position_embeddings"] * scaling["factor"])
-    if model.is_mla or model.model_type in ROPE_DIM_TYPES:
-        rotary_dim = model.qk_rope_head_dim or int(model.raw.get("qk_rope_head_dim") or 0)
-    else:
-        rotary_dim = int(model.head_dim * float(model.field("partial_rotary_factor") or 1.0))
-    width = 4 if model.model_type in ROTARY_FP32 else element_bits(model.dtype) // 8
-    return positions * rotary_dim * width * _rope_thetas(model)
-
-
-def _rope_thetas(model: ModelConfig) -> int:
-    """Rotary caches get_rope builds: one, two for a DeepSeek-V4 with compressed layers on their own theta."""
-    if model.model_type not in ROPE_DIM_TYPES:
-        return 1
-    ratios = model.raw.get("compress_ratios") or ()
-    compressed = any(isinstance(r, int) and r > 1 for r in ratios)
-    other = model.raw.get("compress_rope_theta") not in (None, model.raw.get("rope_theta"))
-    return 2 if compressed and other else 1
+def awq_terms(model: ModelConfig, load: LoadRule | None, tp: int, first: int, layers: int) -> Iterator[BudgetTerm]:
+    """AWQ zero points as the release's linear kernel keeps them on this GPU (``wna16``)."""
+    if load is None or not is_awq_with_zeros(weight_format(model)):
+        return
+    if load.awq_kernel is None:
+        yield BudgetTerm(name="AWQ zero points (kernel unknown)", bytes=0, exact=False, kind="weights_extra",
+                         source="the GPU's compute capability is unknown: Marlin assumed (4-bit zeros as stored); "
+                                "Machete on sm90 would keep one activation-dtype zero per group")
+    elif load.awq_kernel == "machete":
+        yield BudgetTerm(name="AWQ zero points, Machete", bytes=machete_zero_point_bytes(model, tp, first, layers),
+                         exact=False, kind="weights_extra",
+                         source="sm90: zero points kept as -scale × zero in the activation dtype, one per group and "
+                                "output, instead of 4 bits (vLLM 0.19 kernels/linear/mixed_precision/machete.py:110-118); "
+                                "an estimate: a vLLM 0.31 H200 log of Qwen2.5-7B-AWQ loaded 0.11 GiB more than counted "
+                                "(not found in the load path; the same checkpoint on Marlin matches)")
 
 
 def mla_absorbed_bytes(model: ModelConfig, tp: int, layers: int) -> int:
@@ -60,12 +51,15 @@ def mla_absorbed_bytes(model: ModelConfig, tp: int, layers: int) -> int:
     return 2 * model.hidden_size * heads * (model.kv_lora_rank or 0) * layers * dims(model).act_bytes
 
 
-def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int) -> Iterator[BudgetTerm]:
-    """The terms a load adds on one GPU holding `layers` decoder layers."""
-    rotary = rotary_bytes(model)
+def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int, *,
+                  first: int = 0) -> Iterator[BudgetTerm]:
+    """The terms a load adds on one GPU holding decoder layers first..first+layers-1."""
+    rotary = rotary_bytes(model, mrope_per_model=rules.load is not None and rules.load.mrope_per_model)
     if rotary:
         yield BudgetTerm(name="rotary cos/sin cache", bytes=rotary, exact=True, kind="weights_extra",
-                         source="positions × rotary_dim × dtype bytes (rotary_embedding get_rope cache)")
+                         source="positions × rotary_dim × dtype bytes, one cache per RoPE configuration "
+                                "(rotary_embedding get_rope; positions by scaling type)")
+    yield from awq_terms(model, rules.load, tp, first, layers)
     if rules.mxfp4_backend in LAYOUTS:
         yield mxfp4_term(model, rules, tp, layers)
     refined, extra = moe_refined_scale_bytes(model, tp) if rules.fp8_moe_refine else (0, 0)
