@@ -92,8 +92,10 @@ def test_qwen35_27b_on_one_h100_plans_like_033() -> None:
     # + K = 2 (MambaSpec.num_speculative_blocks, kv_cache_interface.py:1135-1141)
     assert mamba.blocks_per_request == 2 + 1 + 2
     assert any("padded with 3 layers" in n for n in r.plan.notes)
-    # 262,144 tokens no longer fit one request (without MTP kvplan starts it with 262,950 tokens): vLLM refuses
+    # 262,144 tokens do not fit one request (kvplan's estimate: 228,800 with MTP, 262,080 without): vLLM refuses
     assert r.plan.refusal is not None and "estimated maximum model length" in r.plan.refusal.message
+    plain = capacity("Qwen/Qwen3.5-27B", engine="vllm", gpu="H100").plan.refusal
+    assert plain is not None and r.plan.refusal.estimated_max_model_len < plain.estimated_max_model_len
     assert capacity("Qwen/Qwen3.5-27B", engine="vllm", gpu="H100", max_model_len=131072, settings=mtp(2)).plan.refusal \
         is None
 
