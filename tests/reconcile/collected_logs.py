@@ -100,6 +100,10 @@ COLLECTED: dict[str, CollectedCase] = {
         {"model": "zai-org/GLM-5", "tp": 8}, "zai-org/GLM-5",
         {"weights_bytes": (0, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
     # Qwen3.6-35B-A3B-NVFP4: Qwen3.5-35B-A3B's layer layout (sidecar)
+    # Qwen3.6-27B (text-only NVFP4 with its MTP module): Qwen3.5-27B's geometry
+    "vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl": (
+        {"model": "Qwen/Qwen3.5-27B"}, "Qwen/Qwen3.5-27B",
+        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": (
         {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
         {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
