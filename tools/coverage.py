@@ -38,6 +38,10 @@ RULE_TESTS = {
     "MiniMaxM3SparseForCausalLM": "tests/engines/test_vllm_families.py",
     "MiniMaxM3SparseForConditionalGeneration": "tests/engines/test_vllm_families.py",
     "MiMoV2ForCausalLM": "tests/engines/test_vllm_families.py (MiMo-V2-Flash's rules, the same model file)",
+    # MTP drafters (speculative_method mtp): their modules, KV layers and weights (kvplan.config.mtp)
+    **{arch: "tests/planning/test_mtp.py" for arch in (
+        "DeepSeekMTPModel", "DeepseekV32MTPModel", "DeepSeekV4MTPModel", "Glm4MoeMTPModel", "Qwen3NextMTP", "Qwen3_5MTP",
+        "Qwen3_5MoeMTP", "MiMoV2MTPModel", "NemotronHMTPModel", "Exaone4_5_MTP")},
 }
 NOTES = {
     "MllamaForConditionalGeneration": "sized on the V0 rows 0.6.4-0.8-v0 (tests/engines/test_vllm_families.py)",

@@ -86,7 +86,8 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "new_decoder_architecture": ("new_decoder_architecture",),  # ... unless Falcon's new architecture
     "multi_query_attention": ("multi_query_attention",),  # ChatGLM: multi_query_group_num applies
     "dtype": ("torch_dtype", "dtype"),
-    "num_nextn_predict_layers": ("num_nextn_predict_layers",),  # DeepSeek/GLM MTP layers
+    # MTP modules: DeepSeek/GLM/MiMo/Nemotron; Qwen3.5/3.6 (vLLM 0.33 models/qwen3_5_mtp.py:82)
+    "num_nextn_predict_layers": ("num_nextn_predict_layers", "mtp_num_hidden_layers"),
     # vLLM derive_max_model_len: the minimum of all of these that are present.
     "max_model_len": (
         "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",

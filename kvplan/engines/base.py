@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from kvplan.config.model import ModelConfig
+from kvplan.config.mtp import MtpModules
 from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
@@ -49,6 +50,7 @@ class Draft:
     tp: int  # the draft's TP size (the engines run it at the target's)
     specs: tuple[LayerSpec, ...] = ()  # the draft's KV layers, whole model
     specs_per_gpu: tuple[LayerSpec, ...] = ()  # the same layers on one GPU (they sit on the last PP stage)
+    mtp: MtpModules | None = None  # method mtp: the target's modules the drafter builds (kvplan.config.mtp)
 
     @property
     def num_layers(self) -> int:
@@ -208,6 +210,8 @@ class ProfileRun:
     sampled_row_copies: int  # copies of the R sampled hidden rows alive (V1: the rows + rand_like)
     persistent_rows: int = 0  # vLLM 0.33: max_num_seqs rows of penalty state (output_bin_counts, prompt_bin_mask)
     sampler_buffer_bytes: int = 0  # allocated by the profile's sampler and kept (vLLM 0.17+ Triton top-k/top-p cache)
+    draft_tokens: int = 0  # an MTP/EAGLE drafter's dummy forward over this many tokens after the target's (0: none)
+    spec_logit_rows: int = 0  # logit rows of a rejection-sampler dummy batch held beside the sampler's rows
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,6 +223,7 @@ class WeightSplit:
     ep: int = 1
     expert_tp: int | None = None  # None: tp (vLLM flattens its MoE over data parallel: dp × tp)
     attention_tp: int | None = None  # None: tp (SGLang DP attention: tp // dp)
+    towers: Literal["first", "every", "none"] = "first"  # where vision/audio towers load ("none": text-only mode)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,6 +241,7 @@ class BudgetRules:
     fp8_moe_refine: bool = False  # block-FP8 MoE scales refined to a finer grid where the blocks do not divide
     mla_absorbed: bool = False  # vLLM 0.7 V0: absorbed MLA matrices built at load time
     draft_weights: bool = False  # a draft's weights are loaded before the KV cache is sized (they count)
+    draft_shared: tuple[str, ...] = ("embedding", "lm_head")  # MTP module parts the drafter takes from the target
     lora: LoraRule | None = None  # LoRA slots allocated before the KV cache is sized
     encoder: EncoderRule | None = None  # the profile run encodes dummy multimodal items and holds their outputs
     cpu_offload_bytes: int = 0  # weights the engine keeps in host memory instead (vLLM --cpu-offload-gb)

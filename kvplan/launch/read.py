@@ -81,6 +81,7 @@ ROWS: dict[str, dict[str, Row]] = {
         "num_speculative_tokens": ("speculative", "num_speculative_tokens", _same),
         "kv_cache_memory_bytes": ("memory", "kv_budget_bytes", _budget), "quantization": ("memory", "quantization", _same),
         "dtype": ("model", "dtype", _dtype), "revision": ("model", "revision", _same),
+        "limit_mm_per_prompt": ("mm", "limits", _same), "language_model_only": ("mm", "text_only", bool),
         "data_parallel_size": ("layout", "dp", _same), "enable_expert_parallel": ("layout", "ep", bool),
         "nnodes": ("layout", "nodes", _same), "data_parallel_size_local": ("layout", "dp_local", _same),
     },
@@ -142,6 +143,7 @@ def read_launch(command: Command) -> Launch:
     _dp_attention(command, parts)
     _lora(parts)
     _speculative(parts)
+    _multimodal(parts)
     return Launch(command=command, parts=parts, no_effect=tuple(dict.fromkeys(no_effect)),
                   not_modelled=tuple(dict.fromkeys(unmodelled)), notes=_notes(command, no_effect, unmodelled))
 
@@ -186,6 +188,28 @@ def _speculative(parts: dict[str, dict[str, Any]]) -> None:
         settings["num_speculative_tokens"] = int(settings["num_speculative_tokens"])
     if any(v is not None for v in settings.values()):
         parts.setdefault("settings", {}).update({k: v for k, v in settings.items() if v is not None})
+
+
+def _mm_counts(limits: Any) -> dict[str, int]:
+    """--limit-mm-per-prompt as {modality: count}: JSON ({"image": 2} or {"image": {"count": 2, ...}}), or 0.8's
+    "image=2,video=0"."""
+    if isinstance(limits, str):
+        limits = dict(kv.split("=", 1) for kv in limits.split(",") if "=" in kv)
+    if not isinstance(limits, dict):
+        return {}
+    counts = {str(k): (v.get("count", 999) if isinstance(v, dict) else v) for k, v in limits.items()}
+    return {k: int(v) for k, v in counts.items() if isinstance(v, (int, str)) and str(v).strip().isdigit()}
+
+
+def _multimodal(parts: dict[str, dict[str, Any]]) -> None:
+    """vLLM's images per prompt (kvplan's limit_mm_per_prompt: the image modality's, which the profile run encodes);
+    every modality at 0, or --language-model-only (0.17 config/multimodal.py:304-307), is text-only mode: 0."""
+    mm = parts.pop("mm", {})
+    counts = _mm_counts(mm.get("limits"))
+    if mm.get("text_only") or ("image" in counts and not any(counts.values())):
+        parts.setdefault("settings", {})["limit_mm_per_prompt"] = 0
+    elif "image" in counts:  # a modality left out keeps vLLM's 999 (kvplan profiles the image modality only)
+        parts.setdefault("settings", {})["limit_mm_per_prompt"] = counts["image"]
 
 
 def _notes(command: Command, no_effect: list[str], unmodelled: list[str]) -> tuple[str, ...]:

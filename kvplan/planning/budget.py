@@ -32,6 +32,7 @@ from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.after_kv import CUDA_GRAPH_BYTES, AfterKvCheck
 from kvplan.planning.after_kv import check as after_kv_check
 from kvplan.planning.extras import extra_terms
+from kvplan.planning.extras.encoder import encoder_phase, unmodelled_tower_note
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.profile_run import activation_term, persistent_term
 from kvplan.planning.provenance import audited
@@ -185,7 +186,10 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
              *loaded_extras(request.model, rules, request.tp, counts[stage], first=sum(counts[:stage])),
              *extra_terms(request, rules, stage, weights_dtype)]
     if rules.profile is not None:
-        terms.append(activation_term(request.model, request.tp, rules.profile, last_stage=stage == request.pp - 1))
+        phase = encoder_phase(request.model, rules.encoder, request.max_model_len, request.tp) \
+            if rules.encoder is not None and stage == 0 else None
+        terms.append(activation_term(request.model, request.tp, rules.profile, last_stage=stage == request.pp - 1,
+                                     encoder=phase))
         terms += [t for t in (persistent_term(request.model, rules.profile),) if t]
     terms += non_torch_terms(rules)
     if rules.cuda_graphs:
@@ -254,7 +258,7 @@ def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
 def weights_per_stage(request: Request, split: WeightSplit, weights_dtype: str | None) -> tuple[int, ...]:
     """One GPU's weights per PP stage, cut as the engine cuts them."""
     return weight_bytes_per_stage(request.model, tp=split.tp, pp=request.pp, weights_dtype=weights_dtype, ep=split.ep,
-                                  expert_tp=split.expert_tp, attention_tp=split.attention_tp)
+                                  expert_tp=split.expert_tp, attention_tp=split.attention_tp, towers=split.towers)
 
 
 def _informative_weights(profile: Engine, request: Request, memory: Memory) -> int | None:
@@ -273,7 +277,8 @@ def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
     checks = [c for *_, c in stages if c is not None]
     after = next((c for c in checks if c.refusal), checks[-1] if checks else None)
     notes = [] if memory.gpu is not None else [f"no GPU given: assumed {DEFAULT_GPU}"]
-    notes += [n for n in (unified_memory_note(memory),) if n]
+    notes += [n for n in (unified_memory_note(memory), unmodelled_tower_note(request, profile.budget_rules(request)))
+              if n]
     estimated = [t.name for t in terms if not t.exact]
     if estimated:
         notes += [f"budget terms estimated: {', '.join(estimated)}",

@@ -104,26 +104,47 @@ def forward_peak(d: Dims, tokens: int, tp: int, eager: bool) -> tuple[int, str]:
 
 
 def sampler_peak(d: Dims, run: ProfileRun) -> int:
-    """Hidden states kept + sampled rows (and their copies) + R × V logits at the path's bytes per logit."""
+    """Hidden states kept + sampled rows (and their copies) + R × V logits at the path's bytes per logit (+ the
+    rejection sampler's dummy logits held while its bonus rows take the same path)."""
     s, rows = d.act_bytes, run.sampler_rows
     kept = s * run.tokens * d.hidden if run.full_hidden_at_sampler else 0
     return int(kept + run.sampled_row_copies * s * rows * d.hidden + rows * d.vocab * run.sampler_bytes_per_logit
-               + run.sampler_buffer_bytes)
+               + run.sampler_buffer_bytes + s * run.spec_logit_rows * d.vocab)
 
 
-def activation_term(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bool) -> BudgetTerm:
-    """The profile run's activation peak on one GPU: the forward's, or the sampler's on the last stage."""
+def draft_peak(d: Dims, run: ProfileRun, tp: int) -> int:
+    """The drafter's dummy forward (an MTP module or EAGLE layer, shaped like the target's): its layer peak over the
+    same tokens, with the target's output (T × h) still alive and the drafter's own T × h hidden-state buffer."""
+    if not run.draft_tokens:
+        return 0
+    forward, _ = forward_peak(d, run.draft_tokens, tp, run.eager)
+    return forward + 2 * d.act_bytes * run.draft_tokens * d.hidden
+
+
+def activation_term(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bool,
+                    encoder: tuple[int, str] | None = None) -> BudgetTerm:
+    """The profile run's activation peak on one GPU: the forward's, the sampler's on the last stage, or the
+    multimodal encoder's on the first (`encoder`: its peak beyond the encoder-cache term, and how it was sized)."""
     d = dims(model)
     forward, part = forward_peak(d, run.tokens, tp, run.eager)
     sampler = sampler_peak(d, run) if last_stage and run.sampler_rows else 0
+    drafter = draft_peak(d, run, tp) if last_stage else 0
     mode = "eager" if run.eager else "compiled"
     kept = f" + kept buffer {format_gib(run.sampler_buffer_bytes)} GiB" if run.sampler_buffer_bytes else ""
-    detail = (f"forward over {run.tokens:,} tokens ({mode}, {part}) {format_gib(forward)} GiB; sampler "
+    spec = f" + {run.spec_logit_rows:,} rejection-sampler rows" if run.spec_logit_rows else ""
+    detail = (f"forward over {run.tokens:,} tokens ({mode}, {part}) {format_gib(forward)} GiB; "
+              + (f"drafter forward + target output {format_gib(drafter)} GiB; " if drafter else "") + "sampler "
               + (f"{run.sampler_rows:,} rows × {d.vocab:,} vocab × {run.sampler_bytes_per_logit:g} B ({run.sampler_path})"
-                 f"{kept} + hidden {format_gib(sampler)} GiB" if sampler else "not on this stage"))
-    name = "activation peak (sampler)" if sampler > forward else f"activation peak (forward, {part})"
-    return BudgetTerm(name=name, bytes=max(forward, sampler), exact=False, kind="activation",
-                      source=f"profile run: {detail}")
+                 f"{kept}{spec} + hidden {format_gib(sampler)} GiB" if sampler else "not on this stage"))
+    tower = encoder[0] if encoder else 0
+    if encoder:
+        detail = f"{encoder[1]} (its cached outputs in the encoder-cache term); {detail}"
+    peak = max(forward, sampler, drafter, tower)
+    name = "activation peak (encoder forward)" if peak == tower and tower > max(forward, sampler, drafter) else \
+        "activation peak (sampler)" if peak == sampler and sampler > forward else \
+        "activation peak (drafter forward)" if peak == drafter and drafter > forward else \
+        f"activation peak (forward, {part})"
+    return BudgetTerm(name=name, bytes=peak, exact=False, kind="activation", source=f"profile run: {detail}")
 
 
 def penalty_state_bytes(model: ModelConfig, rows: int) -> int:

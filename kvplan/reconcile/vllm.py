@@ -75,13 +75,13 @@ def stage_of(worker: str | None, inputs: Inputs) -> int | None:
     return None
 
 
-def blocks_between(inputs: Inputs, budget: Budget) -> tuple[int, int] | str:
-    """kvplan's blocks for the smallest and largest budget a printed size allows, on the budget's own stage
-    (or its refusal)."""
+def plans_between(inputs: Inputs, budget: Budget) -> tuple[EnginePlan, EnginePlan] | str:
+    """kvplan's plans for the smallest and largest budget a printed size allows, on the budget's own stage (or its
+    refusal)."""
     found = [plan(inputs, int(b), stage=budget.stage) for b in budget.number.bytes_range()]
     if isinstance(found[0], str) or isinstance(found[1], str):
         return next(f for f in found if isinstance(f, str))
-    return found[0].num_blocks or 0, found[1].num_blocks or 0
+    return found[0], found[1]
 
 
 def worker_budgets(log: StartupLog, inputs: Inputs) -> list[Budget]:
@@ -130,13 +130,30 @@ def line_budgets(rules: VllmRules, budgets: list[Budget], count: int) -> list[li
     return [budgets for _ in range(count)]
 
 
-def min_blocks(inputs: Inputs, budgets: list[Budget]) -> tuple[int, int] | str:
-    """The smallest blocks over workers (each on its own stage), at both ends of the printed rounding."""
-    spans = [blocks_between(inputs, b) for b in budgets]
+def min_plans(inputs: Inputs, budgets: list[Budget]) -> tuple[EnginePlan, EnginePlan] | str:
+    """The plans of the fewest blocks over workers (each on its own stage), at both ends of the printed rounding."""
+    spans = [plans_between(inputs, b) for b in budgets]
     refused = next((x for x in spans if isinstance(x, str)), None)
     if refused is not None:
         return refused
-    return min(x[0] for x in spans if not isinstance(x, str)), min(x[1] for x in spans if not isinstance(x, str))
+    found = [x for x in spans if not isinstance(x, str)]
+    return (min((x[0] for x in found), key=lambda p: p.num_blocks or 0),
+            min((x[1] for x in found), key=lambda p: p.num_blocks or 0))
+
+
+def min_blocks(inputs: Inputs, budgets: list[Budget]) -> tuple[int, int] | str:
+    """The smallest blocks over workers (each on its own stage), at both ends of the printed rounding."""
+    found = min_plans(inputs, budgets)
+    return found if isinstance(found, str) else (found[0].num_blocks or 0, found[1].num_blocks or 0)
+
+
+def _tokens(rules: VllmRules, s: Shape, plans: tuple[EnginePlan, EnginePlan], inputs: Inputs) -> tuple[int, int]:
+    """The "GPU KV cache size" of both plans: from 0.21 the release's int(concurrency × length), as kvplan's plan
+    computes it (the release's own weighting of a request's blocks, capacity's figure); before, from the blocks."""
+    if rules.tokens == "concurrency":
+        return plans[0].kv_tokens, plans[1].kv_tokens
+    return tokens_of(rules, s, plans[0].num_blocks or 0, inputs.max_model_len, inputs.cache.dcp), \
+        tokens_of(rules, s, plans[1].num_blocks or 0, inputs.max_model_len, inputs.cache.dcp)
 
 
 def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) -> list[Outcome]:
@@ -149,11 +166,12 @@ def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) ->
             out.append(from_concurrency(log, record, number, rules, inputs) or skip("kv_tokens", record, number,
                                                                                      NO_BUDGET))
             continue
-        blocks = min_blocks(inputs, budgets)
-        if isinstance(blocks, str):
-            out.append(compare("kv_tokens", record, number, Fraction(0), Fraction(0), f"kvplan refuses: {blocks}"))
+        plans = min_plans(inputs, budgets)
+        if isinstance(plans, str):
+            out.append(compare("kv_tokens", record, number, Fraction(0), Fraction(0), f"kvplan refuses: {plans}"))
             continue
-        low, high = (tokens_of(rules, s, b, inputs.max_model_len, inputs.cache.dcp) for b in blocks)
+        blocks = (plans[0].num_blocks or 0, plans[1].num_blocks or 0)
+        low, high = _tokens(rules, s, plans, inputs)
         source = _said(budgets[0]) if len(budgets) == 1 else f"min over {len(budgets)} workers' budgets"
         how = (f"{source} -> {_span(*blocks)} blocks (kvplan) -> tokens by {rules.tokens} (vLLM {rules.releases})")
         check = compare("kv_tokens", record, number, Fraction(low), Fraction(high), how)
@@ -201,14 +219,26 @@ def concurrency_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Sha
             out.append(_from_upstream(record, number, source, rules, s, length))
             continue
         budgets = worker_budgets(log, inputs)
-        found = min_blocks(inputs, budgets) if budgets else "no tokens or blocks line before it, " + NO_BUDGET
+        found = min_plans(inputs, budgets) if budgets else "no tokens or blocks line before it, " + NO_BUDGET
         if isinstance(found, str):
             out.append(skip("max_concurrency", record, number, found))
             continue
-        low, high = (concurrency_of(rules, s, b, length) for b in found)
-        how = f"min over worker budgets -> {_span(*found)} blocks (kvplan) / {s.per_request:,} per {length:,}-token request"
-        out.append(compare("max_concurrency", record, number, low, high, how))
+        out.append(_from_plans(record, number, found, rules, s, length))
     return out
+
+
+def _from_plans(record: Record, number: Number, plans: tuple[EnginePlan, EnginePlan], rules: VllmRules, s: Shape,
+                length: int) -> Outcome:
+    """A concurrency from kvplan's plans of the budgets: from 0.21 the release's own (kvplan's plan), before, the
+    blocks over the blocks one request reserves."""
+    blocks = _span(plans[0].num_blocks or 0, plans[1].num_blocks or 0)
+    if rules.tokens == "concurrency" and plans[0].max_concurrency is not None and plans[1].max_concurrency is not None:
+        return compare("max_concurrency", record, number, Fraction(plans[0].max_concurrency),
+                       Fraction(plans[1].max_concurrency), f"min over worker budgets -> {blocks} blocks, the "
+                       f"release's concurrency for {length:,}-token requests (kvplan's plan)")
+    low, high = (concurrency_of(rules, s, p.num_blocks or 0, length) for p in plans)
+    return compare("max_concurrency", record, number, low, high, f"min over worker budgets -> {blocks} blocks "
+                   f"(kvplan) / {s.per_request:,} per {length:,}-token request")
 
 
 def _from_upstream(record: Record, number: Number, source: Number, rules: VllmRules, s: Shape, length: int) -> Outcome:

@@ -100,6 +100,11 @@ COLLECTED: dict[str, CollectedCase] = {
         {"model": "zai-org/GLM-5", "tp": 8}, "zai-org/GLM-5",
         {"weights_bytes": (0, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
     # Qwen3.6-35B-A3B-NVFP4: Qwen3.5-35B-A3B's layer layout (sidecar)
+    # Qwen3.6-27B (text-only NVFP4 with its MTP module): Qwen3.5-27B's geometry
+    # its MTP draft (speculative_config in the log) and prefix caching are read from the log and planned (issue 29)
+    "vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl": (
+        {"model": "Qwen/Qwen3.5-27B"}, "Qwen/Qwen3.5-27B",
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": (
         {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
         {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
@@ -208,11 +213,11 @@ COLLECTED: dict[str, CollectedCase] = {
         {}, "deepseek-ai/DeepSeek-V2-Lite",
         {"kv_tokens": (2, 2), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
     # --- issue 29: quantized, MTP and multimodal deployments (sidecars beside each log) ---
-    # the HF-cache snapshot path names the checkpoint (read as its hub id, no flag); the scheduler settings are read
-    # from the log; its MTP drafter is not planned yet (pinned misses)
+    # the HF-cache snapshot path names the checkpoint (read as its hub id, no flag); the scheduler settings, the release
+    # and the MTP x2 drafter are the log's; tokens and concurrency as the release's plan computes them (issue 29)
     "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": (
         {}, "deepseek-ai/DeepSeek-V4-Flash",
-        {"weights_bytes": (0, 1), "kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes"}),
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
     # the report's section heading names openai/gpt-oss-20b, its title the GB10; the lines name neither. The tokens
     # of these GB10 runs: from the printed concurrency (tokens = int(concurrency × length), no budget printed)
     "vllm-v0300-gpt-oss-20b-gb10-util055": (
@@ -250,7 +255,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # the same GB10 and settings as the run without MTP, with --speculative-config mtp x2
     "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": (
         {}, 'nvidia/Qwen3.6-27B-NVFP4',
-        {'weights_bytes': (0, 1), 'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
+        {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
     # a refusal: 15.67 GiB of weights, -14.28 GiB of KV at 0.22 of an A100-80GB
     "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
         {}, 'Qwen/Qwen2.5-VL-7B-Instruct',

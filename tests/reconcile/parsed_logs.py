@@ -91,6 +91,9 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0191dev-glm51-fp8-tp8-h200": (
         "vllm", None, {"enforce_eager": "True"},
         {"weights": ["89.34"], "kv_budget": ["32.11"], "kv_tokens": ["344,192"], "max_model_len": ["202,752"], "max_concurrency": ["1.70"]}),
+    "vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl": (
+        "vllm", "0.20.0", {"model": "sakamakismile/Qwen3.6-27B-Text-NVFP4-MTP", "max_model_len": "65536", "kv_dtype": "fp8", "quantization": "compressed-tensors", "gpu_memory_utilization": "0.82", "max_num_batched_tokens": "16384", "max_num_seqs": "2", "prefix_caching": "True", "enforce_eager": "True"},
+        {"weights": ["18.41"], "kv_budget": ["4.8"], "padding_layers": ["3"], "kv_tokens": ["36,432"], "max_model_len": ["65,536"], "max_concurrency": ["1.82"]}),
     "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": (
         "vllm", "0.20.0", {"model": "RedHatAI/Qwen3.6-35B-A3B-NVFP4", "tp": "1", "pp": "1", "max_model_len": "65536", "kv_dtype": "fp8_e4m3", "dtype": "bfloat16", "quantization": "compressed-tensors", "gpu_memory_utilization": "0.9", "graph_estimate": "on", "enforce_eager": "False"},
         {"weights": ["21.86"], "cuda_graph": ["0.39"], "kv_budget": ["3.07"], "kv_tokens": ["79,648"], "max_model_len": ["65,536"], "max_concurrency": ["4.03"]}),

@@ -63,6 +63,7 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0641-qwen25-32b-awq-4k-a6000": _STAND_IN, "vllm-v0641-qwen25-72b-gptq-int4-8k-refusal-a40": _STAND_IN,
     "vllm-v0160-llama3-70b-awq-tp2-l40s": _STAND_IN, "vllm-v0151-qwen25-14b-awq-16k-refusal": _STAND_IN,
     "vllm-v0210-qwen25-omni-7b-int4-24gb": _STAND_IN, "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": _STAND_IN,
+    "vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl": _STAND_IN,
     "vllm-v0191-nemotron-cascade2-30b-a3b-nvfp4-marlin-h100": _STAND_IN,
     "vllm-v0230-gemma4-31b-it-kaggle-95gb": _STAND_IN,
     "vllm-v0191dev-glm51-fp8-tp8-h200": "GLM-5.1-FP8's weights: the log names no checkpoint",
@@ -76,8 +77,8 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": "an AMD GPU not named; " + _NO_GPU,
     "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": "an author's excerpt: release not printed, GPU from the guide",
 }
-# the logs whose budget kvplan's estimate puts within 1% of usable memory today (13 of 27, after the release rows of
-# issue 21). The estimate here takes only what the log says: where it does not name its sampler, the release's
+# the logs whose budget kvplan's estimate puts within 1% of usable memory today (14 of 27, after the release rows of
+# issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
 # default path (sort for 0.10) is assumed; tools/log_budgets.py reads the inputs of tests/data/logs/
 # budget-inputs-vllm.json, where the 0.10 Qwen2-7B runs are inferred to have used FlashInfer's sampler (their
 # numbers fit ~15 B/logit, not the sort's 38), and puts those within 0.5%.
@@ -88,6 +89,7 @@ WITHIN_1_PERCENT = {
     "vllm-v072-qwen25-math-1.5b-22gb", "vllm-v082-llama32-3b-serve-t4", "vllm-v0151-llama31-8b-131k-eager-a100-40gb",
     "vllm-v0271-qwen3-32b-tp2-rtxpro6000", "vllm-nightly-llama31-8b-a100-80gb-fragments",
     "vllm-v0191-qwen3-8b-a100-40gb", "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4",
+    "vllm-v0190-qwen35-9b-l40s",  # the Qwen3.5 tower's profile run (issue 29)
 }
 
 

@@ -150,13 +150,6 @@ MISSES: dict[tuple[str, str], str] = {
     ("vllm-v0851-qwen3-4b-base-lora-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
     ("vllm-v092-qwen25-vl-7b-bnb4-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
     # issue 29's collection: quantized, MTP and multimodal deployments
-    ("vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000", "kv_tokens"): "the log's MTP drafter (2 speculative "
-        "tokens) is not planned (kvplan cannot plan DeepSeek-V4's MTP yet: a note says so); the scheduler settings "
-        "are the log's (max_num_seqs 64, max_num_batched_tokens 4,096): 1,902,696-1,904,689 tokens from the logged "
-        "10.29 GiB vs 1,993,100",
-    ("vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000", "weights_bytes"): "the drafter vLLM loads in the same "
-        "measured block is not planned: 73.17-74.65 GiB (checkpoint with fp4 experts, rotary caches) vs 75.64",
-    ("vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000", "max_concurrency"): "the same tokens: 1.81x vs 1.90x",
     ("vllm-v0300-qwen36-35b-a3b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Qwen3.6-35B-A3B-FP8 config; "
         "kvplan counts the stand-in Qwen3.5-35B-A3B's bf16 weights (1.9x)",
     ("vllm-v0300-hermes4-14b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Hermes-4-14B-FP8 config; kvplan "
@@ -171,11 +164,8 @@ MISSES: dict[tuple[str, str], str] = {
         "(test_release_logs.py): not determined (a candidate: 0.5.8 takes the total at the end of "
         "init_torch_distributed, model_runner.py:779-803, not at the printed 'Load weight begin', :806-809; ~35 MB "
         "allocated between them would account for it)",
-    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'kv_tokens'): 'reconcile plans no MTP draft: its full-attention layer joins the KV groups (the log adds 3 padding layers, block 1,600 instead of 1,568): 1,529,173 tokens from the logged 48.6 GiB vs 1,394,129',
-    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'max_concurrency'): 'the same tokens: 5.83x vs 5.32x',
     ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'kv_tokens'): "the excerpt prints no release or print site, so reconcile cannot place it: it counts both attention groups' layers per token (153,120-153,280) where vLLM 0.25's hybrid groups give 303,646",
     ('vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08', 'weights_bytes'): "inputs missing: no Qwen3.5-35B-A3B-FP8 config; kvplan counts the bf16 stand-in's weights (1.9x)",
-    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'weights_bytes'): "reconcile plans no MTP draft: 19.46-19.85 GiB (MIXED_PRECISION read per module) vs 20.57 logged, the MTP layer's 0.79 GiB",
     ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'weights_bytes'): "the excerpt prints no release, so reconcile plans its 'TRITON' MXFP4 line with a row whose triton_kernels layout keeps the original block scales (63.7-65.0 GiB); 0.25's does not (capacity at vllm@0.25: 61.00 vs 61.29)",
 }
 

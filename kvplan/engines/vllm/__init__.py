@@ -71,7 +71,9 @@ class VllmEngine:
         return budget_rules(self.release, self.resolve(request))
 
     def weight_split(self, request: Request) -> WeightSplit:
-        return parallel.weight_split(request)
+        split = parallel.weight_split(request)
+        text_only = request.settings.limit_mm_per_prompt == 0 and self.release.text_only_skips_towers
+        return replace(split, towers="none") if text_only else split
 
     def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None

@@ -36,10 +36,15 @@ SLIDING_BLOCK = 64
 STATE_BLOCK = {4: 4, 128: 8}
 ALIGN_PACKED, ALIGN_ROWS = 576, 512
 # How a release sizes one block id of DeepSeek-V4's groups, newest first (bisected over the extracted releases):
-# 0.29 on, block-outermost packing (v1/core/kv_cache_planning.py:574-606, 914-1041); 0.20-0.28, "layer tuples"
-# (0.22 v1/core/kv_cache_utils.py:1764-1788: every group reserves the most tuples any group has, each tuple one
-# page of each size of the first, compressed-latent, group).
-BLOCK_LAYOUT_BY_RELEASE = (("0.29", "packed"), ("0.20", "tuples"))
+# 0.29 on, block-outermost packing (v1/core/kv_cache_planning.py:574-606, 914-1041); 0.23-0.28, one tensor slot per
+# page size and position, every group's pages first padded up to the nearest page of the compressed-latent group
+# (0.25 v1/core/kv_cache_utils.py:1277-1312 _get_kv_cache_config_packed, 1230-1252 _bucket_layers_by_page_size,
+# 1618-1640 the padding): Σ page × the most members of that page in one group; 0.20-0.22 "layer tuples" (0.22
+# v1/core/kv_cache_utils.py:1179-1244: the most members of one page in any group × the latent group's page sizes).
+BLOCK_LAYOUT_BY_RELEASE = (("0.29", "packed"), ("0.23", "buckets"), ("0.20", "tuples"))
+# Blocks one request reserves in the concurrency: 0.27 on Σ per group (0.27 kv_cache_utils.py:937-959); 0.20-0.26
+# cdiv(Σ group blocks × the group's page sum, the latent group's page sum) (0.25 kv_cache_utils.py:919-937).
+CONCURRENCY_BY_RELEASE = (("0.27", "blocks"), ("0.20", "bytes"))
 
 
 def is_deepseek_v4(parts: tuple[Part | None, ...]) -> bool:
@@ -113,11 +118,33 @@ def block_layout(release_key: str) -> str:
     return next((rule for first, rule in BLOCK_LAYOUT_BY_RELEASE if at_least(release_key, first)), "packed")
 
 
+def _padded_pages(groups: tuple[Group, ...], specs: Specs, stage: range) -> list[list[int]]:
+    """Each group's pages on this stage, a non-latent group's padded up to the nearest latent page
+    (0.25 v1/core/kv_cache_utils.py:1618-1640: page_size_padded)."""
+    pages = [[s.page_bytes for i in g.layers if i in stage and (s := specs[i]) is not None] for g in groups]
+    latent = sorted(set(next(p for g, p in zip(groups, pages, strict=True) if isinstance(g.spec.spec, CompressedMLA))))
+    return [p if isinstance(g.spec.spec, CompressedMLA) else [min((x for x in latent if x >= b), default=b) for b in p]
+            for g, p in zip(groups, pages, strict=True)]
+
+
 def block_bytes(release_key: str, groups: tuple[Group, ...], specs: Specs, stage: range, aligns: tuple[int, ...]) -> int:
     """One block id's bytes on a worker of this stage, by the release's rule."""
-    if block_layout(release_key) == "packed":
+    layout = block_layout(release_key)
+    if layout == "packed":
         return packed.block_bytes(groups, specs, stage, dict(enumerate(aligns)))
-    pages = [[s.page_bytes for i in g.layers if i in stage and (s := specs[i]) is not None] for g in groups]
+    pages = _padded_pages(groups, specs, stage)
+    if layout == "buckets":
+        return sum(size * max(p.count(size) for p in pages) for size in {x for p in pages for x in p})
     latent = next(p for g, p in zip(groups, pages, strict=True) if isinstance(g.spec.spec, CompressedMLA))
     tuples = max(max(p.count(x) for x in p) for p in pages if p)
     return tuples * sum(set(latent))
+
+
+def blocks_per_request(release_key: str, groups: tuple[Group, ...], specs: Specs, need: tuple[int, ...],
+                       stage: range) -> int:
+    """Blocks one max-length request reserves in the logged concurrency, by the release's rule."""
+    if next((rule for first, rule in CONCURRENCY_BY_RELEASE if at_least(release_key, first)), "blocks") == "blocks":
+        return sum(need)
+    sums = [sum(p) for p in _padded_pages(groups, specs, stage)]
+    latent = next(s for g, s in zip(groups, sums, strict=True) if isinstance(g.spec.spec, CompressedMLA))
+    return cdiv(sum(n * s for n, s in zip(need, sums, strict=True)), latent)

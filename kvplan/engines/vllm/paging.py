@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvplan.engines.base import Request
-from kvplan.engines.vllm import deepseek_v4
+from kvplan.engines.vllm import deepseek_v4, speculative
 from kvplan.engines.vllm.backends import DEFAULT_BLOCK_SIZE, attention_backend, is_hopper
 from kvplan.engines.vllm.groups import PagedSpec, Specs, modules, paged_spec
 from kvplan.engines.vllm.mamba import (
@@ -88,7 +88,8 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     315-400). A draft's KV layers follow the target's on the last stage: they register in the same forward
     context and share its pool (speculative.py). The FlashMLA block releases before 0.18 force on Hopper:
     0.11 platforms/cuda.py:161-167 whatever the size, 0.12-0.17 unless a multiple (``_forced_mla_block``)."""
-    per_gpu = (*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ()))
+    per_gpu = speculative.with_draft_conv_rows((*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ())),
+                                               req, rel)
     mods = modules(per_gpu, worker_stages(req, layout))
     if deepseek_v4.is_deepseek_v4(mods.parts):
         specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)

@@ -89,8 +89,10 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
+    per_request = deepseek_v4.blocks_per_request(rel.key, groups, specs, need, stages[-1]) \
+        if pages.packed is not None else sum(need)
     return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, check=rel.start_check,
-                  packed=pages.packed is not None, uniform=uniform_type)
+                  packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)
 
 
 def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:
@@ -105,7 +107,7 @@ def max_concurrency(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks
     """V0 and 0.8: tokens / max_model_len; 0.9 on: blocks / blocks one request reserves."""
     if rel.concurrency_from_tokens:
         return paged.num_blocks * pages.block_size / req.max_model_len
-    return paged.num_blocks / sum(paged.need)
+    return paged.num_blocks / (paged.per_request or sum(paged.need))
 
 
 def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float, tokens: int,
@@ -190,7 +192,10 @@ def explain(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budget
               f"blocks per max-length request = {' + '.join(map(str, paged.need))} = {sum(paged.need):,}",
               f"max concurrency = {paged.num_blocks:,} × {pages.block_size} / {req.max_model_len:,} = {concurrency:.2f}x"
               if rel.concurrency_from_tokens else
-              f"max concurrency = {paged.num_blocks:,} / {sum(paged.need):,} = {concurrency:.2f}x"]
+              f"max concurrency = {paged.num_blocks:,} / {paged.per_request or sum(paged.need):,} = {concurrency:.2f}x"]
+    if paged.per_request and paged.per_request != sum(paged.need):
+        lines.insert(-1, f"as this release counts them, weighted by each group's page sum over the latent group's: "
+                         f"{paged.per_request:,} blocks")
     lines.append(f"GPU KV cache size = int({concurrency:.6f} × {req.max_model_len:,}) = {tokens:,} tokens"
                  if not req.settings.vllm.legacy_token_log else
                  f"GPU KV cache size (legacy) = num_blocks // groups × block × dcp = {tokens:,} tokens")

@@ -19,6 +19,7 @@ from kvplan.engines.base import (
     Request,
 )
 from kvplan.engines.settings import Settings
+from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
 from kvplan.engines.vllm.moe_backends import mxfp4_pick, release_pick
 from kvplan.engines.vllm.row import GIB, RefusalStyle, SchedulerTier, VllmRelease
@@ -134,18 +135,29 @@ def _path_bytes(rel: VllmRelease, path: str, rows: int, vocab: int, sms: int) ->
     return PATH_BYTES[path], kept
 
 
+# Drafters whose dummy forward runs in the profile after the target's (use_eagle(): 0.25
+# v1/worker/gpu_model_runner.py:6024-6066 drafter.dummy_run(num_tokens); Model Runner V2 0.33
+# v1/worker/gpu/model_runner.py:946-986 speculator.propose(dummy_run=True)); a draft model's forward is not modelled.
+DRAFTER_FORWARD_METHODS = ("mtp", "eagle", "eagle3")
+
+
 def profile_run(rel: VllmRelease, req: Request) -> ProfileRun:
-    """The start-up profile run of a resolved request."""
+    """The start-up profile run of a resolved request. With speculative decoding the V1 runner's dummy sampler also
+    runs the rejection sampler over randn logits of num_reqs draft + num_reqs bonus rows (0.25
+    v1/worker/gpu_model_runner.py:6170-6199; 0.9.2 :2210-2240), which Model Runner V2 does not."""
     s = req.settings
     sampler, tokens, seqs = s.vllm.sampler, s.max_num_batched_tokens, s.max_num_seqs
     assert tokens is not None and seqs is not None and sampler is not None
     rows, mrv2 = min(seqs, tokens) if rel.rows_capped else seqs, uses_mrv2(rel, req)
     per_logit, kept = _path_bytes(rel, sampler, rows, int(req.model.field("vocab_size") or 0),
                                   sm_count(req.gpu_name))
+    drafts = req.draft is not None and req.draft.method in DRAFTER_FORWARD_METHODS
     return ProfileRun(tokens=tokens, eager=s.enforce_eager or not rel.compiled, sampler_rows=rows, sampler_path=sampler,
                       sampler_bytes_per_logit=per_logit, full_hidden_at_sampler=rel.full_hidden_at_sampler,
                       sampled_row_copies=1 if mrv2 else rel.sampled_row_copies, sampler_buffer_bytes=kept,
-                      persistent_rows=seqs if mrv2 and rel.persistent_sampler_buffers else 0)
+                      persistent_rows=seqs if mrv2 and rel.persistent_sampler_buffers else 0,
+                      draft_tokens=tokens if drafts else 0,
+                      spec_logit_rows=2 * rows if req.draft is not None and not mrv2 else 0)
 
 
 def graphs_subtracted(rel: VllmRelease, req: Request) -> bool:
@@ -164,7 +176,8 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
         cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=moe.backend,
         mxfp4_assumed=moe.assumed, mxfp4_keeps_scales=moe.keeps_scales, mxfp4_source=moe.source,
         fp8_moe_refine=rel.fp8_moe_refine,
-        mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None, lora=lora_rule(rel, req),
+        mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None,
+        draft_shared=speculative.draft_shared(rel, req), lora=lora_rule(rel, req),
         encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req),
         load=load_rule(rel, req))
 

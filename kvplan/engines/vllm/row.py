@@ -157,6 +157,8 @@ class VllmRelease:
     lookahead_methods: tuple[str, ...] = ()
     spec_state_blocks: bool = False  # MambaSpec.num_speculative_blocks counted in max_memory_usage_bytes (0.15 on)
     spec_sliding_retained: bool = False  # SlidingWindowSpec.extra_retained_tokens (multi-module MTP, 0.28 on)
+    mtp_head_shared: bool = False  # an MTP module's shared_head.head is the target's lm_head (0.16 on)
+    spec_conv_mixers: frozenset[str] = frozenset()  # linear mixers whose conv state keeps K more rows (0.11 GDN)
     # LoRA: families whose embed_tokens/lm_head get slots (models' embedding_modules), extra adapter vocabulary
     lora_embedding_families: frozenset[str] = frozenset({"llama", "mistral", "mixtral"})
     lora_extra_vocab: int = 256
@@ -164,6 +166,7 @@ class VllmRelease:
     # Multimodal profile run (V1): None = not modelled; cdiv (0.9) or floor (get_max_items, 0.10 on)
     encoder_items_rule: Literal["cdiv", "floor"] | None = None
     encoder_padded_to_budget: bool = False  # 0.11-0.12 expand each item's output to the encoder budget's rows
+    text_only_skips_towers: bool = False  # every modality limited to 0: the towers are not built (0.15 on)
     kv_offloading: bool = False  # --kv-offloading-size (native CPU tier through the OffloadingConnector, 0.12 on)
     changes: tuple[Change, ...] = ()  # the rules new in this release (see rows.py)
     source: str

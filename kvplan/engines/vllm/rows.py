@@ -185,8 +185,10 @@ V1_011 = _after(V1_010, "0.11", "0.11.0", (
      "v1/core/kv_cache_utils.py:894-1001, 1211-1291"),
     ("multimodal dummy outputs expanded to the encoder budget's rows", "v1/worker/gpu_model_runner.py:3370-3384"),
     ("--kv-cache-memory-bytes bypasses the profile (not modelled)", "v1/worker/gpu_worker.py:235-252"),
+    ("speculative decoding: a Gated-DeltaNet layer's conv state keeps kernel − 1 + K rows",
+     "model_executor/layers/mamba/mamba_utils.py:166-186; model_executor/models/qwen3_next.py:197, 231"),
 ), tp_comm="lazy", tp_comm_measured_on="0.11", decode_context_parallel=True, encoder_padded_to_budget=True,
-    hybrid_groups_strided=True)
+    hybrid_groups_strided=True, spec_conv_mixers=frozenset({"gdn"}))
 V1_012 = _after(V1_011, "0.12", "0.12.0", (
     ("FlashInfer is a dependency but its top-k/top-p sampler is opt-in (VLLM_USE_FLASHINFER_SAMPLER): sort",
      "v1/sample/ops/topk_topp_sampler.py:26-90"),
@@ -222,6 +224,8 @@ V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("draft-model speculative decoding in V1 (0.14 refused it); Mamba reserves one block per speculative token",
      "v1/kv_cache_interface.py:293-300; 0.14.0 engine/arg_utils.py:1794 removed"),
     ("MistralForCausalLM has its own class without embedding LoRA", "model_executor/models/mistral.py:238-240"),
+    ("every modality limited to 0 (--limit-mm-per-prompt): the multimodal models' towers are not built "
+     "(SupportsMultiModal._mark_tower_model; Kimi-K2.5 from 0.19)", "model_executor/models/interfaces.py:217-262"),
     ("prefix caching on: mamba_cache_mode 'align' for a model without Mamba prefix-caching support (two state "
      "blocks per request, Mamba block = attention block), 'all' for the others",
      "model_executor/models/config.py:332-372; v1/kv_cache_interface.py:293-300"),
@@ -229,7 +233,9 @@ V1_015 = _after(V1_014, "0.15", "0.15.0", (
      "model_executor/layers/quantization/mxfp4.py:106-173"),
 ), async_with_pp=True, mamba_align_mode=True, mxfp4=MXFP4_015, spec_methods=("draft_model", *_SPEC),
     lookahead_methods=("draft_model", "eagle", "eagle3", "mtp"),
-    spec_state_blocks=True, lora_embedding_families=frozenset({"llama", "mixtral"}))
+    spec_state_blocks=True, lora_embedding_families=frozenset({"llama", "mixtral"}), text_only_skips_towers=True)
 V1_016 = _after(V1_015, "0.16", "0.16.0", (
     ("Qwen3 and Qwen3-MoE get embedding LoRA", "model_executor/models/qwen3.py:274"),
-), lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}))
+    ("an MTP module's shared_head.head is replaced by the target's lm_head after loading (DeepSeek, GLM-4.5: "
+     "before, the checkpoint's own copy stays loaded)", "v1/spec_decode/eagle.py:1457-1521"),
+), lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}), mtp_head_shared=True)

@@ -32,10 +32,12 @@ V1_017 = _after(V1_016, "0.17", "0.17.0", (
      "(inside the TP communicator term, sized from 0.19's logs from here on; 0.11's before)",
      "config/vllm.py:113-132, 204, 223; compilation/passes/fusion/allreduce_rms_fusion.py:215"),
     ("Model Runner V2 warmup_kernels after the KV cache", "v1/worker/gpu_worker.py:582"),
+    ("speculative decoding: a Mamba-2 layer's conv state keeps kernel − 1 + K rows too (OLMo's GDN in 0.19)",
+     "model_executor/layers/mamba/mamba_utils.py:127-150; model_executor/layers/mamba/mamba_mixer2.py:492, 911"),
     ("the start-up check runs on each worker's projected groups against its own memory (still the first group's "
      "blocks only)", "v1/core/kv_cache_utils.py:1327-1360, 1558-1577"),
 ), sampler="triton", sampler_paths=("sort", "flashinfer", "triton"), start_check="first_group",
-    tp_comm_measured_on="0.19")
+    tp_comm_measured_on="0.19", spec_conv_mixers=frozenset({"gdn", "olmo_gdn", "mamba2"}))
 V1_018 = _after(V1_017, "0.18", "0.18.0", (
     ("CUDA-graph memory profiled inside the memory window and logged, subtracted only with "
      "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (default 0): 'In v0.19, CUDA graph memory profiling will be "

@@ -16,19 +16,53 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvplan.engines.base import Request
 from kvplan.engines.vllm.groups import NO_SPEC, SpecReserve
-from kvplan.engines.vllm.releases import VllmRelease
+from kvplan.engines.vllm.row import VllmRelease
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, held_tokens, paged
 from kvplan.formulas.per_token import kv_bytes_per_token
-from kvplan.specs import token_limit
+from kvplan.specs import Composite, LayerSpec, LinearState, Part, token_limit
+
+# The release whose config/speculative.py (config.py before 0.11) first maps a model to its MTP drafter
+# (hf_config_override), by the model_type or architecture it matches; bisected over the extracted wheels.
+MTP_FIRST_RELEASE = {
+    "deepseek_v3": "0.9", "MiMoForCausalLM": "0.9", "Glm4MoeForCausalLM": "0.10", "deepseek_v32": "0.11",
+    "qwen3_next": "0.11", "glm_moe_dsa": "0.16", "Qwen3_5ForConditionalGeneration": "0.17",
+    "Qwen3_5MoeForConditionalGeneration": "0.17", "qwen3_5": "0.17", "qwen3_5_moe": "0.17", "nemotron_h": "0.17",
+    "deepseek_v4": "0.20", "exaone4_5": "0.20", "exaone4_5_text": "0.20", "MiMoV2FlashForCausalLM": "0.21",
+    "qwen3_5_text": "0.28", "qwen3_5_moe_text": "0.28",
+}
+
+
+def draft_shared(rel: VllmRelease, req: Request) -> tuple[str, ...]:
+    """The MTP module parts the drafter takes from the target: the embedding at pp 1 (0.33
+    llm_base_proposer.py:1418-1480; 0.9.2 eagle.py:344-346), the head where the module computes its logits with
+    an lm_head (replaced by the target's), or its shared_head.head from 0.16 (eagle.py:1494-1521)."""
+    mtp = req.draft.mtp if req.draft else None
+    head = mtp is None or mtp.head == "lm_head" or rel.mtp_head_shared
+    return (*(("embedding",) if req.pp == 1 else ()), *(("lm_head",) if head else ()))
+
+
+def _check_mtp(rel: VllmRelease, req: Request) -> None:
+    mtp = req.draft.mtp if req.draft else None
+    if mtp is None or rel.version < (0, 9):
+        return
+    first = MTP_FIRST_RELEASE.get(mtp.key)
+    if first is not None and rel.version < tuple(int(p) for p in first.split(".")):
+        raise InputError(f"{rel.label} has no MTP drafter for {req.model.model_id} ({mtp.drafter}, matched by "
+                         f"{mtp.key}, arrives in vLLM {first}: config/speculative.py hf_config_override)",
+                         arg="speculative_method")
 
 
 def check(rel: VllmRelease, req: Request) -> None:
-    """The methods a release runs (0.9-0.11 refuse a draft model: arg_utils.py:1485-1489 in 0.11)."""
+    """The methods a release runs (0.9-0.11 refuse a draft model: arg_utils.py:1485-1489 in 0.11), and the MTP
+    drafters it has."""
     draft = req.draft
     if draft is None or draft.method in rel.spec_methods:
+        _check_mtp(rel, req)
         return
     if draft.method == "draft_model" and rel.spec_methods:
         raise InputError(f"{rel.label} refuses speculative_method draft_model: \"Draft model speculative decoding is "
@@ -36,6 +70,22 @@ def check(rel: VllmRelease, req: Request) -> None:
                          arg="speculative_method")
     raise InputError(f"kvplan follows vLLM's speculative decoding (speculative_method) from 0.9 (V1); {rel.label} is "
                      "not modelled", arg="speculative_method")
+
+
+def _grown(part: Part, k: int, mixers: frozenset[str]) -> Part:
+    return replace(part, conv_kernel=part.conv_kernel + k) if isinstance(part, LinearState) \
+        and part.mixer in mixers and part.conv_kernel else part
+
+
+def with_draft_conv_rows(specs: tuple[LayerSpec, ...], req: Request, rel: VllmRelease) -> tuple[LayerSpec, ...]:
+    """Linear layers whose conv state keeps K more rows for the drafted tokens (every method: vLLM's
+    num_speculative_tokens): conv_kernel − 1 + K rows (0.33 mamba_utils.py:186-205, 272-290)."""
+    k = req.draft.num_speculative_tokens if req.draft else 0
+    if not k or not rel.spec_conv_mixers:
+        return specs
+    return tuple(Composite(parts=tuple(_grown(p, k, rel.spec_conv_mixers) for p in s.parts))
+                 if isinstance(s, Composite) else _grown(s, k, rel.spec_conv_mixers) if isinstance(s, LinearState)
+                 else s for s in specs)
 
 
 def worker_stages(req: Request, layout: Layout) -> tuple[range, ...]:

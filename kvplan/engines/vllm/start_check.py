@@ -25,6 +25,7 @@ class Blocks:
     check: StartCheck = "groups"  # what the start-up check counts for one request (VllmRelease.start_check)
     packed: bool = False  # block-outermost packed groups (DeepSeek-V4)
     uniform: bool = False  # one group whose layers differ in pages (UniformTypeKVCacheSpecs)
+    per_request: int = 0  # blocks a max-length request counts in the concurrency (0: Σ need; DeepSeek-V4 by release)
 
 
 def group_need(group: Group, specs: Specs, max_model_len: int, flight_dcp: tuple[int, int], uniform: bool,

@@ -57,7 +57,7 @@ def extra_terms(request: Request, rules: BudgetRules, stage: int, weights_dtype:
     """The terms these features add on one GPU of `stage` (the draft on the last, the encoder on the first)."""
     found = [offload_term(request, rules, stage, weights_dtype)]
     if rules.draft_weights and request.draft is not None and stage == request.pp - 1:
-        found.append(draft_weights_term(request, request.draft))
+        found.append(draft_weights_term(request, request.draft, rules.draft_shared, weights_dtype))
     if rules.lora is not None:
         found.append(lora_term(request.model, rules.lora, request.tp, request.pp, stage))
     if rules.encoder is not None and stage == 0:
@@ -87,7 +87,7 @@ def summarize(profile: Engine, request: Request, plan: EnginePlan, layout: Layou
     return Extras(
         speculative=speculative_summary(request, plan, layout, terms) if layout is not None else None,
         lora=lora.summary(m, rules.lora, request.tp, request.pp) if rules.lora else None,
-        encoder_cache=encoder.summary(m, rules.encoder, request.max_model_len) if rules.encoder else None,
+        encoder_cache=encoder.summary(m, rules.encoder, request.max_model_len, request.tp) if rules.encoder else None,
         host_tier=host_tier(profile.name, plan, request.settings, ranks) if plan.kv_tokens else None)
 
 

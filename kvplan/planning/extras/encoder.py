@@ -1,20 +1,23 @@
-"""The multimodal encoder cache of vLLM's start-up profile run, for models with a vision tower.
+"""The multimodal encoder of vLLM's start-up profile run, for models with a vision tower.
 
 vLLM V1 encodes a batch of dummy items of the modality with the most tokens per item before the
 language model's dummy forward, and keeps their outputs in the encoder cache until the profile ends, so
-they are part of the peak the KV budget is cut from:
-- tokens per image, from the config: Gemma-3 ``mm_tokens_per_image`` (256; pan-and-scan crops off, vLLM's
-  default: ``model_executor/models/gemma3_mm.py:197-213``), a CLIP tower (LLaVA) ``(image_size / patch_size)²``
-  (576 for llava-1.5 at 336 px, 14 px patches);
+both the tower's forward and the cached outputs are part of the peak the KV budget is cut from:
+- the dummy item, its patches and tokens, and one tower layer's peak per patch: ``kvplan.planning.extras.towers``
+  (Qwen2/2.5/3-VL and Qwen3.5/3.6 at the processor's max_pixels, Gemma-3's SigLIP, LLaVA's CLIP);
 - encoder budget = ``max(max_num_batched_tokens, tokens per item)`` (``compute_mm_encoder_budget``:
   ``encoder_cache_size`` and ``max_num_encoder_input_tokens`` both default to max_num_batched_tokens,
   ``config/scheduler.py:307``; ``v1/core/encoder_cache_manager.py:372-380`` in 0.33);
 - items: 0.9 ``min(cdiv(budget, t), max_num_seqs × limit)``; 0.10 on ``max(1, min(budget // t, max_num_seqs ×
   max(1, min(limit, max_model_len // t))))`` (``get_max_items``; limit 999 per prompt by default);
-- bytes: items × rows × the language model's hidden size × the model dtype, rows = t, except 0.11, which
-  expands every output to the whole budget's rows before caching it (``gpu_model_runner.py:3374-3384``).
-The tower's weights are part of the checkpoint's (``kvplan.planning.weights.vision``); the tower's own
-forward activations during the profile are not modelled.
+- the tower runs over every item's patches at once (0.23 ``v1/worker/gpu_model_runner.py:6195-6225``
+  ``embed_multimodal(**batched_dummy_mm_inputs)``; 0.33 ``v1/worker/gpu/mm/encoder_runner.py:111-148``); its peak,
+  less what the cache holds later anyway, enters the activation term (``kvplan.planning.profile_run``);
+- cache bytes: items × rows × the cached row width (the text hidden; Qwen3-VL's DeepStack levels widen it) × the
+  model dtype, rows = t, except 0.11, which expands every output to the whole budget's rows before caching it
+  (``gpu_model_runner.py:3374-3384``).
+``--limit-mm-per-prompt 0`` for every modality, or ``--language-model-only`` (0.17), profiles no encoder.
+The tower's weights are part of the checkpoint's (``kvplan.planning.weights.vision``).
 """
 
 from __future__ import annotations
@@ -23,11 +26,10 @@ from dataclasses import dataclass
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
-from kvplan.engines.base import BudgetTerm, EncoderRule
+from kvplan.engines.base import BudgetRules, BudgetTerm, EncoderRule, Request
+from kvplan.planning.extras.towers import forward_peak, tower
 from kvplan.planning.weights.vision import vision_config
-from kvplan.units import cdiv
-
-GEMMA3_TOKENS_PER_IMAGE = 256  # Gemma3Config.mm_tokens_per_image default (transformers)
+from kvplan.units import cdiv, format_gib
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,20 +43,16 @@ class EncoderSummary:
     rows_per_item: int  # rows each cached output holds (tokens per item, or the budget in 0.11)
     bytes_per_gpu: int
     tower: str  # the vision_config's model_type
+    patches_per_item: int = 0  # patches the tower runs per item
+    forward_peak_bytes_per_gpu: int = 0  # the tower's forward over every dummy item at once (an estimate)
+    assumed: str = ""  # a processor default the config does not state
+    row_width: int = 0  # elements of one cached row (the text hidden; × (1 + DeepStack levels) for Qwen3-VL)
 
 
 def tokens_per_image(model: ModelConfig) -> int | None:
-    """Placeholder tokens one image takes in the prompt (None: not a vision model kvplan knows). The config
-    read here is the text model's with the wrapper's keys beside it, so the tower decides the rule."""
-    vision = vision_config(model)
-    if vision is None:
-        return None
-    if model.raw.get("mm_tokens_per_image") or model.model_type in ("gemma3", "gemma3_text"):
-        return int(model.raw.get("mm_tokens_per_image") or GEMMA3_TOKENS_PER_IMAGE)
-    if vision[0] == "clip_vision_model":  # LLaVA: one token per patch, the CLS token dropped (default strategy)
-        size, patch = int(vision[1].get("image_size") or 0), int(vision[1].get("patch_size") or 0)
-        return (size // patch) ** 2 if patch else None
-    return None
+    """Placeholder tokens one image takes in the prompt (None: not a vision tower kvplan models)."""
+    found = tower(model)
+    return found.tokens_per_item if found else None
 
 
 def items(rule: EncoderRule, per_item: int, budget: int, max_model_len: int) -> int:
@@ -65,25 +63,53 @@ def items(rule: EncoderRule, per_item: int, budget: int, max_model_len: int) -> 
     return max(1, min(budget // per_item, rule.max_num_seqs * per_prompt))
 
 
-def summary(model: ModelConfig, rule: EncoderRule, max_model_len: int) -> EncoderSummary | None:
-    per_item = tokens_per_image(model)
-    vision = vision_config(model)
-    if not per_item or vision is None:
+def summary(model: ModelConfig, rule: EncoderRule, max_model_len: int, tp: int = 1) -> EncoderSummary | None:
+    found = tower(model)
+    if found is None:
         return None
-    budget = max(rule.budget_tokens, per_item)
-    n = items(rule, per_item, budget, max_model_len)
-    rows = budget if rule.padded_to_budget else per_item
-    size = n * rows * model.hidden_size * element_bits(model.dtype) // 8
-    return EncoderSummary(modality="image", tokens_per_item=per_item, budget_tokens=budget, items_profiled=n,
-                          rows_per_item=rows, bytes_per_gpu=size, tower=vision[0])
+    s = element_bits(model.dtype) // 8
+    budget = max(rule.budget_tokens, found.tokens_per_item)
+    n = items(rule, found.tokens_per_item, budget, max_model_len)
+    rows = budget if rule.padded_to_budget else found.tokens_per_item
+    return EncoderSummary(modality="image", tokens_per_item=found.tokens_per_item, budget_tokens=budget,
+                          items_profiled=n, rows_per_item=rows, bytes_per_gpu=n * rows * found.output_width * s,
+                          tower=found.kind, patches_per_item=found.patches_per_item,
+                          forward_peak_bytes_per_gpu=forward_peak(found, n, tp, s), assumed=found.assumed,
+                          row_width=found.output_width)
+
+
+def _why(found: EncoderSummary, model: ModelConfig) -> str:
+    return (f"{found.items_profiled} images × {found.rows_per_item:,} rows × width {found.row_width:,} × "
+            f"{element_bits(model.dtype) // 8} B (budget {found.budget_tokens:,} tokens, {found.tokens_per_item:,} per "
+            f"image)" + (f"; assumed {found.assumed}" if found.assumed else ""))
 
 
 def encoder_term(model: ModelConfig, rule: EncoderRule, max_model_len: int) -> BudgetTerm | None:
     found = summary(model, rule, max_model_len)
     if found is None:
         return None
-    return BudgetTerm(
-        name="encoder cache (profile run)", bytes=found.bytes_per_gpu, exact=True, kind="encoder_cache",
-        source=f"{rule.source}: {found.items_profiled} images × {found.rows_per_item:,} rows × hidden "
-               f"{model.hidden_size:,} × {element_bits(model.dtype) // 8} B (budget {found.budget_tokens:,} tokens, "
-               f"{found.tokens_per_item} per image)")
+    return BudgetTerm(name="encoder cache (profile run)", bytes=found.bytes_per_gpu, exact=not found.assumed,
+                      kind="encoder_cache", source=f"{rule.source}: {_why(found, model)}")
+
+
+def encoder_phase(model: ModelConfig, rule: EncoderRule, max_model_len: int, tp: int) -> tuple[int, str] | None:
+    """(the tower's forward peak beyond the cache the later phases hold, how it was sized) on the first stage."""
+    found = summary(model, rule, max_model_len, tp)
+    if found is None:
+        return None
+    detail = (f"encoder forward over {found.items_profiled} × {found.patches_per_item:,} patches ({found.tower}) "
+              f"{format_gib(found.forward_peak_bytes_per_gpu)} GiB")
+    return found.forward_peak_bytes_per_gpu - found.bytes_per_gpu, detail
+
+
+def unmodelled_tower_note(request: Request, rules: BudgetRules) -> str | None:
+    """A model whose profile run encodes dummy items of a tower kvplan does not size: said, not guessed."""
+    if rules.encoder is None or tower(request.model) is not None:
+        return None
+    vision, audio = vision_config(request.model), request.model.raw.get("audio_config")
+    if vision is None and not isinstance(audio, dict):
+        return None
+    name = (vision[0] or "vision") if vision else str(audio.get("model_type") or "audio") if isinstance(audio, dict) \
+        else "audio"
+    return (f"warning: the profile run encodes dummy items with the {name} tower; kvplan does not model its dummy "
+            "item, forward peak or encoder cache, so the KV budget may be too large")

@@ -6,13 +6,15 @@ then places it by its own rule: ``kvplan/engines``):
   ``build_layout`` at the target's TP (vLLM requires ``draft_tensor_parallel_size`` = tp:
   ``v1/spec_decode/draft_model.py:63-78`` in 0.33; SGLang and TensorRT-LLM run the draft on the same
   ranks). Its KV dtype is the target's. An EAGLE head is a one-layer model: its config says so.
-- ``mtp``: the target's own next-token-prediction layers (``num_nextn_predict_layers``, DeepSeek-V3 1):
-  each is one more attention layer shaped like the target's full-attention layers.
+- ``mtp``: the target's own next-token-prediction modules, as vLLM builds them (``kvplan.config.mtp``: how many,
+  and which target layer each one's attention repeats: full attention or MLA, DeepSeek-V4's sliding latent,
+  MiMo-V2's sliding window, EXAONE-4.5's ``layer_types[j]``); one KV layer each.
 - ``ngram``: prompt lookup; no weights, no KV layers, only the K drafted tokens.
 The method is inferred as vLLM 0.33 does (``config/speculative.py:1240-1244``, ``:1432-1448``): from the
 draft's name (``eagle-``, ``eagle3``), else a draft model; without a checkpoint only ``mtp`` and ``ngram``
 make sense. K (``num_speculative_tokens``) must be given, except for MTP, where it
-defaults to the number of MTP layers (vLLM's ``n_predict``).
+defaults to vLLM's ``n_predict`` (the modules the config declares); K above it must be a multiple of it, each
+module drafting in turn (``spec_step_idx % num_mtp_layers``; 0.33 ``config/speculative.py:1600-1611``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from dataclasses import dataclass, replace
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
+from kvplan.config.mtp import MtpModules, mtp_modules
 from kvplan.engines.base import BudgetTerm, Draft, Request
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, build_layout
-from kvplan.planning.weights import mtp_bytes_per_gpu, weight_bytes_by_kind, weight_bytes_per_gpu
-from kvplan.specs import AttnSpec, LayerSpec, MLAAttn, SlidingAttn
+from kvplan.planning.weights import mtp_bytes_per_gpu, weight_bytes_by_kind, weight_bytes_per_gpu, weights_source
+from kvplan.specs import Composite, LayerSpec, SlidingMLA, parts
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,17 +61,14 @@ def method_of(settings_method: str | None, draft_name: str | None, target: Model
     return "eagle" if "eagle-" in name else "eagle3" if "eagle3" in name else "draft_model"
 
 
-def _mtp_spec(layout: Layout) -> tuple[LayerSpec, LayerSpec]:
-    """(whole, per GPU) spec of an MTP layer: the target's first full-attention (or MLA) layer."""
-    pairs = list(zip(layout.specs, layout.specs_per_gpu, strict=True))
-    for whole, gpu in pairs:
-        if isinstance(whole, MLAAttn) or (isinstance(whole, AttnSpec) and not isinstance(whole, SlidingAttn)):
-            return whole, gpu
-    found = next(((w, g) for w, g in pairs if isinstance(w, AttnSpec)), None)
-    if found is None:
-        raise InputError(f"{layout.model.model_id} has no attention layer for its MTP layers to copy",
-                         arg="speculative_method")
-    return found
+def _mtp_spec(layout: Layout, index: int) -> tuple[LayerSpec, LayerSpec]:
+    """(whole, per GPU) spec of an MTP module's KV layer: target layer `index`'s (DeepSeek-V4: its sliding latent
+    alone, the compress ratio 1 vLLM gives a layer past num_hidden_layers)."""
+    whole, gpu = layout.specs[index], layout.specs_per_gpu[index]
+    if isinstance(whole, Composite) and any(isinstance(p, SlidingMLA) for p in whole.parts):
+        at = next(i for i, p in enumerate(whole.parts) if isinstance(p, SlidingMLA))
+        return whole.parts[at], parts(gpu)[at]
+    return whole, gpu
 
 
 def _specs(method: str, request: Request, layout: Layout, draft_model: ModelConfig | None,
@@ -76,12 +76,8 @@ def _specs(method: str, request: Request, layout: Layout, draft_model: ModelConf
     if method == "ngram":
         return (), ()
     if method == "mtp":
-        n = request.model.num_nextn_predict_layers
-        if not n:
-            raise InputError(f"{request.model.model_id} has no MTP layers (num_nextn_predict_layers is 0)",
-                             arg="speculative_method")
-        whole, gpu = _mtp_spec(layout)
-        return (whole,) * n, (gpu,) * n
+        pairs = [_mtp_spec(layout, i) for i in mtp_modules(request.model).attention_layers]
+        return tuple(w for w, _ in pairs), tuple(g for _, g in pairs)
     if draft_model is None:
         raise InputError(f"speculative_method {method} needs a draft checkpoint (speculative_model)",
                          arg="speculative_model")
@@ -102,19 +98,32 @@ def draft(request: Request, layout: Layout, policy: LayoutPolicy) -> Draft | Non
         raise InputError(f"speculative_method {method} drafts without a checkpoint; drop speculative_model",
                          arg="speculative_model")
     specs, per_gpu = _specs(method, request, layout, draft_model, policy)
-    k = s.num_speculative_tokens or (len(specs) if method == "mtp" else None)
+    modules = mtp_modules(request.model) if method == "mtp" else None
+    k = s.num_speculative_tokens or (modules.n_predict if modules else None)
     if k is None:
         raise InputError(f"speculative_method {method} needs num_speculative_tokens (vLLM: \"num_speculative_tokens "
                          "was not provided\")", arg="num_speculative_tokens")
+    if modules and modules.n_predict and k > modules.n_predict and k % modules.n_predict:
+        raise InputError(f"num_speculative_tokens:{k} must be divisible by n_predict={modules.n_predict} (vLLM 0.33 "
+                         "config/speculative.py:1604-1611: the MTP modules draft in turn)", arg="num_speculative_tokens")
     return Draft(method=method, num_speculative_tokens=k, model=draft_model if method != "mtp" else None,
-                 tp=request.tp, specs=specs, specs_per_gpu=per_gpu)
+                 tp=request.tp, specs=specs, specs_per_gpu=per_gpu, mtp=modules)
 
 
-def draft_weights_bytes(request: Request, drafter: Draft) -> tuple[int, bool, str]:
-    """(bytes on one GPU, exact, rule) of the draft's weights as the engines load them."""
+SHARED_WITH_TARGET = ("embedding", "lm_head")  # what the engines' MTP drafters take from the target by default
+
+
+def draft_weights_bytes(request: Request, drafter: Draft, shared: tuple[str, ...] = SHARED_WITH_TARGET,
+                        weights_dtype: str | None = None) -> tuple[int, bool, str]:
+    """(bytes on one GPU, exact, rule) of the draft's weights as the engines load them; `shared`: the parts of
+    an MTP module the engine takes from the target instead (``BudgetRules.draft_shared``)."""
     if drafter.method == "mtp":
-        size = mtp_bytes_per_gpu(request.model, tp=drafter.tp)
-        return size, True, "the MTP layers without embedding and lm_head (shared with the target)"
+        size = mtp_bytes_per_gpu(request.model, tp=drafter.tp, weights_dtype=weights_dtype, shared=shared)
+        exact, how = _mtp_exact(request.model, drafter.mtp)
+        kept = " and ".join(k for k in SHARED_WITH_TARGET if k not in shared)
+        return size, exact, (f"{len(drafter.specs)} MTP module(s) of {drafter.mtp.drafter if drafter.mtp else 'the target'}"
+                             f" ({how})" + (f", with its own {kept}" if kept else ", embedding and lm_head shared "
+                                            "with the target"))
     if drafter.model is None:
         return 0, True, "n-gram lookup: no weights"
     whole = weight_bytes_per_gpu(drafter.model, tp=drafter.tp)
@@ -125,8 +134,17 @@ def draft_weights_bytes(request: Request, drafter: Draft) -> tuple[int, bool, st
                                   "the target when the head has none); EAGLE-3's wider q/k/v and fc not derived")
 
 
-def draft_weights_term(request: Request, drafter: Draft) -> BudgetTerm | None:
-    size, exact, rule = draft_weights_bytes(request, drafter)
+def _mtp_exact(model: ModelConfig, modules: MtpModules | None) -> tuple[bool, str]:
+    exact, _ = weights_source(model)
+    if modules is None or not modules.template_exact:
+        return False, ("an estimate: the target's decoder layers + fusion projection + 3 norms; the module's own "
+                       "extra tensors are not in a table")
+    return exact, "the target's decoder layers + fusion projection + 3 norms" + ("" if exact else ", an estimate")
+
+
+def draft_weights_term(request: Request, drafter: Draft, shared: tuple[str, ...] = SHARED_WITH_TARGET,
+                       weights_dtype: str | None = None) -> BudgetTerm | None:
+    size, exact, rule = draft_weights_bytes(request, drafter, shared, weights_dtype)
     if not size:
         return None
     return BudgetTerm(name=f"draft weights ({drafter.method})", bytes=size, exact=exact, kind="draft_weights",

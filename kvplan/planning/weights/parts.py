@@ -21,6 +21,7 @@ from typing import Any
 from kvplan.config.aliases import WEIGHT_FIELDS
 from kvplan.config.defaults import omitted_default
 from kvplan.config.model import ModelConfig
+from kvplan.config.mtp import declared_modules
 from kvplan.errors import InputError
 from kvplan.planning.weights.part import Category, ModelParts, Part
 from kvplan.planning.weights.vision import vision_parts
@@ -116,8 +117,9 @@ def _cached_parts(model: ModelConfig, _raw_key: str) -> ModelParts:
     embedding = Part("model.embed_tokens", "embedding", (vocab, hidden), "vocab")
     lm_head = () if tied else (Part("lm_head", "lm_head", (vocab, hidden), "vocab"),)
     layers = tuple(_named(_layer(f, i, model.layer_kinds[i]), f"model.layers.{i}.") for i in range(model.num_layers))
+    modules = declared_modules(model)
     mtp = tuple(_named(_mtp_layer(f, model.num_layers + i), f"model.layers.{model.num_layers + i}.")
-                for i in range(model.num_nextn_predict_layers))
+                for i in range(modules.layers if modules else 0))
     return ModelParts(first=(embedding, *_named(vision_parts(model), "model.")),
                       last=(*_named((_norm(f, "norm"),), "model."), *lm_head), layers=layers, mtp_layers=mtp,
                       tied=embedding if tied else None, source="kvplan's formula from the config", estimate=True)

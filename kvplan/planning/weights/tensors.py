@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Literal
 
 from kvplan.config.model import ModelConfig
+from kvplan.config.mtp import declared_modules
 from kvplan.formulas.sharding import kv_heads_per_rank, pp_layer_counts
 from kvplan.planning.weights.formats import WeightFormat, tensor_bytes
 from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule
@@ -87,15 +88,42 @@ def table_parts(table: Table, model: ModelConfig, source: str) -> ModelParts:
             (first if row.role in FIRST_STAGE_ROLES else last).append(part)
     tied = next((p for p in first if p.tp == "vocab"), None) if table.tied else None
     frozen = tuple(tuple(layer) for layer in layers)
-    mtp = tuple(mtp_layer(frozen[-1], model, table.num_layers + j) for j in range(model.num_nextn_predict_layers))
-    return ModelParts(first=tuple(first), last=tuple(last), layers=frozen, mtp_layers=mtp if frozen else (),
+    return ModelParts(first=tuple(first), last=tuple(last), layers=frozen, mtp_layers=mtp_layers(frozen, model),
                       tied=tied, source=source, estimate=not table.exact, notes=table.notes)
 
 
+MLP_CATEGORIES = ("mlp_dense", "moe_experts", "moe_shared_experts", "router")
+
+
+def _mlp_layer(layers: tuple[tuple[Part, ...], ...], rule: str, own: int) -> int:
+    """The decoder layer whose MLP an MTP module repeats: the last, the first dense one, the last MoE one, its own."""
+    moe = [i for i, layer in enumerate(layers) if any(p.category == "moe_experts" for p in layer)]
+    if rule == "dense":
+        return next((i for i, layer in enumerate(layers) if i not in moe
+                     and any(p.category == "mlp_dense" for p in layer)), len(layers) - 1)
+    if rule == "moe" and moe:
+        return moe[-1]
+    return own if rule == "own" else len(layers) - 1
+
+
+def mtp_layers(layers: tuple[tuple[Part, ...], ...], model: ModelConfig) -> tuple[tuple[Part, ...], ...]:
+    """The MTP modules vLLM builds for the model (kvplan.config.mtp), each from the decoder layers it repeats."""
+    modules = declared_modules(model) if layers else None
+    if modules is None:
+        return ()
+    out = []
+    for j, attention in enumerate(modules.attention_layers):
+        mlp = _mlp_layer(layers, modules.mlp, attention)
+        template = (*(p for p in layers[attention] if p.category not in MLP_CATEGORIES),
+                    *(p for p in layers[mlp] if p.category in MLP_CATEGORIES))
+        out.append(mtp_layer(template, model, len(layers) + j))
+    return tuple(out)
+
+
 def mtp_layer(template: tuple[Part, ...], model: ModelConfig, index: int) -> tuple[Part, ...]:
-    """A DeepSeek-style MTP module as the checkpoint stores it: a decoder layer like the model's last,
-    enorm/hnorm, eh_proj (2h -> h, replicated in vLLM: a plain nn.Linear), and its own embedding and shared
-    head (norm + vocab projection)."""
+    """A DeepSeek-style MTP module as the checkpoint stores it: a decoder layer (`template`), enorm/hnorm,
+    eh_proj (2h -> h, replicated in vLLM: a plain nn.Linear), and its own embedding and shared head (norm +
+    vocab projection). Qwen3.5's fc, pre_fc_norm_hidden/_embedding and final norm are the same tensors."""
     h, vocab = model.hidden_size, int(model.field("vocab_size") or 0)
     prefix = f"model.layers.{index}."
     layer = tuple(replace(p, name=_relayer(p.name, index)) for p in template)

@@ -1,0 +1,183 @@
+"""A checkpoint's next-token-prediction (MTP) modules, as vLLM builds them for ``speculative_method mtp``.
+
+vLLM rewrites the target's config into its MTP drafter's (0.33 ``config/speculative.py:711-1160``,
+``hf_config_override``) and reads how many modules to build from the drafter class, not always from the config:
+
+| family (vLLM drafter)                         | modules                                   | each module's KV layer |
+|-----------------------------------------------|-------------------------------------------|------------------------|
+| DeepSeek-V3/R1 ``DeepSeekMTPModel``           | ``num_nextn_predict_layers``              | the MLA layer          |
+| DeepSeek-V3.2, GLM-5 ``DeepseekV32MTPModel``  | ``num_nextn_predict_layers``              | MLA + indexer          |
+| DeepSeek-V4 ``DeepSeekV4MTPModel``            | ``num_nextn_predict_layers``              | the sliding latent     |
+| GLM-4.5/4.6/4.7 ``Glm4MoeMTPModel``           | ``num_nextn_predict_layers``              | full attention         |
+| Qwen3-Next ``Qwen3NextMTP``                   | ``num_nextn_predict_layers``, default 1   | full attention         |
+| Qwen3.5/3.6 ``Qwen3_5MTP``/``Qwen3_5MoeMTP``  | ``mtp_num_hidden_layers``, default 1      | full attention         |
+| MiMo-7B ``MiMoMTPModel``                      | ``num_nextn_predict_layers``              | full attention         |
+| MiMo-V2-Flash ``MiMoV2MTPModel``              | 1 (``_MIMO_V2_FLASH_NUM_MTP_LAYERS``)     | sliding (SWA geometry) |
+| Nemotron-H/3 ``NemotronHMTPModel``            | 1 (asserted), its pattern's blocks        | the pattern's attention|
+| EXAONE-4.5 ``Exaone4_5_MTP``                  | ``num_nextn_predict_layers``              | layer_types[j]         |
+
+Sources (vLLM 0.33): ``models/deepseek_mtp.py:152``; ``models/deepseek_v4/nvidia/mtp.py:175`` with
+``models/deepseek_v4/attention.py:184-190`` (a layer past ``num_hidden_layers`` gets compress ratio 1: the sliding
+latent alone); ``glm4_moe_mtp.py:136``; ``qwen3_next_mtp.py:63,92``; ``qwen3_5_mtp.py:82,121``; ``mimo_mtp.py``;
+``mimo_v2_mtp.py:53-54,89-98`` (the SWA heads, window and a dense ``MiMoV2MLP``); ``nemotron_h_mtp.py:246-286``
+(``mtp_hybrid_override_pattern``, one module); ``exaone4_5_mtp.py:59,75-82`` with ``exaone4.py:171-173`` (module j is
+built with layer index j: ``layer_types[j]`` decides its window). ``n_predict`` (the default K, and K's divisor when
+K exceeds it) is what ``hf_config_override`` sets: None for Qwen3-Next, whose K must be given.
+
+The weights of a module, as the checkpoint stores them: an attention side like one decoder layer of the target
+(``attention_layer``) and an MLP like another (``mlp``: the last layer's, the first dense layer's, or a MoE layer's),
+plus the fusion projection (2h -> h) and three norms; DeepSeek-style checkpoints also store an embedding and a
+head that the engines share with the target (``head``: ``shared_head`` is shared by vLLM from 0.16 only).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from kvplan.config.model import ModelConfig
+from kvplan.errors import InputError
+from kvplan.specs import (
+    AttnSpec,
+    ChunkedAttn,
+    CrossAttn,
+    IndexerCache,
+    LayerSpec,
+    MLAAttn,
+    SlidingAttn,
+    SlidingMLA,
+    parts,
+)
+
+Attention = Literal["full", "sliding", "sliding_latent", "by_index"]
+Mlp = Literal["last", "dense", "moe", "own"]
+
+
+class Family(NamedTuple):
+    drafter: str  # vLLM's MTP drafter class
+    modules: Literal["config", "config_or_1", "one"]  # how many: the config's, the config's else 1, or 1
+    declared: bool  # n_predict comes from the config (False: K must be given)
+    attention: Attention
+    mlp: Mlp
+    head: Literal["shared_head", "lm_head"]  # where the module's logits come from
+    template_exact: bool  # the target's layers + fusion + 3 norms are every tensor of a module
+
+
+class MtpModules(NamedTuple):
+    """What ``speculative_method mtp`` drafts with, on one model."""
+
+    key: str  # the model_type or architecture vLLM matches (kvplan.engines.vllm.speculative: first release)
+    drafter: str
+    layers: int  # modules vLLM builds (one KV layer each)
+    n_predict: int | None  # vLLM's n_predict (None: num_speculative_tokens must be given)
+    attention_layers: tuple[int, ...]  # the target decoder layer each module's attention repeats
+    mlp: Mlp
+    head: Literal["shared_head", "lm_head"]
+    template_exact: bool
+
+
+DEEPSEEK = Family("DeepSeekMTPModel", "config", True, "full", "last", "shared_head", True)
+QWEN3_5 = Family("Qwen3_5MTP", "config_or_1", True, "full", "last", "lm_head", True)
+NEMOTRON_H = Family("NemotronHMTPModel", "one", True, "full", "moe", "lm_head", False)
+# What vLLM matches (a model_type, or the first architecture), and the drafter it builds.
+FAMILIES: tuple[tuple[str, Family], ...] = (
+    ("deepseek_v32", DEEPSEEK._replace(drafter="DeepseekV32MTPModel")),
+    ("glm_moe_dsa", DEEPSEEK._replace(drafter="DeepseekV32MTPModel")),
+    ("deepseek_v3", DEEPSEEK),
+    ("deepseek_v4", Family("DeepSeekV4MTPModel", "config", True, "sliding_latent", "last", "shared_head", False)),
+    ("Glm4MoeForCausalLM", DEEPSEEK._replace(drafter="Glm4MoeMTPModel")),
+    ("qwen3_next", Family("Qwen3NextMTP", "config_or_1", False, "full", "last", "lm_head", True)),
+    ("Qwen3_5ForConditionalGeneration", QWEN3_5),
+    ("Qwen3_5MoeForConditionalGeneration", QWEN3_5._replace(drafter="Qwen3_5MoeMTP")),
+    ("qwen3_5", QWEN3_5), ("qwen3_5_moe", QWEN3_5._replace(drafter="Qwen3_5MoeMTP")),
+    ("qwen3_5_text", QWEN3_5), ("qwen3_5_moe_text", QWEN3_5._replace(drafter="Qwen3_5MoeMTP")),
+    ("MiMoForCausalLM", Family("MiMoMTPModel", "config", True, "full", "last", "lm_head", True)),
+    ("MiMoV2FlashForCausalLM", Family("MiMoV2MTPModel", "one", True, "sliding", "dense", "lm_head", True)),
+    ("nemotron_h", NEMOTRON_H), ("nemotron_h_puzzle", NEMOTRON_H),
+    ("exaone4_5", Family("Exaone4_5_MTP", "config", True, "by_index", "own", "lm_head", True)),
+    ("exaone4_5_text", Family("Exaone4_5_MTP", "config", True, "by_index", "own", "lm_head", True)),
+)
+
+
+def family(model: ModelConfig) -> tuple[str, Family] | None:
+    """(the name vLLM matches, the family) of a model: its wrapper's architecture or model_type first."""
+    archs = model.raw.get("architectures") or []
+    names = [*(a for a in archs if isinstance(a, str)), model.model_type]
+    return next(((k, f) for name in names for k, f in FAMILIES if name == k), None)
+
+
+def _declared_layers(model: ModelConfig) -> int:
+    """What the config declares (num_nextn_predict_layers, Qwen3.5's mtp_num_hidden_layers, MiniMax's modules)."""
+    found = model.num_nextn_predict_layers or model.raw.get("num_mtp_modules") or 0
+    return int(found) if isinstance(found, int) and not isinstance(found, bool) else 0
+
+
+def _count(model: ModelConfig, fam: Family) -> int:
+    declared = _declared_layers(model)
+    if fam.modules == "one":
+        if fam.drafter == "NemotronHMTPModel" and declared > 1:
+            raise InputError(f"{model.model_id}: vLLM's NemotronHMTPModel builds exactly one MTP module "
+                             f"(nemotron_h_mtp.py:246-249 asserts it); the config declares {declared}",
+                             arg="speculative_method")
+        return 0 if fam.drafter == "NemotronHMTPModel" and not declared else 1  # nemotron_h_mtp only with layers
+    if fam.modules == "config_or_1" and "mtp_num_hidden_layers" not in model.raw \
+            and "num_nextn_predict_layers" not in model.raw:
+        return 1
+    return declared
+
+
+def _is_full(spec: LayerSpec) -> bool:
+    """Attention over every token: full attention, MLA, or MLA with its indexer (DeepSeek-V3.2)."""
+    found = parts(spec)
+    return all(isinstance(p, (MLAAttn, AttnSpec, IndexerCache)) for p in found) \
+        and not any(isinstance(p, (SlidingAttn, ChunkedAttn, CrossAttn)) for p in found) \
+        and any(isinstance(p, (MLAAttn, AttnSpec)) for p in found)
+
+
+def _wanted(rule: Attention, spec: LayerSpec) -> bool:
+    if rule == "full":
+        return _is_full(spec)
+    if rule == "sliding":
+        return isinstance(spec, SlidingAttn)
+    return any(isinstance(p, SlidingMLA) for p in parts(spec))
+
+
+def _attention_layer(model: ModelConfig, rule: Attention, j: int) -> int:
+    specs = model.layer_specs
+    if rule == "by_index":
+        return j
+    found = [i for i, s in enumerate(specs) if _wanted(rule, s)]
+    if rule == "sliding_latent":  # the sliding latent alone (compress ratio 1) if a layer has it, else any
+        found = [i for i in found if isinstance(specs[i], SlidingMLA)] or found
+    if not found:
+        raise InputError(f"{model.model_id} has no {rule.replace('_', ' ')} attention layer for its MTP module to "
+                         "repeat", arg="speculative_method")
+    return found[0]
+
+
+def mtp_modules(model: ModelConfig) -> MtpModules:
+    """The MTP modules vLLM builds for `model` (InputError: none, or a family vLLM has no drafter for)."""
+    found = family(model)
+    declared = _declared_layers(model)
+    if found is None:
+        has = f"declares {declared} MTP module(s) but " if declared else ""
+        raise InputError(f"{model.model_id} {has}has no MTP drafter kvplan knows in vLLM (model_type "
+                         f"{model.model_type}; vLLM 0.33 config/speculative.py:711-1160 names the families)"
+                         if declared else f"{model.model_id} has no MTP layers (num_nextn_predict_layers is 0)",
+                         arg="speculative_method")
+    key, fam = found
+    n = _count(model, fam)
+    if n < 1:
+        raise InputError(f"{model.model_id} has no MTP layers (num_nextn_predict_layers is 0)",
+                         arg="speculative_method")
+    stated = "mtp_num_hidden_layers" in model.raw or "num_nextn_predict_layers" in model.raw or fam.modules == "one"
+    return MtpModules(key=key, drafter=fam.drafter, layers=n, n_predict=n if fam.declared and stated else None,
+                      attention_layers=tuple(_attention_layer(model, fam.attention, j) for j in range(n)),
+                      mlp=fam.mlp, head=fam.head, template_exact=fam.template_exact)
+
+
+def declared_modules(model: ModelConfig) -> MtpModules | None:
+    """The MTP modules, or None where vLLM builds none for `model` (what its weight count lists)."""
+    try:
+        return mtp_modules(model)
+    except InputError:
+        return None
