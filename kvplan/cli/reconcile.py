@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.engine_options import Engines, Gpu
-from kvplan.cli.expand import command
-from kvplan.cli.options import Json, KvDtypeOrNone, MaxModelLen, ModelOrNone, PpOrNone, TpOrNone, listed
+from kvplan.cli.engine_options import EngineArgs, Engines, memory_options
+from kvplan.cli.expand import Expand, command
+from kvplan.cli.options import Json, KvDtypeOrNone, ModelOrNone, cache_options, listed
 from kvplan.errors import InputError
-from kvplan.units import parse_positive_tokens
+from kvplan.formulas.request import CacheRequest
 
 MAX_LOG_BYTES = 64 * 1024**2  # a start-up log is kilobytes; a bigger file is not one
+# capacity's cache options but the batch (a log holds no batch); the KV dtype: one, or the log's
+ReconcileCache = Annotated[CacheRequest, Expand(cache_options, without=("batch", "kv_dtype"))]
+# capacity's memory options but overhead/non-torch: they replace budget estimates, and reconcile recomputes the
+# budget from the terms the log prints, not from kvplan's estimates
+ReconcileMemory = Annotated[Any, Expand(memory_options, without=("overhead_bytes", "non_torch_bytes"))]
+CACHE_FIELDS = ("tp", "pp", "dcp", "dp", "ep", "max_model_len", "block_size")  # those a log may state
 
 
 def read_log(name: str) -> str:
@@ -29,16 +35,26 @@ def read_log(name: str) -> str:
         raise InputError(f"cannot read the log {name}: {reason}") from None
 
 
+def typed(context: typer.Context, names: tuple[str, ...]) -> set[str]:
+    """The options among `names` given on the command line (not left at their defaults): a flag that repeats a
+    default (--tp 1) still states a value the log may contradict. (typer vendors its own click: the source is
+    matched by name.)"""
+    sources = {n: context.get_parameter_source(n) for n in names}
+    return {n for n, source in sources.items() if source is not None and source.name != "DEFAULT"}
+
+
 Log = Annotated[str, typer.Argument(help="A vLLM, SGLang or TensorRT-LLM start-up log; - reads stdin.",
                                     metavar="LOGFILE", show_default=False)]
 
 
 @command
-def reconcile(logfile: Log, model: ModelOrNone = None, tp: TpOrNone = None, pp: PpOrNone = None,
-              max_model_len: MaxModelLen = None, engine: Engines = None, gpu: Gpu = None,
-              kv_dtype: KvDtypeOrNone = None, json: Json = False) -> None:
-    """Recompute every KV number an engine's start-up log prints; exit 1 if any differs from kvplan. Each option
-    is used where the log does not say (the engine: recognized from the log)."""
+def reconcile(context: typer.Context, logfile: Log, cache: ReconcileCache, settings: EngineArgs, memory: ReconcileMemory,
+              model: ModelOrNone = None, engine: Engines = None, kv_dtype: KvDtypeOrNone = None,
+              json: Json = False) -> None:
+    """Recompute every KV number an engine's start-up log prints; exit 1 if any differs from kvplan. Takes
+    capacity's options: each is used where the log does not say, and one that disagrees with the log is refused
+    (the engine: recognized from the log; a release, vllm@0.25, gives the rules where the log prints no
+    version)."""
     from kvplan.cli.common import emit
     from kvplan.reconcile import Options, parse_log
     from kvplan.reconcile import reconcile as run
@@ -47,8 +63,9 @@ def reconcile(logfile: Log, model: ModelOrNone = None, tp: TpOrNone = None, pp: 
     engines = listed(engine, "engine", "") if engine else ()
     if len(engines) > 1:
         raise InputError("reconcile reads one engine's log: give one engine", arg="engine")
-    options = Options(model=model, tp=tp, pp=pp, kv_dtype=kv_dtype, gpu=gpu,
-                      max_model_len=parse_positive_tokens(max_model_len, "max_model_len") if max_model_len else None)
+    given = {name: getattr(cache, name) for name in typed(context, CACHE_FIELDS)}
+    options = Options(model=model, engine=engines[0] if engines else None, kv_dtype=kv_dtype,
+                      cache=cache, settings=settings, memory=memory, **given)
     result = run(parse_log(read_log(logfile), engines[0] if engines else None), options)
     emit(reconcile_payload(result), json, reconcile_tables)
     if not result.ok:

@@ -36,6 +36,7 @@ class Device:
     memory_bytes: int  # torch total_memory (vLLM total_gpu_memory)
     smi_memory_mib: int | None = None  # nvidia-smi memory.total (SGLang sizes its reserve from it)
     compute_capability: tuple[int, int] | None = None  # as the engine reads it (vLLM: CUDA's, gfx950 as (9, 5))
+    assumed: bool = False  # kvplan's default GPU (no GPU named): what depends on its type is an assumption
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +72,7 @@ class Request:
     settings: Settings = field(default_factory=Settings)
     device: Device | None = None  # the GPU's memory (scheduler defaults, budgets); None: an H100's defaults
     draft: Draft | None = None  # speculative decoding (None: off)
+    asked: Settings | None = None  # the knobs as asked, before the release's defaults (None: not known)
 
     @classmethod
     def of(cls, model: ModelConfig, *, settings: Settings | None = None, device: Device | None = None,
@@ -173,13 +175,26 @@ TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder
 
 @dataclass(frozen=True, kw_only=True)
 class BudgetTerm:
-    """One thing an engine subtracts from GPU memory before the KV cache, per GPU."""
+    """One thing an engine subtracts from GPU memory before the KV cache, per GPU. ``exact`` is a promise: the rule
+    is the engine's and every input behind it is exact; an input that is not (kvplan's formula for the tensors, a
+    template, an assumed default, a quantization field no reader reads, a guessed kernel backend, an assumed GPU)
+    makes the term an estimate, each such input said in ``estimated_because``."""
 
     name: str
     bytes: int
     exact: bool  # derived from the model and the engine's code (True) or an estimate/measurement (False)
     source: str  # where the rule or the number comes from
     kind: TermKind
+    estimated_because: tuple[str, ...] = ()  # the inputs that are not exact (a term exact by its rule, made an estimate)
+
+    def __post_init__(self) -> None:
+        if self.exact and self.estimated_because:
+            raise ValueError(f"budget term {self.name!r} is marked exact with inexact inputs: {self.estimated_because}")
+
+    def estimated(self, *because: str) -> BudgetTerm:
+        """This term with inputs that are not exact: an estimate, saying why (unchanged when `because` is empty)."""
+        found = tuple(dict.fromkeys((*self.estimated_because, *(b for b in because if b))))
+        return replace(self, exact=False, estimated_because=found) if found else self
 
 
 @dataclass(frozen=True, kw_only=True)

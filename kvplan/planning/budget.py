@@ -35,6 +35,7 @@ from kvplan.planning.extras import extra_terms
 from kvplan.planning.extras.encoder import encoder_phase, unmodelled_tower_note
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.profile_run import activation_term, persistent_term
+from kvplan.planning.provenance import audited
 from kvplan.planning.request import Memory
 from kvplan.planning.weights import weight_bytes_per_stage, weights_source
 from kvplan.planning.weights.loaded import loaded_extras
@@ -104,6 +105,8 @@ class Budget:
     notes: tuple[str, ...] = ()
     after_kv: AfterKvCheck | None = None  # the start after the cache is sized (a stage that does not fit, else the last)
     refusal: Refusal | None = None  # a given budget the GPU cannot hold beside the weights (given_budget)
+    held: tuple[int, int] | None = None  # a given budget's stage closest to its GPU's memory: (the bytes left beside
+    # it, negative when over; what of the resident bytes is estimated) (given_budget; None: no budget, no GPU)
 
 
 def parse_budget(text: str) -> tuple[int, ...]:
@@ -130,12 +133,12 @@ def device(memory: Memory, needed: bool) -> tuple[Device | None, str]:
     if memory.gpu_memory_bytes is not None and memory.gpu_memory_bytes <= 0:
         raise InputError(f"gpu_memory_bytes must be positive, got {memory.gpu_memory_bytes} bytes",
                          arg="gpu_memory_bytes")
-    found = lookup_gpu(memory.gpu or DEFAULT_GPU)
+    found, assumed = lookup_gpu(memory.gpu or DEFAULT_GPU), memory.gpu is None
     if memory.gpu_memory_bytes is None:
         return Device(name=found.name, memory_bytes=found.memory_bytes, smi_memory_mib=found.smi_memory_mib,
-                      compute_capability=found.compute_capability), found.source
-    return (Device(name=found.name, memory_bytes=memory.gpu_memory_bytes, compute_capability=found.compute_capability),
-            "gpu_memory_bytes")
+                      compute_capability=found.compute_capability, assumed=assumed), found.source
+    return (Device(name=found.name, memory_bytes=memory.gpu_memory_bytes, compute_capability=found.compute_capability,
+                   assumed=assumed), "gpu_memory_bytes")
 
 
 def unified_memory_note(memory: Memory) -> str | None:
@@ -173,8 +176,10 @@ def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
 
 
 def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
-                weights_dtype: str | None = None) -> tuple[BudgetTerm, ...]:
-    """Everything subtracted on one GPU of `stage`, in the order the engine meets it."""
+                weights_dtype: str | None = None, what_if: bool = False) -> tuple[BudgetTerm, ...]:
+    """Everything subtracted on one GPU of `stage`, in the order the engine meets it; a term whose inputs are not all
+    exact is an estimate that says why (``provenance.audited``). `what_if`: `weights_dtype` is the user's what-if
+    format, not the checkpoint's or the engine's online quantization."""
     counts = pp_layer_counts(request.model.num_layers, request.pp)
     exact, source = weights_source(request.model, weights_dtype)
     terms = [BudgetTerm(name="weights (checkpoint)", bytes=weights, exact=exact, kind="weights", source=source),
@@ -191,7 +196,7 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
         terms.append(BudgetTerm(name="CUDA graphs", bytes=CUDA_GRAPH_BYTES, exact=False, kind="cuda_graphs",
                                 source="estimate: vLLM 0.19-0.26 logs estimate 0.13-0.78 GiB (median 0.39); "
                                        "0 with enforce_eager"))
-    return tuple(terms)
+    return audited(tuple(terms), request, rules, weights_dtype, what_if)
 
 
 def overridden(terms: tuple[BudgetTerm, ...], memory: Memory) -> tuple[BudgetTerm, ...]:
@@ -227,7 +232,8 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Sta
     weights = weights_per_stage(request, profile.weight_split(request), weights_dtype)
     out = []
     for stage, w in enumerate(weights):
-        terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
+        terms = overridden(stage_terms(request, rules, w, stage, weights_dtype, memory.weights_dtype is not None),
+                           memory)
         steps = profile.kv_budget(request, terms)
         after = after_kv_check(request, rules, terms, steps.kv_budget_bytes + term_bytes(terms),
                                stage == request.pp - 1) if memory.overhead_bytes is None else None
@@ -276,10 +282,12 @@ def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
     estimated = [t.name for t in terms if not t.exact]
     if estimated:
         notes += [f"budget terms estimated: {', '.join(estimated)}",
+                  *(f"{t.name} is an estimate: {'; '.join(t.estimated_because)}" for t in terms if t.estimated_because),
                   "for exact numbers give the KV memory the engine logs (kv_budget_bytes; --kv-budget on the command line)"]
     lines = (f"GPU memory {request.device.memory_bytes:,} B; terms of PP stage {binding} (the smallest budget):",
              *(f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
-               f"{t.source})" for t in terms), *steps, *(after.lines if after else ()))
+               f"{t.source}{''.join(f'; estimated: {b}' for b in t.estimated_because)})" for t in terms), *steps,
+             *(after.lines if after else ()))
     return Budget(per_stage=tuple(s[0] for s in stages), gpu=request.device.name,
                   gpu_memory_bytes=request.device.memory_bytes, weights_bytes_per_gpu=weights,
                   overhead=overhead(terms, memory), terms=terms, rule=steps, lines=lines, notes=tuple(notes),

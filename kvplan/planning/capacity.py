@@ -35,6 +35,7 @@ from kvplan.planning.extras import NO_EXTRAS, Extras
 from kvplan.planning.quant_checks import fp8_block_refusal
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
+from kvplan.planning.verdict import estimate_error_bytes, margin_bytes, uncertain_note, within_estimate
 from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
 
 VLLM_ONLY_PARTS = (CompressedMLA, SlidingMLA, CompressorState)  # engines other than vLLM lay these out their own way
@@ -66,11 +67,19 @@ class CapacityResult:
     extras: Extras = NO_EXTRAS  # speculative decoding, LoRA, encoder cache, host tier
     asked: Settings | None = None  # the knobs as asked (None: the release's default), for the launch command
     memory: Memory | None = None  # the memory question as asked (a KV budget given, the quantization)
+    verdict_margin_bytes: int | None = None  # how far the budget is from a refusal (kvplan.planning.verdict); < 0:
+    # the engine refuses, short by that much; None: no plan
+    estimate_error_bytes: int = 0  # the estimated budget terms added up: how far off the budget may be
 
     @property
     def refusal(self) -> Refusal | None:
         """The engine's "no" (it would not start with this memory); the numbers are still the answer."""
         return self.plan.refusal
+
+    @property
+    def within_estimate(self) -> bool:
+        """The verdict (starts or refuses) is closer than the estimated terms add up to: they could turn it."""
+        return within_estimate(self.verdict_margin_bytes, self.estimate_error_bytes)
 
 
 def engine_layout(profile: Engine, request: Request) -> Layout:
@@ -120,7 +129,7 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
     memory = question.memory
     gpu_device, _ = device(memory, needed=memory.kv_budget_bytes is None)
     asked = Request(model=question.model, cache=replace(question.cache, max_model_len=question.max_model_len),
-                    settings=question.settings, device=gpu_device)
+                    settings=question.settings, device=gpu_device, asked=question.settings)
     request = profile.resolve(asked)
     layout = engine_layout(profile, request)
     drafter = extras.draft(request, layout, profile.policy(request))
@@ -129,8 +138,9 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
         request = profile.resolve(asked)
     budget = kv_budget(profile, request, memory)
     if memory.kv_budget_bytes is not None and hold_budget:
-        lines, refused = given_budget.check(profile, request, memory, budget.per_stage)
-        budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused)
+        lines, refused, held = given_budget.check(profile, request, memory, budget.per_stage)
+        budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
+                         held=(-held.over_bytes, held.estimated_bytes) if held else None)
     result = _result(profile, (asked, request), layout, budget, memory)
     return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
 
@@ -147,18 +157,28 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
         cache=request.cache, asked=asked.settings, memory=memory,
         plan=empty_plan(profile.name, profile.version, CapacityRequest(model=request.model, cache=request.cache)))
     if min(budget.per_stage) <= 0:  # the engine finds no memory for a single block
+        margin, error = min(budget.per_stage), estimate_error_bytes(budget.terms)
         return replace(base, plan=replace(base.plan, refusal=profile.no_memory(request)),
-                       notes=(*budget.notes, no_budget_warning(profile, asked, budget, memory)))
+                       notes=(*budget.notes, no_budget_warning(profile, asked, budget, memory),
+                              *uncertain_note(margin, error, refused=True)),
+                       verdict_margin_bytes=margin, estimate_error_bytes=error)
     plan = profile.plan(request, layout, budget.per_stage)
     after = budget.refusal or (budget.after_kv.refusal if budget.after_kv is not None else None)
     if plan.refusal is None and after is not None:
         plan = replace(plan, refusal=after, log_lines=(*plan.log_lines, after.message))
     notes = list(budget.notes)
+    # the binding constraint with its own error: the start on the budget (its estimated terms), or a given budget
+    # held against the GPU (what of the resident bytes is estimated)
+    bounds = [(margin_bytes(profile.name, plan, budget.per_stage, budget.after_kv), estimate_error_bytes(budget.terms)),
+              *((budget.held,) if budget.held else ())]
+    margin, error = min(bounds)
+    notes += uncertain_note(margin, error, refused=plan.refusal is not None)
     if plan.requests_at_max_len < 1 and plan.refusal is None:
         notes.append(f"warning: one {request.max_model_len:,}-token request does not fit under {profile.name}; "
                      f"the cache holds {plan.kv_tokens:,} tokens")
     return replace(base, plan=plan, notes=(*notes, *request.model.notes),
-                   decode_floor=decode_floor(plan, budget.gpu, budget.weights_bytes_per_gpu))
+                   decode_floor=decode_floor(plan, budget.gpu, budget.weights_bytes_per_gpu),
+                   verdict_margin_bytes=margin, estimate_error_bytes=error)
 
 
 def capacity_all(model: CapacityRequest | ModelConfig | str, *, engines: Sequence[str] = ENGINE_NAMES,

@@ -27,6 +27,7 @@ from kvplan.errors import KvplanError
 from kvplan.planning.after_kv import CUDA_CONTEXT_BYTES, snapshot_bytes
 from kvplan.planning.budget import overridden, stage_terms, weights_per_stage
 from kvplan.planning.request import Memory
+from kvplan.planning.verdict import estimate_error_bytes
 from kvplan.units import format_gib
 
 CONTEXT_TERMS = ("cuda_context", "context_cublas_absolute")  # non-torch terms that already hold the CUDA context
@@ -53,6 +54,7 @@ class Held:
     resident_bytes: int
     weights_bytes: int
     gpu_bytes: int
+    estimated_bytes: int = 0  # of the resident bytes, what is an estimate (kvplan.planning.verdict)
 
     @property
     def over_bytes(self) -> int:
@@ -81,21 +83,29 @@ def stages_held(profile: Engine, request: Request, memory: Memory, budgets: tupl
         out = []
         for stage, (w, kv) in enumerate(zip(weights, budgets, strict=True)):
             terms = overridden(stage_terms(request, rules, w, stage, weights_dtype), memory)
+            resident = resident_bytes(request, rules, terms, stage == request.pp - 1)
+            kept = tuple(t for t in terms if t.kind not in FREED)
             out.append(Held(stage=stage, kv_bytes=kv, weights_bytes=term_bytes(terms, ("weights",)),
-                            resident_bytes=resident_bytes(request, rules, terms, stage == request.pp - 1),
-                            gpu_bytes=request.device.memory_bytes))
+                            resident_bytes=resident, gpu_bytes=request.device.memory_bytes,
+                            estimated_bytes=estimate_error_bytes(kept) + resident - term_bytes(kept)))
     except KvplanError:
         return None  # the weights are informative only when a budget is given
     return out
 
 
 def check(profile: Engine, request: Request, memory: Memory, budgets: tuple[int, ...]) -> tuple[
-        tuple[str, ...], Refusal | None]:
-    """The lines of the check and, where a stage's GPU cannot hold its budget, the refusal."""
+        tuple[str, ...], Refusal | None, Held | None]:
+    """The lines of the check and, where a stage's GPU cannot hold its budget, the refusal; the stage closest to it
+    (its headroom, what of it is estimated: the verdict's margin)."""
     held = stages_held(profile, request, memory, budgets)
     if not held:
-        return (), None
+        return (), None, None
     worst = max(held, key=lambda h: h.over_bytes)
+    lines, refusal = _said(profile, held, worst)
+    return lines, refusal, worst
+
+
+def _said(profile: Engine, held: list[Held], worst: Held) -> tuple[tuple[str, ...], Refusal | None]:
     line = (f"{format_gib(worst.kv_bytes)} GiB of KV + {format_gib(worst.resident_bytes)} GiB resident at its "
             f"allocation = {format_gib(worst.kv_bytes + worst.resident_bytes)} GiB on a {format_gib(worst.gpu_bytes)} "
             f"GiB GPU" + (f", PP stage {worst.stage}" if len(held) > 1 else ""))

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.reconcile.estimate import loaded_weights
+from kvplan.reconcile.estimate import loaded_reasons, loaded_weights
 from kvplan.reconcile.inputs import Inputs
 from kvplan.reconcile.parse import GIB, Number, Record, StartupLog, rank_key
 from kvplan.reconcile.rules import WEIGHTS_TOLERANCE
@@ -103,6 +103,8 @@ def weights_checks(log: StartupLog, inputs: Inputs) -> list[Outcome]:
            "release adds at load: rotary cache, padded or absorbed matrices, LoRA slots): "
            f"{weights:,} B ({weights / GIB:.4f} GiB) ± 1%")
     hint = "the weights the engine loaded are not this checkpoint's (quantization, vision tower, extra heads?)"
+    unsure = loaded_reasons(inputs)
+    how += f"; an estimate: {'; '.join(unsure)}" if unsure else ""
     return [compare("weights_bytes", r, n, Fraction(low), Fraction(high), how, hint) for r, n in found]
 
 

@@ -1,9 +1,10 @@
 """What a log is recomputed from: the model, parallelism, dtypes and engine settings it states,
 filled in from the user's flags, and kvplan's plan for a given KV budget.
 
-The model a log names (a path, a hub id, a fine-tune) resolves through kvplan's loader, then
-without its checkpoint suffix (``-FP8``, ``-2507``). ``--model`` wins; when it names another
-model than the log, it stands in for the KV geometry only and the weights are not compared.
+The model a log names (a path, a hub id, an HF-cache snapshot, a fine-tune) resolves through kvplan's loader,
+then without its checkpoint suffix (``-FP8``, ``-2507``). ``--model`` wins; when it names another model than
+the log, it stands in for the KV geometry only and the weights are not compared. Every other flag fills in what
+the log does not print, and is refused where it says otherwise (``given.py``).
 """
 
 from __future__ import annotations
@@ -15,37 +16,62 @@ from kvplan.config.model import SERVED_DTYPES, ModelConfig, with_dtype
 from kvplan.dtypes import canonical_dtype, check_dtype_name
 from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
-from kvplan.engines.settings import MOE_BACKENDS
-from kvplan.errors import CapacityError, InputError
+from kvplan.errors import CapacityError, InputError, KvplanError
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, Memory
+from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
+from kvplan.reconcile.given import agreed, asked_knobs, merged_settings, with_release
 from kvplan.reconcile.models import resolve_model, uncounted_of, weights_dtype_of
 from kvplan.reconcile.parse import StartupLog
 from kvplan.reconcile.rules import assumed, is_v0, placed, release
+from kvplan.reconcile.stated import (
+    attention_dp,
+    int_of,
+    kv_dtype_of,
+    logged_gpu,
+    logged_max_model_len,
+    stated_settings,
+)
 
 UNLIMITED_BYTES = 1 << 50  # a budget no request exceeds: for page sizes and reservations
+SPECULATIVE = ("speculative_method", "num_speculative_tokens", "speculative_model")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Options:
-    """The user's flags; None: take it from the log."""
+    """The user's flags, as `kvplan capacity` takes them; None: take it from the log. A flag fills in what the
+    log does not print; one that disagrees with the log is refused (``given.py``)."""
 
     model: str | None = None
+    engine: str | None = None  # vllm, or a release (vllm@0.25): its rules where the log prints no version
     tp: int | None = None
     pp: int | None = None
+    dcp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
     max_model_len: int | None = None
     kv_dtype: str | None = None
+    block_size: int | None = None
+    cache: CacheRequest | None = None  # the knobs no log prints: quant group, state dtypes, overrides (its other
+    # fields are the ones above, which a log may state)
     gpu: str | None = None
+    settings: Settings | None = None  # engine knobs: those away from Settings()'s defaults are the ones given
+    memory: Memory | None = None  # the GPU, its memory, the weights' format, a KV budget (vLLM logs printing none)
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "max_model_len"):
+        for name in ("tp", "pp", "dcp", "dp", "ep", "max_model_len"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise InputError(f"{name} must be positive, got {value}", arg=name)
         if self.kv_dtype is not None:
             check_dtype_name(self.kv_dtype, "kv_dtype")
+        if self.gpu is not None and self.memory is not None and self.memory.gpu not in (None, self.gpu):
+            raise InputError(f"gpu {self.gpu!r} and memory.gpu {self.memory.gpu!r}: give the GPU once", arg="gpu")
+
+    def flags_memory(self) -> Memory:
+        return replace(self.memory or Memory(), gpu=self.gpu or (self.memory.gpu if self.memory else None))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,90 +184,6 @@ def reference_plan(inputs: Inputs, max_model_len: int | None = None) -> EnginePl
     return reference(inputs, max_model_len).plan
 
 
-def _int(log: StartupLog, name: str) -> int | None:
-    value = log.setting(name)
-    return int(value) if value is not None else None
-
-
-def _attention_dp(log: StartupLog) -> int:
-    """SGLang's dp_size splits attention only with enable_dp_attention=True; without it the DP ranks are whole
-    engines side by side, each planned as this log's (0.4-0.5 server_args: dp attention is the switch). A log
-    that does not print the switch keeps dp_size."""
-    dp = _int(log, "dp") or 1
-    return 1 if log.engine == "sglang" and log.setting("dp_attention") == "False" else dp
-
-
-def _float(log: StartupLog, name: str) -> float | None:
-    value = log.setting(name)
-    return float(value) if value is not None else None
-
-
-def _bool(log: StartupLog, name: str) -> bool | None:
-    value = log.setting(name)
-    return value == "True" if value is not None else None
-
-
-def kv_dtype_of(log: StartupLog, flag: str | None) -> str:
-    """--kv-dtype, else the log's KV dtype ("auto" is the model dtype the log states), else auto."""
-    if flag is not None:
-        return flag
-    kv, model = log.setting("kv_dtype"), log.setting("dtype")
-    if kv is None or kv == "auto":
-        kv = model
-    return (canonical_dtype(kv) or "auto") if kv else "auto"
-
-
-def settings_of(log: StartupLog) -> Settings:
-    """The engine knobs the log states, and those its warnings imply: "Hybrid KV cache manager is disabled"
-    (every layer counted as full), the Marlin FP4 MoE path (padded MXFP4 experts), prefix caching (which decides
-    how a hybrid's Mamba states are paged)."""
-    backend = (log.setting("moe_backend") or "").lower() or None
-    lora = log.setting("enable_lora") == "True"
-    return settings_from({"max_lora_rank": _int(log, "max_lora_rank") if lora else None,
-                          "max_loras": (_int(log, "max_loras") or 1) if lora else None,"gpu_memory_utilization": _float(log, "gpu_memory_utilization"),
-                          "mem_fraction_static": _float(log, "mem_fraction_static"),
-                          "free_gpu_memory_fraction": _float(log, "free_gpu_memory_fraction"),
-                          "max_num_batched_tokens": _int(log, "max_num_batched_tokens"),
-                          "max_num_seqs": _int(log, "max_num_seqs"),
-                          "chunked_prefill_size": _int(log, "chunked_prefill_size"),
-                          "enforce_eager": log.setting("enforce_eager") == "True",
-                          "prefix_caching": _bool(log, "prefix_caching"),
-                          "hybrid_kv_cache_manager": log.setting("hybrid_kv_cache_manager") != "off",
-                          "moe_backend": backend if backend in MOE_BACKENDS else None})
-
-
-def logged_max_model_len(log: StartupLog) -> int | None:
-    """max_model_len from the settings, else from a line that prints it (concurrency, refusal)."""
-    stated = _int(log, "max_model_len")
-    if stated is not None:
-        return stated
-    printed = log.numbers("max_model_len")
-    return int(printed[0][1].value) if printed else None
-
-
-def parallel(log: StartupLog, options: Options) -> tuple[int, int, list[str]]:
-    """tp and pp: a flag wins, with a note where the log says otherwise."""
-    notes, out = [], []
-    for name, flag in (("tp", options.tp), ("pp", options.pp)):
-        stated = _int(log, name)
-        if flag is not None and stated is not None and flag != stated:
-            notes.append(f"{name} {flag} (flag) replaces the log's {stated}")
-        out.append(flag or stated or 1)
-    return out[0], out[1], notes
-
-
-def logged_gpu(log: StartupLog) -> str | None:
-    """The GPU the log names (a MoE kernel's config lookup, a collect-env line), when the catalog knows it by
-    that name alone: it picks the attention backends (FlashMLA's 64-token blocks are Hopper's)."""
-    name = log.setting("gpu_name")
-    if name is None:
-        return None
-    try:
-        return lookup_gpu(name.replace("_", " ")).name
-    except InputError:  # not in the catalog, or in several memory sizes (A100): the memory is not guessed
-        return None
-
-
 def _served_dtype(log: StartupLog, model: ModelConfig) -> ModelConfig:
     """The dtype the engine served the model in, where the log states one the config does not give (a bf16 config on
     a T4 runs as float16: vLLM casts it, and its KV dtype auto follows): what the release's checks see."""
@@ -249,21 +191,69 @@ def _served_dtype(log: StartupLog, model: ModelConfig) -> ModelConfig:
     return with_dtype(model, served) if served in SERVED_DTYPES and served != model.dtype else model
 
 
+def _cache(log: StartupLog, options: Options, model: ModelConfig) -> CacheRequest:
+    """The cache the log states (block size: vLLM's; page size: SGLang's; tokens per block: TRT-LLM's; DP attention),
+    the flags filling in the rest; the length resolved."""
+    o = options
+    kv = agreed("kv_dtype", o.kv_dtype, kv_dtype_of(log), same=lambda given, stated: stated == "auto" or stated == (
+        canonical_dtype(model.dtype if given == "auto" else given) or given))
+    cache = replace(
+        o.cache or CacheRequest(), tp=agreed("tp", o.tp, int_of(log, "tp")) or 1,
+        pp=agreed("pp", o.pp, int_of(log, "pp")) or 1, dcp=agreed("dcp", o.dcp, int_of(log, "dcp")) or 1,
+        dp=agreed("dp", o.dp, attention_dp(log)) or 1, ep=o.ep or 1, kv_dtype=kv or "auto",
+        block_size=agreed("block_size", o.block_size, int_of(log, "block_size") or int_of(log, "page_size")),
+        max_model_len=agreed("max_model_len", o.max_model_len, logged_max_model_len(log)))
+    return replace(cache, max_model_len=cache.length(model))
+
+
+def _memory(log: StartupLog, options: Options, implied: str | None) -> Memory:
+    """The GPU the log names (else the flag's), the weights' format it states (else the flag's, else the one the
+    checkpoint's name implies), the flags' memory figures."""
+    flags = options.flags_memory()
+    if flags.kv_budget_bytes is not None and log.engine != "vllm":
+        raise InputError(f"kv_budget_bytes: reconcile takes a KV budget for vLLM logs that print none; a {log.label} "
+                         "log prints the memory its pool is sized from", arg="kv_budget_bytes")
+    gpu = agreed("gpu", flags.gpu, logged_gpu(log), same=lambda a, b: lookup_gpu(a).name == b)
+    said = (log.setting("quantization") or "").lower()
+    if flags.quantization is not None:
+        agreed("quantization", flags.quantization, said or None, same=lambda a, b: a.lower().replace("-", "_") ==
+               b.replace("-", "_"))
+        if said:  # the log's own, read as before
+            return replace(flags, gpu=gpu, quantization=None, weights_dtype=weights_dtype_of(log, implied))
+        return replace(flags, gpu=gpu)
+    stated = said if said in WEIGHT_DTYPE_NAMES else None
+    return replace(flags, gpu=gpu, weights_dtype=agreed("weights_dtype", flags.weights_dtype, stated) or implied)
+
+
 def build_inputs(log: StartupLog, options: Options) -> Inputs:
+    log = with_release(log, options.engine)[0]  # its rows where the log prints no version (reconcile notes it)
     model, stand_in, implied = resolve_model(log, options.model)
     model = _served_dtype(log, model)
-    tp, pp, notes = parallel(log, options)
     profile, note = vllm_profile(log) if log.engine == "vllm" else profile_name(log.engine, log.version)
-    if stand_in:
-        notes.append(f"{model.model_id} stands in for {log.setting('model')}: KV geometry only, weights not compared")
-    # the block size (vLLM) / page size (SGLang) / tokens per block (TRT-LLM) and DP attention the log states
-    cache = CacheRequest(tp=tp, pp=pp, kv_dtype=kv_dtype_of(log, options.kv_dtype), dp=_attention_dp(log),
-                         block_size=_int(log, "block_size") or _int(log, "page_size"),
-                         max_model_len=options.max_model_len or logged_max_model_len(log))
-    return Inputs(model=model, named=log.setting("model"), stand_in=stand_in, cache=replace(
-                  cache, max_model_len=cache.length(model)), profile=profile, settings=settings_of(log),
-                  memory=Memory(gpu=options.gpu or logged_gpu(log), weights_dtype=weights_dtype_of(log, implied)),
-                  notes=tuple([*notes, *([note] if note else [])]), uncounted=uncounted_of(log, implied))
+    notes = [f"{model.model_id} stands in for {log.setting('model')}: KV geometry only, weights not compared"] \
+        if stand_in else []
+    inputs = Inputs(model=model, named=log.setting("model"), stand_in=stand_in, cache=_cache(log, options, model),
+                    profile=profile, settings=merged_settings(stated_settings(log), options.settings),
+                    memory=_memory(log, options, implied), notes=tuple([*notes, *([note] if note else [])]),
+                    uncounted=uncounted_of(log, implied))
+    return _planned(inputs, options)
+
+
+def _planned(inputs: Inputs, options: Options) -> Inputs:
+    """The inputs, without the log's speculative decoding where kvplan cannot plan it and can plan the rest (said
+    in a note); one the flags ask for is planned or refused."""
+    if inputs.settings.speculative_method is None or "speculative_method" in asked_knobs(options.settings):
+        return inputs
+    try:
+        reference(inputs)
+        return inputs
+    except KvplanError as exc:
+        why = str(exc)
+    bare = replace(inputs, settings=settings_from(dict.fromkeys(SPECULATIVE), inputs.settings), notes=(
+        *inputs.notes, f"kvplan cannot plan the log's {inputs.settings.speculative_method} speculative decoding "
+        f"({why}): planned without it; its drafter's weights and KV layers are not counted"))
+    reference(bare)  # the rest plans, else its own error
+    return bare
 
 
 def logged_budget(inputs: Inputs, memory_bytes: int, weights_bytes: int, other_bytes: int = 0) -> int:

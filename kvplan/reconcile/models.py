@@ -1,10 +1,12 @@
-"""The model a log names, resolved through kvplan's loader: the id, its last path part, then without
-checkpoint suffixes (``-FP8``, ``-AWQ``, Unsloth's ``-unsloth-bnb-4bit``), with the weight format a suffix
-implies. Formats kvplan does not count (bitsandbytes, GGUF) are named so that the weights figure is listed
+"""The model a log names, resolved through kvplan's loader: the id (an HF-cache snapshot path as its hub id), its
+last path part, then without checkpoint suffixes (``-FP8``, ``-AWQ``, Unsloth's ``-unsloth-bnb-4bit``), with the
+weight format a suffix implies. Formats kvplan does not count (bitsandbytes, GGUF) are named so that the weights figure is listed
 instead of checked.
 """
 
 from __future__ import annotations
+
+import re
 
 from kvplan.config import load_model
 from kvplan.config.model import ModelConfig
@@ -20,10 +22,23 @@ CHECKPOINT_SUFFIXES: tuple[tuple[str, str | None], ...] = (
 # weight formats kvplan has no count for: the weights figure is listed, not checked
 UNCOUNTED_WEIGHTS = ("bitsandbytes", "gguf")
 
+# a Hugging Face cache snapshot: <cache>/hub/models--<org>--<name>/snapshots/<commit>[/...] (the hub's "/" written
+# as "--"; a repo name never holds "--"), as vLLM logs the model once HF_HUB_OFFLINE resolves it to a path
+HF_CACHE_PATH = re.compile(r"(?:^|/)models--([^/]+)(?:/snapshots/[^/]+)?/?")
+
+
+def hub_id(name: str) -> str | None:
+    """The hub id an HF-cache path names (…/models--meta-llama--Llama-3.1-8B/snapshots/<hash> -> meta-llama/
+    Llama-3.1-8B), else None."""
+    found = HF_CACHE_PATH.search(name)
+    return found.group(1).replace("--", "/", 1) if found else None
+
+
 def name_candidates(name: str) -> list[tuple[str, str | None]]:
-    """The id, then its last path part, each then without checkpoint suffixes: (name, implied weights)."""
+    """The id (a path: its folder where it exists here), an HF-cache path's hub id, then the last path part, each
+    then without checkpoint suffixes: (name, implied weights)."""
     out: list[tuple[str, str | None]] = []
-    for base in dict.fromkeys((name, name.rstrip("/").rpartition("/")[2])):
+    for base in dict.fromkeys(b for b in (name, hub_id(name), name.rstrip("/").rpartition("/")[2]) if b):
         current, implied = base, None
         out.append((current, implied))
         while hit := next(((s, d) for s, d in CHECKPOINT_SUFFIXES if current.lower().endswith(s)), None):

@@ -95,16 +95,23 @@ class StartupLog:
         return tuple(r for r in self.records if r.kind == kind)
 
 
+def _scores(lines: list[str]) -> dict[str, int]:
+    return {name: sum(1 for line in lines if any(p.search(line) for p in fmt.detect)) for name, fmt in FORMATS.items()}
+
+
 def detect_engine(lines: list[str], forced: str | None = None) -> EngineFormat:
-    """The engine whose lines the log holds most of (or the one forced)."""
+    """The engine whose lines the log holds most of (or the one forced: an engine, or a release of one, vllm@0.25,
+    whose log it must be)."""
+    scores = _scores(lines)
+    best = max(scores, key=lambda name: scores[name])
     if forced is not None:
-        key = forced.strip().lower().replace("-", "").replace("tensorrtllm", "trtllm")
+        key = forced.strip().lower().partition("@")[0].replace("-", "").replace("tensorrtllm", "trtllm")
         if key not in FORMATS:
             raise InputError(f"unknown engine {forced!r}; reconcile reads vllm, sglang and trtllm logs", arg="engine")
+        if scores[key] == 0 and scores[best] > 0:
+            raise InputError(f"engine {forced} (given), but the log holds no {FORMATS[key].label} start-up line: it "
+                             f"is a {FORMATS[best].label} log", arg="engine")
         return FORMATS[key]
-    scores = {name: sum(1 for line in lines if any(p.search(line) for p in fmt.detect))
-              for name, fmt in FORMATS.items()}
-    best = max(scores, key=lambda name: scores[name])
     if scores[best] == 0:
         raise InputError("no vLLM, SGLang or TensorRT-LLM start-up line found in the log; pass engine if it is "
                          "one of them", arg="engine")
@@ -197,12 +204,35 @@ def parse_version(lines: list[str], fmt: EngineFormat) -> str | None:
     return None
 
 
+def _span(records: tuple[Record, ...]) -> str:
+    first, last = records[0].line, records[-1].line
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def single_engine(numbered: list[tuple[int, str]], fmt: EngineFormat, records: tuple[Record, ...]) -> None:
+    """Refuse a log that also holds another engine's start-up: its KV lines and lines only that engine prints.
+    Which lines belong to which start-up cannot be told apart reliably (two servers may write to one file, and a
+    setting one engine prints may match another's pattern), so none is guessed: one engine's log at a time."""
+    for other in FORMATS.values():
+        if other is fmt:
+            continue
+        theirs = parse_records(numbered, other)
+        if theirs and any(p.search(line) for _, line in numbered for p in other.detect):
+            raise InputError(f"the log holds two engines' start-ups: {fmt.label} (KV numbers on {_span(records)}) and "
+                             f"{other.label} (KV numbers on {_span(theirs)}); reconcile reads one engine's start-up "
+                             "log: give each part on its own")
+
+
 def parse_log(text: str, engine: str | None = None) -> StartupLog:
-    """A start-up log (any excerpt of one) -> its engine, version, settings and KV numbers."""
+    """A start-up log (any excerpt of one) -> its engine, version, settings and KV numbers. `engine` (vllm, or a
+    release: vllm@0.25) names the engine instead of recognizing it; a log with two engines' start-ups is refused."""
     numbered = logical_lines(text)
     lines = [line for _, line in numbered]
     fmt = detect_engine(lines, engine)
+    records = parse_records(numbered, fmt)
+    if records:
+        single_engine(numbered, fmt, records)
     sites = tuple((hit.group(1), hit.group(2).strip()) for line in lines if (hit := _SITE.search(line)))
     return StartupLog(engine=fmt.engine, label=fmt.label, version=parse_version(lines, fmt),
-                      settings=parse_settings(lines, fmt), records=parse_records(numbered, fmt), sites=sites,
+                      settings=parse_settings(lines, fmt), records=records, sites=sites,
                       markers=tuple(m for m in fmt.markers if any(m in line for line in lines)))

@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from kvplan.engines import EnginePlan
 from kvplan.reconcile.check import Outcome, compare, skip, weights_checks
+from kvplan.reconcile.given import conflict
 from kvplan.reconcile.inputs import Inputs, plan, reference_plan
 from kvplan.reconcile.parse import GIB, Number, Record, StartupLog, rank_key
 from kvplan.reconcile.rules import VLLM_SWAP_SPACE_GIB, VllmRules, vllm_rules
@@ -74,20 +75,33 @@ def stage_of(worker: str | None, inputs: Inputs) -> int | None:
     return None
 
 
-def blocks_between(inputs: Inputs, budget: Budget) -> tuple[int, int] | str:
-    """kvplan's blocks for the smallest and largest budget a printed size allows, on the budget's own stage
-    (or its refusal)."""
+def plans_between(inputs: Inputs, budget: Budget) -> tuple[EnginePlan, EnginePlan] | str:
+    """kvplan's plans for the smallest and largest budget a printed size allows, on the budget's own stage (or its
+    refusal)."""
     found = [plan(inputs, int(b), stage=budget.stage) for b in budget.number.bytes_range()]
     if isinstance(found[0], str) or isinstance(found[1], str):
         return next(f for f in found if isinstance(f, str))
-    return found[0].num_blocks or 0, found[1].num_blocks or 0
+    return found[0], found[1]
 
 
 def worker_budgets(log: StartupLog, inputs: Inputs) -> list[Budget]:
-    """Each worker's KV budget (exact bytes where printed), in rank order: the order vLLM plans them."""
+    """Each worker's KV budget (exact bytes where printed), in rank order: the order vLLM plans them; where the log
+    prints none, the one given (kv_budget_bytes: one, or one per PP stage)."""
     found = log.numbers("kv_budget")
     chosen = [(r, n) for r, n in found if n.unit == "B"] or found
-    return [Budget(r, n, stage_of(r.worker, inputs)) for r, n in sorted(chosen, key=lambda rn: rank_key(rn[0].worker))]
+    given = inputs.memory.kv_budget_bytes
+    if given is None:
+        return [Budget(r, n, stage_of(r.worker, inputs)) for r, n in sorted(chosen, key=lambda rn: rank_key(rn[0].worker))]
+    for record, number in chosen:
+        value = given[min(stage_of(record.worker, inputs) or 0, len(given) - 1)]
+        low, high = number.bytes_range()
+        if not low <= value <= high:
+            raise conflict("kv_budget_bytes", f"{value / GIB:.2f} GiB", f"{number.text} {number.unit} "
+                           f"({record.worker or 'line ' + str(record.line)})")
+    if chosen:
+        return worker_budgets(log, replace(inputs, memory=replace(inputs.memory, kv_budget_bytes=None)))
+    return [Budget(Record("given", 0, None, (n := Number("kv_budget", str(b), "B", 0),), "kv_budget_bytes"), n,
+                   k if len(given) > 1 else None) for k, b in enumerate(given)]
 
 
 def _said(budget: Budget) -> str:
@@ -116,13 +130,30 @@ def line_budgets(rules: VllmRules, budgets: list[Budget], count: int) -> list[li
     return [budgets for _ in range(count)]
 
 
-def min_blocks(inputs: Inputs, budgets: list[Budget]) -> tuple[int, int] | str:
-    """The smallest blocks over workers (each on its own stage), at both ends of the printed rounding."""
-    spans = [blocks_between(inputs, b) for b in budgets]
+def min_plans(inputs: Inputs, budgets: list[Budget]) -> tuple[EnginePlan, EnginePlan] | str:
+    """The plans of the fewest blocks over workers (each on its own stage), at both ends of the printed rounding."""
+    spans = [plans_between(inputs, b) for b in budgets]
     refused = next((x for x in spans if isinstance(x, str)), None)
     if refused is not None:
         return refused
-    return min(x[0] for x in spans if not isinstance(x, str)), min(x[1] for x in spans if not isinstance(x, str))
+    found = [x for x in spans if not isinstance(x, str)]
+    return (min((x[0] for x in found), key=lambda p: p.num_blocks or 0),
+            min((x[1] for x in found), key=lambda p: p.num_blocks or 0))
+
+
+def min_blocks(inputs: Inputs, budgets: list[Budget]) -> tuple[int, int] | str:
+    """The smallest blocks over workers (each on its own stage), at both ends of the printed rounding."""
+    found = min_plans(inputs, budgets)
+    return found if isinstance(found, str) else (found[0].num_blocks or 0, found[1].num_blocks or 0)
+
+
+def _tokens(rules: VllmRules, s: Shape, plans: tuple[EnginePlan, EnginePlan], inputs: Inputs) -> tuple[int, int]:
+    """The "GPU KV cache size" of both plans: from 0.21 the release's int(concurrency × length), as kvplan's plan
+    computes it (the release's own weighting of a request's blocks, capacity's figure); before, from the blocks."""
+    if rules.tokens == "concurrency":
+        return plans[0].kv_tokens, plans[1].kv_tokens
+    return tokens_of(rules, s, plans[0].num_blocks or 0, inputs.max_model_len, inputs.cache.dcp), \
+        tokens_of(rules, s, plans[1].num_blocks or 0, inputs.max_model_len, inputs.cache.dcp)
 
 
 def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) -> list[Outcome]:
@@ -132,13 +163,15 @@ def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) ->
     for (record, number), budgets in zip(lines, line_budgets(rules, worker_budgets(log, inputs), len(lines)),
                                           strict=True):
         if not budgets:
-            out.append(skip("kv_tokens", record, number, NO_BUDGET))
+            out.append(from_concurrency(log, record, number, rules, inputs) or skip("kv_tokens", record, number,
+                                                                                     NO_BUDGET))
             continue
-        blocks = min_blocks(inputs, budgets)
-        if isinstance(blocks, str):
-            out.append(compare("kv_tokens", record, number, Fraction(0), Fraction(0), f"kvplan refuses: {blocks}"))
+        plans = min_plans(inputs, budgets)
+        if isinstance(plans, str):
+            out.append(compare("kv_tokens", record, number, Fraction(0), Fraction(0), f"kvplan refuses: {plans}"))
             continue
-        low, high = (tokens_of(rules, s, b, inputs.max_model_len, inputs.cache.dcp) for b in blocks)
+        blocks = (plans[0].num_blocks or 0, plans[1].num_blocks or 0)
+        low, high = _tokens(rules, s, plans, inputs)
         source = _said(budgets[0]) if len(budgets) == 1 else f"min over {len(budgets)} workers' budgets"
         how = (f"{source} -> {_span(*blocks)} blocks (kvplan) -> tokens by {rules.tokens} (vLLM {rules.releases})")
         check = compare("kv_tokens", record, number, Fraction(low), Fraction(high), how)
@@ -146,6 +179,23 @@ def token_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Shape) ->
         named = budgets[0].record.worker if len(budgets) == 1 else None
         out.append(replace(check, workers=(named,)) if named and not record.worker else check)
     return out
+
+
+def from_concurrency(log: StartupLog, record: Record, number: Number, rules: VllmRules, inputs: Inputs) -> Outcome | None:
+    """0.21 on, with no budget to plan from: tokens = int(concurrency × max_model_len), and the log prints the
+    concurrency too ("%.2fx", on the same line from 0.28, the next before): the tokens its rounding allows (0.25.0
+    v1/core/kv_cache_utils.py:1798, printed at :2146-2150)."""
+    if rules.tokens != "concurrency":
+        return None
+    found = next(((r, n) for r, n in log.numbers("max_concurrency") if r.seq in (record.seq, record.seq + 1)), None)
+    if found is None:
+        return None
+    printed, concurrency = found[0].get("max_model_len"), found[1]
+    length = int(printed.value) if printed is not None else inputs.max_model_len
+    low, high = (int(c * length) for c in (concurrency.value - concurrency.half_unit,
+                                            concurrency.value + concurrency.half_unit))
+    return compare("kv_tokens", record, number, Fraction(low), Fraction(high), f"int(the logged concurrency "
+                   f"{concurrency.text}x ± half a digit × {length:,} tokens) (vLLM {rules.releases})")
 
 
 def upstream(log: StartupLog, record: Record, rules: VllmRules) -> Number | None:
@@ -169,14 +219,26 @@ def concurrency_checks(log: StartupLog, inputs: Inputs, rules: VllmRules, s: Sha
             out.append(_from_upstream(record, number, source, rules, s, length))
             continue
         budgets = worker_budgets(log, inputs)
-        found = min_blocks(inputs, budgets) if budgets else "no tokens or blocks line before it, " + NO_BUDGET
+        found = min_plans(inputs, budgets) if budgets else "no tokens or blocks line before it, " + NO_BUDGET
         if isinstance(found, str):
             out.append(skip("max_concurrency", record, number, found))
             continue
-        low, high = (concurrency_of(rules, s, b, length) for b in found)
-        how = f"min over worker budgets -> {_span(*found)} blocks (kvplan) / {s.per_request:,} per {length:,}-token request"
-        out.append(compare("max_concurrency", record, number, low, high, how))
+        out.append(_from_plans(record, number, found, rules, s, length))
     return out
+
+
+def _from_plans(record: Record, number: Number, plans: tuple[EnginePlan, EnginePlan], rules: VllmRules, s: Shape,
+                length: int) -> Outcome:
+    """A concurrency from kvplan's plans of the budgets: from 0.21 the release's own (kvplan's plan), before, the
+    blocks over the blocks one request reserves."""
+    blocks = _span(plans[0].num_blocks or 0, plans[1].num_blocks or 0)
+    if rules.tokens == "concurrency" and plans[0].max_concurrency is not None and plans[1].max_concurrency is not None:
+        return compare("max_concurrency", record, number, Fraction(plans[0].max_concurrency),
+                       Fraction(plans[1].max_concurrency), f"min over worker budgets -> {blocks} blocks, the "
+                       f"release's concurrency for {length:,}-token requests (kvplan's plan)")
+    low, high = (concurrency_of(rules, s, p.num_blocks or 0, length) for p in plans)
+    return compare("max_concurrency", record, number, low, high, f"min over worker budgets -> {blocks} blocks "
+                   f"(kvplan) / {s.per_request:,} per {length:,}-token request")
 
 
 def _from_upstream(record: Record, number: Number, source: Number, rules: VllmRules, s: Shape, length: int) -> Outcome:

@@ -121,6 +121,15 @@ VLLM_SETTINGS = (
     *setting("served_model_name", r"\bserved_model_name=([^,\s]+)", r"'served_model_name': \['([^']+)'"),
     *setting("tp", r"\btensor_parallel_size'?[=:] ?(\d+)", r"--tensor-parallel-size[= ](\d+)"),
     *setting("pp", r"\bpipeline_parallel_size'?[=:] ?(\d+)", r"--pipeline-parallel-size[= ](\d+)"),
+    *setting("dcp", r"\bdecode_context_parallel_size'?[=:] ?(\d+)", r"--decode-context-parallel-size[= ](\d+)"),
+    # the engine config's f"SpeculativeConfig({method=}, {model=}, {num_spec_tokens=})" (0.10.2
+    # config/__init__.py:2401, 0.25.0 config/speculative.py:1276), or the non-default args' speculative_config dict
+    *setting("speculative_method", r"\bspeculative_config=SpeculativeConfig\(method='(\w+)'",
+             r"'speculative_config': \{[^}]*'method': '(\w+)'"),
+    *setting("num_speculative_tokens", r"\bspeculative_config=SpeculativeConfig\([^)]*\bnum_spec_tokens=(\d+)",
+             r"'speculative_config': \{[^}]*'num_speculative_tokens': (\d+)"),
+    *setting("speculative_model", r"\bspeculative_config=SpeculativeConfig\([^)]*\bmodel='([^']+)'",
+             r"'speculative_config': \{[^}]*'model': '([^']+)'"),
     *setting("max_model_len", r"\bmax_seq_len=(\d+)", r"'max_model_len': (\d+)", r"Using max model len (\d+)",
              r"--max-model-len[= ](\d+)"),
     *setting("dtype", r"\bdtype=torch\.(\w+)", r"'dtype': '(\w+)'", r"'dtype': torch\.(\w+)"),

@@ -148,6 +148,9 @@ class CapacityPayload:
     flags: Mapping[str, Any] | None = None  # its flags and values, in order (a switch: true)
     command_notes: tuple[str, ...] = ()  # knobs the command could not carry (no flag in that release)
     command_release: str | None = None  # the kvplan engine release the command is for (vllm@0.33)
+    verdict_margin_bytes: int | None = None  # how far the budget is from a refusal (< 0: short by that much)
+    estimate_error_bytes: int = 0  # the estimated budget terms added up
+    verdict_within_estimate: bool = False  # the estimated terms add up to more than the margin: they could turn it
 
 
 def _engine_group(size: GroupPayload | GroupKind, row: GroupRow | None, kind: str) -> CapacityGroup:
@@ -247,7 +250,8 @@ def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = N
         log_line=", ".join(plan.log_lines) if plan.log_lines and not refusal else None,
         command=written.command if written else None, flags=written.flags if written else None,
         command_notes=written.notes if written else (),
-        command_release=written.engine if written else None)
+        command_release=written.engine if written else None, verdict_margin_bytes=result.verdict_margin_bytes,
+        estimate_error_bytes=result.estimate_error_bytes, verdict_within_estimate=result.within_estimate)
 
 
 def explain_lines(result: CapacityResult) -> list[str]:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kvplan.planning.verdict import verdict_text
 from kvplan.render import gib, gib_number
 from kvplan.render.capacity import CapacityPayload, FloorPayload
 from kvplan.render.extras import extras_table
@@ -22,8 +23,11 @@ def _summary_rows(p: CapacityPayload, compact: bool) -> list[tuple[str, str]]:
     def b(v: int | None) -> str:
         return "-" if v is None else gib(v) if compact else f"{v:,} ({gib(v)})"
     conc = p.max_concurrency_log or f"({format_floor(p.requests_at_max_model_len, 0)} fit)"
-    verdict = ("refuses" + (f" (max len {p.estimated_max_model_len:,})" if p.estimated_max_model_len else "")
-               if p.refusal else "error" if p.error else "starts")
+    said = verdict_text(p.refusal is not None, p.verdict_margin_bytes, p.estimate_error_bytes)
+    if compact and p.verdict_within_estimate:  # side by side: the numbers follow the table (_verdicts)
+        said = f"{'refuses' if p.refusal else 'starts'}, within error"
+    verdict = (said + (f" (max len {p.estimated_max_model_len:,})" if p.estimated_max_model_len else "")
+               if p.refusal else "error" if p.error else said)
     return [("version", p.engine_version), ("verdict", verdict), ("GPU", f"{p.gpu or '-'}"),
             ("GPU memory", b(p.gpu_memory_bytes)), ("weights / GPU", b(p.weights_bytes_per_gpu)),
             ("overhead / GPU", b(p.overhead_bytes_per_gpu)), ("KV budget / GPU", b(p.kv_budget_bytes_per_gpu)),
@@ -98,6 +102,9 @@ def _verdicts(payloads: Sequence[CapacityPayload]) -> list[RenderableType]:
     out: list[RenderableType] = []
     for label, p in zip(column_labels(payloads), payloads, strict=True):
         who = label if _release(p) in label.split() else f"{label} ({p.engine_version})"
+        if len(payloads) > 1 and p.verdict_within_estimate:
+            out.append(Text(f"{who} {verdict_text(p.refusal is not None, p.verdict_margin_bytes, p.estimate_error_bytes)}"
+                            " GiB estimated"))
         if p.refusal:
             out.append(Text(f"{who} refuses to start: {p.refusal}"))
         elif p.log_lines:

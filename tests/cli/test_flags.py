@@ -98,8 +98,11 @@ def test_fit_takes_the_state_dtypes_and_the_quant_group(run_cli: Any) -> None:
 def test_reconcile_takes_the_same_names(run_cli: Any) -> None:
     log = "tests/data/logs/vllm-nightly-llama31-8b-a100-80gb-fragments.log"
     runs = [run_cli("reconcile", log, "--model", LLAMA8, *args, "--json") for args in
-            (["--tensor-parallel-size", "1", "--max-model-len", "8k"], ["-tp", "1", "--context-length", "8k"])]
-    assert runs[0][0] in (0, 1) and runs[0][:2] == runs[1][:2]  # exit 1: a number differs; the same answer
+            (["--tensor-parallel-size", "1", "--max-model-len", "128k", "--max-num-seqs", "256"],
+             ["-tp", "1", "--context-length", "131072", "--max-num-seqs=256"])]  # the log's own 131,072 tokens
+    assert runs[0][0] == 0 and runs[0][:2] == runs[1][:2]
+    code, _, err = run_cli("reconcile", log, "--model", LLAMA8, "--context-length", "8k")
+    assert code == 2 and "--max-model-len 8192 (given) disagrees with the log's 131072" in err  # a conflict
 
 
 def test_aliases_are_rewritten_only_where_they_are_flags() -> None:

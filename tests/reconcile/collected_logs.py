@@ -101,9 +101,10 @@ COLLECTED: dict[str, CollectedCase] = {
         {"weights_bytes": (0, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
     # Qwen3.6-35B-A3B-NVFP4: Qwen3.5-35B-A3B's layer layout (sidecar)
     # Qwen3.6-27B (text-only NVFP4 with its MTP module): Qwen3.5-27B's geometry
+    # its MTP draft (speculative_config in the log) and prefix caching are read from the log and planned (issue 29)
     "vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl": (
         {"model": "Qwen/Qwen3.5-27B"}, "Qwen/Qwen3.5-27B",
-        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
+        {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
     "vllm-v0200-qwen36-35b-a3b-nvfp4-fp8kv-wsl-32gb": (
         {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
         {"kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes", "weights_bytes"}),
@@ -212,26 +213,28 @@ COLLECTED: dict[str, CollectedCase] = {
         {}, "deepseek-ai/DeepSeek-V2-Lite",
         {"kv_tokens": (2, 2), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
     # --- issue 29: quantized, MTP and multimodal deployments (sidecars beside each log) ---
-    # the HF-cache snapshot path names the checkpoint; reconcile takes no --max-num-seqs / MTP settings (a pinned miss)
+    # the HF-cache snapshot path names the checkpoint (read as its hub id, no flag); the scheduler settings, the release
+    # and the MTP x2 drafter are the log's; tokens and concurrency as the release's plan computes them (issue 29)
     "vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000": (
-        {"model": "deepseek-ai/DeepSeek-V4-Flash"}, "deepseek-ai/DeepSeek-V4-Flash",
-        {"kv_tokens": (0, 1), "max_concurrency": (0, 1)}, {"kv_budget_bytes", "weights_bytes"}),
-    # the report's section heading names openai/gpt-oss-20b, its title the GB10; the lines name neither
+        {}, "deepseek-ai/DeepSeek-V4-Flash",
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1), "max_concurrency": (1, 1)}, {"kv_budget_bytes"}),
+    # the report's section heading names openai/gpt-oss-20b, its title the GB10; the lines name neither. The tokens
+    # of these GB10 runs: from the printed concurrency (tokens = int(concurrency × length), no budget printed)
     "vllm-v0300-gpt-oss-20b-gb10-util055": (
         {"model": "openai/gpt-oss-20b", "gpu": "GB10"}, "openai/gpt-oss-20b",
-        {"weights_bytes": (1, 1)}, {"kv_tokens", "max_concurrency"}),
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1)}, {"max_concurrency"}),
     # Qwen3-30B-A3B-Thinking-2507-FP8 (section heading): Qwen3-30B-A3B-FP8's dimensions and FP8 block format
     "vllm-v0300-qwen3-30b-a3b-thinking-fp8-gb10-util055": (
         {"model": "Qwen/Qwen3-30B-A3B-FP8"}, "Qwen/Qwen3-30B-A3B-FP8",
-        {"weights_bytes": (1, 1)}, {"kv_tokens", "max_concurrency"}),
+        {"weights_bytes": (1, 1), "kv_tokens": (1, 1)}, {"max_concurrency"}),
     # Qwen3.6-35B-A3B-FP8 (section heading): Qwen3.5-35B-A3B's layout, its bf16 weights (a pinned miss)
     "vllm-v0300-qwen36-35b-a3b-fp8-gb10-util055": (
         {"model": "Qwen/Qwen3.5-35B-A3B"}, "Qwen/Qwen3.5-35B-A3B",
-        {"weights_bytes": (0, 1)}, {"kv_tokens", "max_concurrency"}),
+        {"weights_bytes": (0, 1), "kv_tokens": (1, 1)}, {"max_concurrency"}),
     # NousResearch/Hermes-4-14B-FP8 (section heading): Qwen3-14B's dimensions, its bf16 weights (a pinned miss)
     "vllm-v0300-hermes4-14b-fp8-gb10-util055": (
         {"model": "Qwen/Qwen3-14B"}, "Qwen/Qwen3-14B",
-        {"weights_bytes": (0, 1)}, {"kv_tokens", "max_concurrency"}),
+        {"weights_bytes": (0, 1), "kv_tokens": (1, 1)}, {"max_concurrency"}),
     # the log names Qwen/Qwen2.5-7B-Instruct-AWQ: kvplan plans the base model (no AWQ config bundled)
     "vllm-v0310-qwen25-7b-instruct-awq-h200": (
         {}, "Qwen/Qwen2.5-7B-Instruct",
@@ -252,7 +255,7 @@ COLLECTED: dict[str, CollectedCase] = {
     # the same GB10 and settings as the run without MTP, with --speculative-config mtp x2
     "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": (
         {}, 'nvidia/Qwen3.6-27B-NVFP4',
-        {'weights_bytes': (0, 1), 'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
+        {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
     # a refusal: 15.67 GiB of weights, -14.28 GiB of KV at 0.22 of an A100-80GB
     "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": (
         {}, 'Qwen/Qwen2.5-VL-7B-Instruct',

@@ -150,16 +150,6 @@ MISSES: dict[tuple[str, str], str] = {
     ("vllm-v0851-qwen3-4b-base-lora-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
     ("vllm-v092-qwen25-vl-7b-bnb4-t4", "num_cpu_blocks"): _UNSLOTH_SWAP,
     # issue 29's collection: quantized, MTP and multimodal deployments
-    ("vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl", "kv_tokens"): "reconcile takes neither the MTP draft (its full-attention "
-        "layer makes the group size 17 and its K row sets the 1,584-token block) nor --enable-prefix-caching: 39,200 "
-        "vs 36,432 logged; capacity with them gives 36,432 (tests/planning/test_mtp.py)",
-    ("vllm-v0200-qwen36-27b-nvfp4-mtp1-fp8kv-wsl", "max_concurrency"): "the same: 1.92-1.98x vs 1.82x",
-    ("vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000", "kv_tokens"): "reconcile takes neither the MTP draft nor "
-        "--max-num-seqs / --max-num-batched-tokens (which set V4's sliding and compressed reservations) nor the release "
-        "(it counts 0.33's 5,786 blocks per request, 0.25 weights them to 5,593 with the MTP layer): 1,924,805-"
-        "1,926,799 tokens from the logged 10.29 GiB vs 1,993,100 logged; capacity --engine vllm@0.25 with the MTP "
-        "draft gives 1,993,100 (tests/planning/test_mtp.py)",
-    ("vllm-v0250-deepseek-v4-flash-tp2-mtp2-fp8kv-rtxpro6000", "max_concurrency"): "the same tokens: 1.84x vs 1.90x",
     ("vllm-v0300-qwen36-35b-a3b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Qwen3.6-35B-A3B-FP8 config; "
         "kvplan counts the stand-in Qwen3.5-35B-A3B's bf16 weights (1.9x)",
     ("vllm-v0300-hermes4-14b-fp8-gb10-util055", "weights_bytes"): "inputs missing: no Hermes-4-14B-FP8 config; kvplan "
@@ -174,11 +164,8 @@ MISSES: dict[tuple[str, str], str] = {
         "(test_release_logs.py): not determined (a candidate: 0.5.8 takes the total at the end of "
         "init_torch_distributed, model_runner.py:779-803, not at the printed 'Load weight begin', :806-809; ~35 MB "
         "allocated between them would account for it)",
-    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'kv_tokens'): 'reconcile plans no MTP draft: its full-attention layer joins the KV groups (the log adds 3 padding layers, block 1,600 instead of 1,568): 1,529,173 tokens from the logged 48.6 GiB vs 1,394,129',
-    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'max_concurrency'): 'the same tokens: 5.83x vs 5.32x',
     ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'kv_tokens'): "the excerpt prints no release or print site, so reconcile cannot place it: it counts both attention groups' layers per token (153,120-153,280) where vLLM 0.25's hybrid groups give 303,646",
     ('vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08', 'weights_bytes'): "inputs missing: no Qwen3.5-35B-A3B-FP8 config; kvplan counts the bf16 stand-in's weights (1.9x)",
-    ('vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07', 'weights_bytes'): "reconcile plans no MTP draft: 19.46-19.85 GiB (MIXED_PRECISION read per module) vs 20.57 logged, the MTP layer's 0.79 GiB",
     ('vllm-v0251-gpt-oss-120b-h100-util095-excerpt', 'weights_bytes'): "the excerpt prints no release, so reconcile plans its 'TRITON' MXFP4 line with a row whose triton_kernels layout keeps the original block scales (63.7-65.0 GiB); 0.25's does not (capacity at vllm@0.25: 61.00 vs 61.29)",
 }
 
@@ -331,8 +318,11 @@ def test_log_settings_and_flags() -> None:
     log = parse_log((LOGS / "vllm-v0102-qwen3-235b-a22b-fp8-tp8-l40s.log").read_text())
     inputs = build_inputs(log, Options())
     assert (inputs.tp, inputs.max_model_len, inputs.kv_dtype, inputs.weights_dtype) == (8, 32768, "bf16", "fp8")
-    flagged = build_inputs(log, Options(tp=4))
-    assert flagged.tp == 4 and "tp 4 (flag) replaces the log's 8" in flagged.notes
+    # a flag that repeats the log is taken; one that contradicts it is refused, naming both (issue 29: before,
+    # the flag silently replaced the log's tp and every recomputed number then spoke of a run that never happened)
+    assert build_inputs(log, Options(tp=8)).tp == 8
+    with pytest.raises(InputError, match="tp 4 \\(given\\) disagrees with the log's 8"):
+        build_inputs(log, Options(tp=4))
 
 
 @pytest.mark.parametrize(("switch", "attention_dp"), [("False", 1), ("True", 2)])

@@ -39,8 +39,7 @@ def test_json_contract(run_cli) -> None:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")))
 def test_every_quantity_is_named_from_the_contract(run_cli, name: str) -> None:
-    code, out, _ = run_cli("reconcile", str(LOGS / name), "--json", "--model", "meta-llama/Llama-3.1-8B",
-                           "--tp", "1")
+    code, out, _ = run_cli("reconcile", str(LOGS / name), "--json", "--model", "meta-llama/Llama-3.1-8B")
     if code == 2:  # a setup kvplan cannot plan with this stand-in
         return
     payload = json.loads(out)
@@ -77,7 +76,7 @@ def test_standard_input() -> None:
     ([str(LOGS / "vllm-v0260-lfm25-1.2b-sm90.log")], "the log names '/model', which kvplan cannot load; pass --model"),
     ([NIGHTLY, "--model", "no-such-model-xyz"], "unknown model 'no-such-model-xyz'"),
     ([NIGHTLY, "--engine", "hf"], "unknown --engine 'hf'"),
-    ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--tp", "0"], "--tensor-parallel-size must be positive"),
+    ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--tp", "0"], "--tensor-parallel-size must be at least 1"),
     ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--max-model-len", "lots"], "--max-model-len"),
     ([NIGHTLY, "--model", "meta-llama/Llama-3.1-8B", "--tp", "3"], "tp 3 does not divide the 32 attention heads"),
 ])

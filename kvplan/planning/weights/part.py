@@ -53,3 +53,4 @@ class ModelParts:
     source: str = ""  # where the tensors come from
     estimate: bool = False  # kvplan's formula, not a table of the model's tensors
     notes: tuple[str, ...] = ()
+    mtp_exact: bool = False  # mtp_layers are the checkpoint's own tensors (False: a copy of the last decoder layer)

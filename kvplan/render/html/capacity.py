@@ -43,7 +43,16 @@ def _rows(caps: Sequence[CapacityPayload]) -> list[Row]:
             (f"{length:,}-token requests that fit", lambda p: num(p.requests_at_max_model_len)),
             ("per request: admission reserve", lambda p: size(p.per_request.admission_reserve_bytes_per_gpu)),
             ("per request: steady state", lambda p: size(p.per_request.steady_state_bytes_per_gpu)),
-            ("decode step ≥ (memory bound)", _floor), ("  bytes read per step", _floor_bytes)]
+            ("decode step ≥ (memory bound)", _floor), ("  bytes read per step", _floor_bytes),
+            ("verdict margin (B)", _margin), ("estimated terms (B)", lambda p: num(p.estimate_error_bytes))]
+
+
+def _margin(p: CapacityPayload) -> Cell:
+    """How far the budget is from a refusal, flagged where the estimated terms could turn the verdict."""
+    if p.verdict_margin_bytes is None:
+        return "-"
+    cell = num(p.verdict_margin_bytes)
+    return tag("span", f"{cell} (within the estimate's error)", "bad") if p.verdict_within_estimate else cell
 
 
 def _floor(p: CapacityPayload) -> Cell:
