@@ -109,6 +109,7 @@ class EngineBase:
     spelling: Spelling | None = None
     launch_release: str | None = None
     takes_kv_budget = False
+    fraction_default: str | None = None  # the report's note where its memory fraction is left to the release
     loaded_kinds: tuple[TermKind, ...] = ("weights", "weights_extra", "lora")
 
     def check_layout(self, request: Request) -> None:
@@ -148,8 +149,8 @@ class EngineBase:
         return None
 
     def default_note(self, asked: Settings, settings: Settings) -> str | None:
-        """What its budget rests on that the user left to the release (None: nothing)."""
-        return None
+        """What its budget rests on that the user left to the release: its memory fraction (None: given, or none)."""
+        return self.fraction_default if self.memory_fraction(asked) is None else None
 
     def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None:
         """The line it prints with its KV budget before its plan's `log_lines` (None: it prints none)."""

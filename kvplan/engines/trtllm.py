@@ -124,6 +124,7 @@ class TrtllmEngine(EngineBase):
                        "TensorRT-LLM allocates KvCacheConfig.max_gpu_total_bytes in place of its fraction of free memory, "
                        "tensorrt_llm/_torch/pyexecutor/resource_manager.py KVCacheManager.calculate_max_num_blocks_from_cpp")
     spelling = SPELLING
+    fraction_default = "TensorRT-LLM free_gpu_memory_fraction: its default (section 3 shows the value)"
 
     def __init__(self, release_key: str = "1") -> None:
         found = RELEASES.get(VERSIONS.get(release_key, ""))
@@ -186,11 +187,6 @@ class TrtllmEngine(EngineBase):
 
     def memory_fraction(self, settings: Settings) -> float | None:
         return settings.trtllm.free_gpu_memory_fraction
-
-    def default_note(self, asked: Settings, settings: Settings) -> str | None:
-        if asked.trtllm.free_gpu_memory_fraction is not None:
-            return None
-        return "TensorRT-LLM free_gpu_memory_fraction: its default (section 3 shows the value)"
 
 
 def _check_dtype(rel: TrtllmRelease, layout: Layout) -> None:

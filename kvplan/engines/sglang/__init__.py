@@ -39,6 +39,7 @@ class SglangEngine(EngineBase):
                        "it sizes its pool from the memory it profiles and caps a larger --max-total-tokens to it, 0.5.8 "
                        "model_executor/model_runner_kv_cache_mixin.py:299-306")
     spelling = SPELLING
+    fraction_default = "SGLang mem_fraction_static: its default for this GPU and TP (section 3 shows the value)"
 
     def __init__(self, release_key: str = NEWEST) -> None:
         found = release_for(release_key)
@@ -127,10 +128,6 @@ class SglangEngine(EngineBase):
     def memory_fraction(self, settings: Settings) -> float | None:
         return settings.sglang.mem_fraction_static
 
-    def default_note(self, asked: Settings, settings: Settings) -> str | None:
-        if asked.sglang.mem_fraction_static is not None:
-            return None
-        return "SGLang mem_fraction_static: its default for this GPU and TP (section 3 shows the value)"
 
 
 __all__ = ["NO_MEMORY", "RELEASES", "ROWS", "SglangEngine", "SglangRelease", "default_mem_fraction_static",
