@@ -16,6 +16,7 @@ ones engines actually allocate:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -69,13 +70,45 @@ def element_bits(name: str) -> int:
     return _DTYPES[key][0]
 
 
+# torch's names of kvplan's dtypes, as the engines print them (SGLang's pool line, vLLM's attention selector)
+TORCH_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "float8_e4m3fn",
+               "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+
+class KvDtypeName(str):
+    """A KV cache dtype as asked, parsed once (``CacheRequest.kv_dtype``): kvplan's canonical name of it
+    (``bfloat16``, `` BF16`` -> ``bf16``), or ``auto`` (the checkpoint's KV quantization, else the model's dtype).
+    It compares, hashes and prints as that name; ``spelled`` gives an engine's own spelling of it."""
+
+    __slots__ = ()
+
+    def __new__(cls, text: str, arg: str = "kv_dtype") -> KvDtypeName:
+        if isinstance(text, KvDtypeName):
+            return text
+        if not isinstance(text, str):
+            raise InputError(f"{arg} must be a dtype name, got {text!r}", arg=arg)
+        key = text.strip().lower()
+        if key != "auto" and key not in _DTYPES:
+            resolve_kv_dtype(text, "bf16")  # its message: the names kvplan takes
+        return super().__new__(cls, _CANONICAL.get(key, key))
+
+    @property
+    def is_auto(self) -> bool:
+        return self == "auto"
+
+    def spelled(self, names: Mapping[str, str]) -> str:
+        """The engine's spelling (`names`: kvplan's name -> the engine's, where they differ)."""
+        return names.get(self, str(self))
+
+
 def resolve_kv_dtype(name: str, model_dtype: str, quant_group: int = DEFAULT_QUANT_GROUP,
-                     arg: str = "") -> KvDtype:
-    """`auto` -> the model's dtype; otherwise the named KV cache dtype. `arg`: the argument an unknown name
-    came from, when it is not the KV dtype (state_dtype, ssm_state_dtype)."""
+                     arg: str = "", checkpoint: str | None = None) -> KvDtype:
+    """`auto` -> the checkpoint's KV quantization (`checkpoint`), else the model's dtype; otherwise the named KV
+    cache dtype. `arg`: the argument an unknown name came from, when it is not the KV dtype (state_dtype,
+    ssm_state_dtype)."""
     key = name.strip().lower()
     if key == "auto":
-        key = model_dtype
+        key = (checkpoint or model_dtype).strip().lower()
     if key not in _DTYPES:
         what = f"{arg}: unknown dtype" if arg else "unknown KV dtype"
         raise InputError(f"{what} {name!r}; choose one of: {', '.join(KV_DTYPE_NAMES)}", arg=arg or ())

@@ -10,7 +10,7 @@ import typer
 
 from kvplan.cli.common import emit
 from kvplan.cli.engine_options import EngineArgs, Engines, MemoryArgs
-from kvplan.cli.expand import Expand, command
+from kvplan.cli.expand import Expand, command, given_options
 from kvplan.cli.launch import Asked, Format, model_or_command, output_format, resolve
 from kvplan.cli.options import Explain, GpusPerNode, Json, KvDtypes, Plot, cache_options, listed
 from kvplan.errors import InputError
@@ -36,9 +36,12 @@ def _run(question: CapacityRequest, engines: list[str], kv_dtypes: list[str]) ->
     """One result per (KV dtype, engine); one engine and one dtype: its error is the command's (exit 2)."""
     from kvplan.planning.capacity import capacity, capacity_all
 
+    def asking(kv_dtype: str) -> CapacityRequest:
+        return question if question.cache.kv_dtype == kv_dtype else question.with_cache(kv_dtype=kv_dtype)
+
     if len(engines) == 1 and len(kv_dtypes) == 1:
-        return [capacity(question.with_cache(kv_dtype=kv_dtypes[0]), engine=engines[0])]
-    return [r for d in kv_dtypes for r in capacity_all(question.with_cache(kv_dtype=d), engines=engines)]
+        return [capacity(asking(kv_dtypes[0]), engine=engines[0])]
+    return [r for d in kv_dtypes for r in capacity_all(asking(d), engines=engines)]
 
 
 @command
@@ -58,11 +61,13 @@ def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, 
 
         check_plot_path(plot)
     engines, kv_dtypes = lists(engine, kv_dtype)
-    loaded, launch, engines = resolve(model, engines)
-    question = CapacityRequest(model=loaded, cache=replace(cache, kv_dtype=kv_dtypes[0]), settings=settings,
-                               memory=memory)
+    loaded, launch, engines = resolve(model, engines, named="engine" in given_options())
+    cache = cache if kv_dtypes[0] == cache.kv_dtype else replace(cache, kv_dtype=kv_dtypes[0])
+    question = CapacityRequest(model=loaded, cache=cache, settings=settings, memory=memory)
     if launch is not None:
-        question = question_of(launch, question)
+        if len(kv_dtypes) > 1:
+            raise InputError("a launch command is one question: give one --kv-cache-dtype (or none)", arg="kv_dtype")
+        question = question_of(launch, question, explicit(question))
         kv_dtypes = [question.cache.kv_dtype]
     if gpus_per_node is not None and gpus_per_node < 1:
         raise InputError(f"gpus_per_node must be positive, got {gpus_per_node}", arg="gpus_per_node")
@@ -71,6 +76,19 @@ def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, 
         _plot(question, plot, engines)  # several dtypes: the first one's curves
     if refused:
         raise typer.Exit(1)
+
+
+# Options whose field has another name (the override flags build one Overrides; the switches say the negation).
+OPTION_FIELDS = {"attention": "overrides", "kv_heads": "overrides", "layer_types": "overrides", "window": "overrides",
+                 "disable_hybrid_kv_cache_manager": "hybrid_kv_cache_manager", "no_async_scheduling": "async_scheduling"}
+
+
+def explicit(question: CapacityRequest) -> dict[str, tuple[str, Any]]:
+    """The question's fields given as options on the command line (field -> (option, value)), as the question holds
+    them: what a pasted command must agree with."""
+    values = {**vars(question.cache), **dict(question.settings.items()), **vars(question.memory)}
+    given = {OPTION_FIELDS.get(name, name): name for name in sorted(given_options())}
+    return {field: (option, values[field]) for field, option in given.items() if field in values}
 
 
 def _show(results: list[Any], fmt: str, explain: bool, launch: Any, gpus_per_node: int | None) -> bool:
@@ -101,10 +119,9 @@ def _layout_extra(result: Any, launch: Any, gpus_per_node: int | None) -> dict[s
     --gpus_per_node)."""
     extra = dict(launch.part("layout")) if launch is not None else {}
     if gpus_per_node and result.cache is not None and not extra:
-        from kvplan.planning.layouts import Shape, launch_extra
+        from kvplan.engines import get_engine
 
-        cache = result.cache
-        extra = launch_extra(result.engine, Shape(cache.tp, cache.pp, cache.dp, cache.ep), gpus_per_node)
+        extra = get_engine(result.engine).multi_node(result.cache.parallel, gpus_per_node)
     return extra or None
 
 

@@ -17,6 +17,7 @@ import inspect
 import re
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Annotated, Any, NamedTuple, TypeVar, get_args, get_origin, get_type_hints
 
 import typer
@@ -67,6 +68,21 @@ def error_message(exc: KvplanError, flags: dict[str, str]) -> str:
     return message
 
 
+_GIVEN: ContextVar[frozenset[str]] = ContextVar("given", default=frozenset())
+_CONTEXT = "kvplan_context"  # the click context typer hands a command that asks for one (not an option)
+
+
+def given_options() -> frozenset[str]:
+    """The running command's parameters given on its command line (or the environment), not left to their
+    defaults (click's parameter sources): what a pasted launch command must agree with."""
+    return _GIVEN.get()
+
+
+def _given(ctx: Any) -> frozenset[str]:
+    return frozenset(name for name in ctx.params
+                     if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP"))
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print one line on stderr and return the Exit to raise (a newline in, say, a file name is printed as a
     space: the error stays one line)."""
@@ -90,16 +106,23 @@ def command(func: F) -> F:
     assert len(names) == len(set(names)), f"{func.__name__}: an option is declared twice: {names}"
     flags = flags_of(shown)
 
+    own = next((p.name for p in shown if p.annotation is typer.Context), None)  # the command asks for the context
+
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
+        ctx = kwargs[own] if own else kwargs.pop(_CONTEXT, None)
+        token = _GIVEN.set(_given(ctx) if ctx is not None else frozenset())
         try:
             for name, expand, options in built:
                 kwargs[name] = expand.builder(**{o: kwargs.pop(o) for o in options})
             return func(**kwargs)
         except KvplanError as exc:
             raise fail(error_message(exc, flags), exc.exit_code) from None
+        finally:
+            _GIVEN.reset(token)
 
-    wrapper.__signature__ = inspect.Signature(shown)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in shown}
+    context = [] if own else [inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
+    wrapper.__signature__ = inspect.Signature([*shown, *context])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in (*shown, *context)}
     wrapper.flags = flags  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]

@@ -1,8 +1,10 @@
 """`kvplan capacity -- vllm serve MODEL ...`: a launch command as the model argument, and `--format yaml`.
 
 The words after ``--`` are the command; its engine comes from the entry point, the release from --engine
-(default: the engine's newest row). The command's flags fill the question (they win over kvplan's options);
-kvplan's own options before ``--`` (--gpu, --gpu-mem, --kv-budget, --json) still apply.
+(default: the engine's newest row). The command's flags and kvplan's options build one question
+(``kvplan.launch.read.question_of``): an option given before ``--`` that the command gives otherwise is a conflict
+(exit 2, both values named), the same value on both sides is one value, and the command fills every option left to
+its default; a model given before ``--`` as well must be the command's.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kvplan.cli.expand import given_options
 from kvplan.cli.options import OUTPUT, ModelDtype, Revision, model_options, option
 from kvplan.errors import InputError
 
@@ -45,22 +48,39 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     return name
 
 
-def resolve(asked: Asked, engines: list[str]) -> tuple[Any, Any, list[str]]:
-    """(model, Launch or None, engines): a plain model id, or the command read with the --engine release."""
+def resolve(asked: Asked, engines: list[str], named: bool = False) -> tuple[Any, Any, list[str]]:
+    """(model, Launch or None, engines): a plain model id, or the command read with the --engine release (`named`:
+    --engine was given; else the command's engine, its newest release). A model given before -- as well is the
+    command's, or a conflict (exit 2)."""
     from kvplan.launch.command import is_command, read_command
     from kvplan.launch.read import read_launch
 
     words = list(asked.words)
     if not is_command(words):
         return model_options(words[0], asked.revision, asked.dtype), None, engines
+    split = len(words) > 1 and not is_command(words[:1]) and is_command(words[1:2])  # a model, then the command
+    before, words = (words[0], words[1:]) if split else (None, words)
     if len(engines) > 1:
         raise InputError("a launch command is one engine release: give one --engine (vllm@0.19, sglang@0.5.2)")
-    named = None if engines == ["vllm"] else engines[0]  # --engine vllm (the default): the command's engine
-    command = read_command(words, named)
+    command = read_command(words, engines[0] if named else None)
+    if before is not None and before != command.model:
+        raise InputError(f"the model {before} (before --) and the command's {command.model} disagree: give one "
+                         "model, or the same on both sides")
     launch = read_launch(command)
-    part = launch.part("model")
+    part, given = launch.part("model"), given_options()
+    for name, value in (("revision", asked.revision), ("dtype", asked.dtype)):
+        if name in given and name in part and _dtype_name(part[name]) != _dtype_name(value):
+            raise InputError(f"{name} {value} (before --) and the command's {launch.typed.get(name, name)} "
+                             f"{part[name]} disagree: give one value, or the same on both sides", arg=name)
     model = model_options(command.model, part.get("revision", asked.revision), part.get("dtype", asked.dtype))
-    return model, launch, [named or command.engine]
+    return model, launch, [engines[0] if named else command.engine]
+
+
+def _dtype_name(value: Any) -> Any:
+    """A dtype by kvplan's name (bfloat16 -> bf16); a revision, or auto, as it is."""
+    from kvplan.dtypes import canonical_dtype
+
+    return canonical_dtype(value) or value if isinstance(value, str) else value
 
 
 def manifest(payload: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from kvplan.cli.engine_options import EngineArgs, Engines, memory_options
-from kvplan.cli.expand import Expand, command
+from kvplan.cli.expand import Expand, command, given_options
 from kvplan.cli.options import Json, KvDtypeOrNone, ModelOrNone, cache_options, listed
 from kvplan.errors import InputError
 from kvplan.formulas.request import CacheRequest
@@ -35,20 +35,12 @@ def read_log(name: str) -> str:
         raise InputError(f"cannot read the log {name}: {reason}") from None
 
 
-def typed(context: typer.Context, names: tuple[str, ...]) -> set[str]:
-    """The options among `names` given on the command line (not left at their defaults): a flag that repeats a
-    default (--tp 1) still states a value the log may contradict. (typer vendors its own click: the source is
-    matched by name.)"""
-    sources = {n: context.get_parameter_source(n) for n in names}
-    return {n for n, source in sources.items() if source is not None and source.name != "DEFAULT"}
-
-
 Log = Annotated[str, typer.Argument(help="A vLLM, SGLang or TensorRT-LLM start-up log; - reads stdin.",
                                     metavar="LOGFILE", show_default=False)]
 
 
 @command
-def reconcile(context: typer.Context, logfile: Log, cache: ReconcileCache, settings: EngineArgs, memory: ReconcileMemory,
+def reconcile(logfile: Log, cache: ReconcileCache, settings: EngineArgs, memory: ReconcileMemory,
               model: ModelOrNone = None, engine: Engines = None, kv_dtype: KvDtypeOrNone = None,
               json: Json = False) -> None:
     """Recompute every KV number an engine's start-up log prints; exit 1 if any differs from kvplan. Takes
@@ -63,7 +55,9 @@ def reconcile(context: typer.Context, logfile: Log, cache: ReconcileCache, setti
     engines = listed(engine, "engine", "") if engine else ()
     if len(engines) > 1:
         raise InputError("reconcile reads one engine's log: give one engine", arg="engine")
-    given = {name: getattr(cache, name) for name in typed(context, CACHE_FIELDS)}
+    # an option given on the command line (not left at its default) states a value the log may contradict, a flag
+    # that repeats a default (--tp 1) too
+    given = {name: getattr(cache, name) for name in sorted(given_options() & set(CACHE_FIELDS))}
     options = Options(model=model, engine=engines[0] if engines else None, kv_dtype=kv_dtype,
                       cache=cache, settings=settings, memory=memory, **given)
     result = run(parse_log(read_log(logfile), engines[0] if engines else None), options)

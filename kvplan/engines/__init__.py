@@ -16,17 +16,19 @@ from kvplan.engines.base import (
     BudgetSteps,
     BudgetTerm,
     Device,
-    Engine,
     EnginePlan,
     GroupRow,
     ProfileRun,
     Refusal,
     Request,
+    Resolved,
 )
+from kvplan.engines.protocol import Engine
 from kvplan.engines.settings import Settings, SglangSettings, TrtllmSettings, VllmSettings, settings_from
 from kvplan.errors import InputError
 
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "hf")  # `--engine all`: the newest release of each
+DEFAULT_ENGINE = ENGINE_NAMES[0]  # what kvplan plans with unless an engine is named
 
 _VLLM, _SGLANG = ("kvplan.engines.vllm", "VllmEngine"), ("kvplan.engines.sglang", "SglangEngine")
 _TRTLLM, _HF = ("kvplan.engines.trtllm", "TrtllmEngine"), ("kvplan.engines.hf", "HfEngine")
@@ -105,6 +107,6 @@ def get_engine(name: str) -> Engine:
     return profile
 
 
-__all__ = ["ENGINE_NAMES", "REGISTRY", "VLLM_RELEASES", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
-           "GroupRow", "ProfileRun", "Refusal", "Request", "Settings", "SglangSettings", "TrtllmSettings",
+__all__ = ["DEFAULT_ENGINE", "ENGINE_NAMES", "REGISTRY", "VLLM_RELEASES", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
+           "GroupRow", "ProfileRun", "Refusal", "Request", "Resolved", "Settings", "SglangSettings", "TrtllmSettings",
            "VllmSettings", "get_engine", "release_key", "settings_from"]

@@ -1,31 +1,41 @@
-"""What every engine profile shares: the question asked, the knobs, and the answer's shape.
+"""What every engine profile shares: the question asked, as it is asked and as the engine resolves it, and the
+answer's shape. The engine's side of the conversation is ``kvplan.engines.protocol.Engine``; what a release
+subtracts from GPU memory, as data, is ``kvplan.engines.rules``.
 
-An engine profile follows one release of its engine (``version``) and declares only how it differs:
-- ``resolve(request)``: the release's defaults filled into the request's ``Settings`` (scheduler
-  sizes by GPU memory class and entry point, sampler path, in-flight batches, token-log style);
-- ``policy(request)``: how it lays the cache out (``LayoutPolicy``: head split, attention TP,
-  MLA latent or decompressed, tokens a window layer keeps), and ``supports_dcp``;
-- ``budget_rules(request)``: what its start-up profiling subtracts, as data (``BudgetRules``);
-  ``kvplan.planning.budget`` turns that into named ``BudgetTerm``s from the model's dimensions;
-- ``kv_budget(request, terms)``: how it turns GPU memory and those terms into KV memory per GPU;
-- ``plan``: how it cuts that memory into blocks and tokens, on the layout it is handed, and whether
-  it refuses (a ``Refusal`` is an answer: the plan is still returned with its numbers).
-``kvplan.planning.capacity`` builds the layout once (``build_layout`` with the engine's policy)
-and chains them; the CLI only renders the frozen ``EnginePlan``.
+A ``Request`` is one capacity question as an engine sees it; ``Engine.resolve`` answers it with a ``Resolved``
+request, the release's defaults filled in, once per question: what ``budget_rules``, ``kv_budget`` and ``plan``
+take.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, fields
+from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.config.mtp import MtpModules
-from kvplan.engines.settings import Settings
+from kvplan.engines.rules import (
+    AfterKv,
+    BudgetRules,
+    BudgetSteps,
+    BudgetTerm,
+    CommRule,
+    EncoderRule,
+    LoadRule,
+    LoraRule,
+    ProfileRun,
+    TermKind,
+    WeightSplit,
+    term_bytes,
+)
+from kvplan.engines.settings import NO_SETTINGS, Settings
 from kvplan.errors import InputError
-from kvplan.formulas.layout import Layout, LayoutPolicy
-from kvplan.formulas.request import CacheRequest
+from kvplan.formulas.request import CacheRequest, Parallel
 from kvplan.specs import LayerSpec
+
+__all__ = ["AfterKv", "BudgetRules", "BudgetSteps", "BudgetTerm", "CommRule", "Device", "Draft", "EncoderRule",
+           "EnginePlan", "GroupRow", "LoadRule", "LoraRule", "ProfileRun", "Refusal", "Request", "Resolved", "TermKind",
+           "WeightSplit", "kv_stages", "no_data_parallel", "resolved", "term_bytes"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,8 +78,8 @@ class Request:
     (``request.cache.kv_dtype``); the layout knobs reach ``build_layout`` whole."""
 
     model: ModelConfig
-    cache: CacheRequest  # max_model_len is set (the model's, else vLLM's fallback)
-    settings: Settings = field(default_factory=Settings)
+    cache: CacheRequest  # the cache asked (max_model_len None: the model's, else vLLM's fallback)
+    settings: Settings = NO_SETTINGS
     device: Device | None = None  # the GPU's memory (scheduler defaults, budgets); None: an H100's defaults
     draft: Draft | None = None  # speculative decoding (None: off)
     asked: Settings | None = None  # the knobs as asked, before the release's defaults (None: not known)
@@ -79,9 +89,12 @@ class Request:
            draft: Draft | None = None, **cache: Any) -> Request:
         """A request from the cache's fields as keywords (`tp=`, `max_model_len=`, ...; the length defaults to
         the model's)."""
-        asked = CacheRequest(**cache)
-        return cls(model=model, cache=replace(asked, max_model_len=asked.length(model)),
-                   settings=settings or Settings(), device=device, draft=draft)
+        return cls(model=model, cache=CacheRequest(**cache), settings=settings or Settings(), device=device,
+                   draft=draft)
+
+    @property
+    def parallel(self) -> Parallel:
+        return self.cache.parallel
 
     @property
     def tp(self) -> int:
@@ -111,6 +124,20 @@ class Request:
     def gpu_name(self) -> str | None:
         """The GPU's catalog name: it picks vLLM's attention backend (H100 when None)."""
         return self.device.name if self.device else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolved(Request):
+    """A request as an engine release resolved it (``Engine.resolve``): its checks passed and every knob it leaves
+    to the release (``None`` in ``Settings``) filled in with the release's default for this GPU and model.
+    ``budget_rules``, ``kv_budget``, ``no_memory`` and ``plan`` take one, so a question is resolved once."""
+
+
+def resolved(request: Request) -> Resolved:
+    """`request` marked as resolved (an engine's ``resolve`` returns this once its defaults are filled in)."""
+    if isinstance(request, Resolved):
+        return request
+    return Resolved(**{f.name: getattr(request, f.name) for f in fields(Request)})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,158 +196,6 @@ class EnginePlan:
         return self.reserve_bytes_per_request if self.check_bytes_per_request is None else self.check_bytes_per_request
 
 
-TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",
-                   "non_torch", "cuda_graphs", "given"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class BudgetTerm:
-    """One thing an engine subtracts from GPU memory before the KV cache, per GPU. ``exact`` is a promise: the rule
-    is the engine's and every input behind it is exact; an input that is not (kvplan's formula for the tensors, a
-    template, an assumed default, a quantization field no reader reads, a guessed kernel backend, an assumed GPU)
-    makes the term an estimate, each such input said in ``estimated_because``."""
-
-    name: str
-    bytes: int
-    exact: bool  # derived from the model and the engine's code (True) or an estimate/measurement (False)
-    source: str  # where the rule or the number comes from
-    kind: TermKind
-    estimated_because: tuple[str, ...] = ()  # the inputs that are not exact (a term exact by its rule, made an estimate)
-
-    def __post_init__(self) -> None:
-        if self.exact and self.estimated_because:
-            raise ValueError(f"budget term {self.name!r} is marked exact with inexact inputs: {self.estimated_because}")
-
-    def estimated(self, *because: str) -> BudgetTerm:
-        """This term with inputs that are not exact: an estimate, saying why (unchanged when `because` is empty)."""
-        found = tuple(dict.fromkeys((*self.estimated_because, *(b for b in because if b))))
-        return replace(self, exact=False, estimated_because=found) if found else self
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProfileRun:
-    """An engine's start-up profile run, as data: what runs and what is alive at its peak."""
-
-    tokens: int  # the forward pass runs over this many tokens (max_num_batched_tokens)
-    eager: bool  # eager forward (V0, --enforce-eager); else torch.compile'd piecewise graphs
-    sampler_rows: int  # logit rows the dummy sampler takes (0: no sampler)
-    sampler_path: str  # sort | flashinfer | v0 (bytes per logit: BudgetRules.sampler_bytes_per_logit)
-    sampler_bytes_per_logit: float
-    full_hidden_at_sampler: bool  # the T × hidden output stays alive through the sampler
-    sampled_row_copies: int  # copies of the R sampled hidden rows alive (V1: the rows + rand_like)
-    persistent_rows: int = 0  # vLLM 0.33: max_num_seqs rows of penalty state (output_bin_counts, prompt_bin_mask)
-    sampler_buffer_bytes: int = 0  # allocated by the profile's sampler and kept (vLLM 0.17+ Triton top-k/top-p cache)
-    draft_tokens: int = 0  # an MTP/EAGLE drafter's dummy forward over this many tokens after the target's (0: none)
-    spec_logit_rows: int = 0  # logit rows of a rejection-sampler dummy batch held beside the sampler's rows
-
-
-@dataclass(frozen=True, kw_only=True)
-class WeightSplit:
-    """How an engine cuts the weights over one GPU: attention by ``attention_tp``, the other dense layers by ``tp``,
-    each MoE layer's experts over ``ep`` ranks, every expert cut by ``expert_tp // ep`` (at least 1)."""
-
-    tp: int
-    ep: int = 1
-    expert_tp: int | None = None  # None: tp (vLLM flattens its MoE over data parallel: dp × tp)
-    attention_tp: int | None = None  # None: tp (SGLang DP attention: tp // dp)
-    towers: Literal["first", "every", "none"] = "first"  # where vision/audio towers load ("none": text-only mode)
-
-
-@dataclass(frozen=True, kw_only=True)
-class BudgetRules:
-    """What a release subtracts before the KV cache, as data; ``kvplan.planning.budget`` sizes each part."""
-
-    profile: ProfileRun | None  # None: activations are not measured (SGLang keeps a reserve instead)
-    non_torch: tuple[str, ...]  # named non-torch terms it subtracts (sizes in kvplan.planning.budget)
-    nccl_groups: int = 0  # process groups whose NCCL/all-reduce buffers it subtracts
-    cuda_graphs: bool = False  # graph memory is subtracted (captured or estimated before the KV cache)
-    mxfp4_backend: str | None = None  # MXFP4 expert layout: marlin pads the experts, triton swizzles them
-    mxfp4_assumed: str = ""  # why the backend is an assumption ("": the release's rule for this GPU decides it)
-    mxfp4_keeps_scales: bool = False  # the triton_kernels layout keeps the original block scales
-    mxfp4_source: str = ""  # the release's selection code (file:line)
-    fp8_moe_refine: bool = False  # block-FP8 MoE scales refined to a finer grid where the blocks do not divide
-    mla_absorbed: bool = False  # vLLM 0.7 V0: absorbed MLA matrices built at load time
-    draft_weights: bool = False  # a draft's weights are loaded before the KV cache is sized (they count)
-    draft_shared: tuple[str, ...] = ("embedding", "lm_head")  # MTP module parts the drafter takes from the target
-    lora: LoraRule | None = None  # LoRA slots allocated before the KV cache is sized
-    encoder: EncoderRule | None = None  # the profile run encodes dummy multimodal items and holds their outputs
-    cpu_offload_bytes: int = 0  # weights the engine keeps in host memory instead (vLLM --cpu-offload-gb)
-    comm: CommRule | None = None  # vLLM V1: the NCCL communicators its budget sees (sized by kvplan.planning.budget)
-    after_kv: AfterKv | None = None  # what the release allocates after the KV cache is sized (None: not checked)
-    load: LoadRule | None = None  # how the release keeps what it loads (None: the checkpoint's tensors as stored)
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoadRule:
-    """What a release's load keeps beyond the checkpoint's tensors, as data (sized by
-    ``kvplan.planning.weights.loaded``)."""
-
-    awq_kernel: Literal["marlin", "machete"] | None = None  # AWQ linear layers' kernel on this GPU (None: unknown)
-    mrope_per_model: bool = False  # M-RoPE caches max_position × the model's own factor, else × 4
-
-
-@dataclass(frozen=True, kw_only=True)
-class CommRule:
-    """NCCL memory a vLLM V1 release subtracts: every communicator, created after the start-up snapshot (0.8-0.10,
-    NCCL_CUMEM_ENABLE forced to 0), or only the TP group's torch communicator the profile's logits all-gather
-    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not. ``measured_on``: the release
-    whose logs size the profile-time communicator (``kvplan.planning.budget.COMM_GROUP_BYTES``)."""
-
-    when: Literal["init", "profile"]
-    nvls: bool
-    tp_groups: int
-    pp_groups: int = 0
-    measured_on: Literal["0.11", "0.19"] = "0.19"
-
-
-@dataclass(frozen=True, kw_only=True)
-class AfterKv:
-    """What a release allocates after its KV cache is sized, as data (sized by ``kvplan.planning.after_kv``):
-    CUDA graphs its budget did not subtract, the sampler warm-up on the last PP stage, and persistent buffers
-    allocated before the profile that no budget term counts."""
-
-    graphs_unbudgeted: bool  # graphs are captured after the KV cache and no estimate was subtracted
-    warmup: ProfileRun | None  # the sampler warm-up (rows, path); None: no warm-up on this release
-    uncounted_rows: int = 0  # Model Runner V2 penalty state rows allocated before the profile, in no term
-    message: str = ""  # what the release prints when the warm-up runs out of memory ({rows} filled in)
-    source: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoraRule:
-    """How a release allocates LoRA adapter slots on the GPU (sized by ``kvplan.planning.extras.lora``)."""
-
-    slots: int  # adapters resident at once (vLLM max_loras, SGLang max_loras_per_batch)
-    rank: int  # max_lora_rank
-    target_modules: tuple[str, ...] | None  # None: every linear module
-    embeddings: bool  # embed_tokens and lm_head get LoRA slots too (vLLM, families that declare embedding_modules)
-    extra_vocab: int  # rows of new vocabulary an adapter may add (vLLM 0.11 and before: lora_extra_vocab_size 256)
-    vocab_padding: int  # lm_head LoRA B rows padded to this multiple (vLLM lora_vocab_padding_size; 1: none)
-    host_adapters: int  # adapters cached in host memory per rank (vLLM max_cpu_loras; 0: not modelled)
-    source: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class EncoderRule:
-    """A release's multimodal profile run: dummy items of the largest modality, their outputs held through the
-    language model's dummy forward (sized by ``kvplan.planning.extras.encoder``)."""
-
-    budget_tokens: int  # encoder budget before the per-item floor: max_num_batched_tokens
-    max_num_seqs: int
-    limit_per_prompt: int  # items of a modality per prompt (999 by default in V1)
-    items_rule: Literal["cdiv", "floor"]  # 0.9: cdiv(budget, item) and seqs × limit; 0.10 on: get_max_items
-    padded_to_budget: bool  # 0.11: every item's output is expanded to budget rows before it is cached
-    source: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class BudgetSteps:
-    """KV memory per GPU and the arithmetic that produced it (for --explain)."""
-
-    kv_budget_bytes: int
-    lines: tuple[str, ...]
-
-
 def kv_stages(budgets: tuple[int, ...], stage_bytes: list[int], what: str) -> list[tuple[int, int]]:
     """(budget, bytes) of the PP stages that hold any KV; a stage caching nothing limits nothing."""
     pairs = [(b, c) for b, c in zip(budgets, stage_bytes, strict=True) if c > 0]
@@ -335,28 +210,3 @@ def no_data_parallel(request: Request, why: str) -> None:
     for name in ("dp", "ep"):
         if getattr(request.cache, name) > 1:
             raise InputError(f"{name} {getattr(request.cache, name)}: {why}", arg=name)
-
-
-def term_bytes(terms: tuple[BudgetTerm, ...], kinds: tuple[TermKind, ...] | None = None) -> int:
-    """Σ bytes of the terms (of these kinds)."""
-    return sum(t.bytes for t in terms if kinds is None or t.kind in kinds)
-
-
-class Engine(Protocol):
-    name: str
-    version: str  # the release whose rules and defaults the profile follows
-    supports_dcp: bool
-
-    def resolve(self, request: Request) -> Request: ...
-
-    def policy(self, request: Request) -> LayoutPolicy: ...
-
-    def budget_rules(self, request: Request) -> BudgetRules: ...
-
-    def weight_split(self, request: Request) -> WeightSplit: ...
-
-    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps: ...
-
-    def no_memory(self, request: Request) -> Refusal: ...
-
-    def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan: ...

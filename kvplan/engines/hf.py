@@ -13,19 +13,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.engines.base import (
-    BudgetRules,
-    BudgetSteps,
-    BudgetTerm,
     EnginePlan,
     GroupRow,
-    ProfileRun,
     Refusal,
     Request,
-    WeightSplit,
+    Resolved,
     kv_stages,
     no_data_parallel,
-    term_bytes,
+    resolved,
 )
+from kvplan.engines.protocol import EngineBase
+from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, ProfileRun, WeightSplit, term_bytes
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, held_tokens
 
@@ -34,16 +32,15 @@ PREFILL_TOKENS = 8192  # the prompt batch whose eager forward the estimate charg
 NO_MEMORY = "transformers: no memory left for the KV cache after the weights, activations and non-torch memory"
 
 
-class HfEngine:
+class HfEngine(EngineBase):
     name = "hf"
     version = VERSION
-    supports_dcp = False
 
     def __init__(self, release_key: str = "5") -> None:
         if release_key != "5":
             raise InputError(f"unknown transformers release {release_key!r}; kvplan follows: 5", arg="engine")
 
-    def resolve(self, request: Request) -> Request:
+    def resolve(self, request: Request) -> Resolved:
         no_data_parallel(request, "transformers serves from one process: no data or expert parallel")
         s = request.settings
         asked = [name for name, on in (("speculative_method", request.draft is not None),
@@ -52,7 +49,7 @@ class HfEngine:
         if asked:
             raise InputError("kvplan's transformers profile models no assisted generation, PEFT adapters or "
                              f"weight offloading: drop {asked[0]}", arg=asked[0])
-        return request
+        return resolved(request)
 
     def weight_split(self, request: Request) -> WeightSplit:
         return WeightSplit(tp=request.tp)
@@ -60,23 +57,23 @@ class HfEngine:
     def policy(self, request: Request) -> LayoutPolicy:
         return LayoutPolicy(mla="decompressed", windows="window-1")
 
-    def budget_rules(self, request: Request) -> BudgetRules:
+    def budget_rules(self, request: Resolved) -> BudgetRules:
         """An eager prefill of a batch of prompts and one row of fp32 logits; no graphs."""
         run = ProfileRun(tokens=request.settings.max_num_batched_tokens or PREFILL_TOKENS, eager=True, sampler_rows=1,
                          sampler_path="fp32 logits", sampler_bytes_per_logit=4.0, full_hidden_at_sampler=False,
                          sampled_row_copies=0)
         return BudgetRules(profile=run, non_torch=("cuda_context",), nccl_groups=int(request.tp > 1))
 
-    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
+    def kv_budget(self, request: Resolved, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
         budget = request.device.memory_bytes - term_bytes(terms)
         return BudgetSteps(kv_budget_bytes=budget, lines=(
             f"KV = {request.device.memory_bytes:,} − Σ terms {term_bytes(terms):,} = {budget:,} B (no memory fraction)",))
 
-    def no_memory(self, request: Request) -> Refusal:
+    def no_memory(self, request: Resolved) -> Refusal:
         return Refusal(message=NO_MEMORY)
 
-    def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
+    def plan(self, request: Resolved, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
         plan = _plan(request, layout, budgets_per_stage)
         return replace(plan, refusal=self.no_memory(request)) if plan.kv_tokens <= 0 else plan
 

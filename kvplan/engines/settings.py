@@ -1,7 +1,7 @@
 """Engine knobs, under vLLM's Python names (as ``vllm.LLM(...)`` and ``EngineArgs`` take them) where vLLM has
 the knob, each engine's own knobs in its own frozen object. Every object checks itself at construction, so
 ``Settings(vllm=VllmSettings(gpu_memory_utilization=5.0))`` is refused by the library with the message the CLI
-prints. ``None`` means "the release's default": ``Engine.resolve`` fills it in.
+prints. ``None`` means "the release's default": ``Engine.resolve`` fills it in, in that one place.
 
 ``settings_from(values)`` builds the whole tree from flat names (``gpu_memory_utilization=0.9``,
 ``mem_fraction_static=0.8``, ``max_num_seqs=64``), which is how scripts and the command line give them.
@@ -51,13 +51,16 @@ def _positive(obj: object, *names: str, zero: bool = False) -> None:
 class VllmSettings:
     """vLLM's own knobs."""
 
-    gpu_memory_utilization: float | None = None  # fraction of total memory (0.92 in 0.33, 0.9 before)
+    gpu_memory_utilization: float | None = None  # fraction of total memory (None: the release row's, filled in by
+    # resolve: 0.92 from 0.20, 0.9 before)
     entry_point: EntryPoint = "serve"  # `vllm serve` or the `LLM` class (their scheduler defaults differ)
-    async_scheduling: bool | None = None  # 0.33 default: one more batch in flight
-    in_flight_batches: int | None = None  # batches a request may have scheduled (0.33: pp + async; before: 1)
+    async_scheduling: bool | None = None  # None: the release's default (on where it has async scheduling): one more
+    # batch in flight
+    in_flight_batches: int | None = None  # batches a request may have scheduled (None: the release's, pp + async
+    # where it counts them; before: 1)
     prefix_caching: bool | None = None  # None: default (on; off attention-free, hybrids before vLLM 0.28)
     hybrid_kv_cache_manager: bool = True  # --disable-hybrid-kv-cache-manager turns it off
-    legacy_token_log: bool | None = None  # before 0.33: tokens = num_blocks // groups × block
+    legacy_token_log: bool | None = None  # None: the release's (its older rows: tokens = num_blocks // groups × block)
     sampler: str | None = None  # top-k/top-p path of the profile run (SAMPLER_PATHS; default: the release's)
     moe_backend: str | None = None  # MXFP4 experts: MOE_BACKENDS (weights are laid out per backend)
 
@@ -143,6 +146,7 @@ class Settings:
                 yield f.name, value
 
 
+NO_SETTINGS = Settings()  # every knob left to the release (a value: shared as every question's default)
 ENGINE_PARTS = {"vllm": VllmSettings, "sglang": SglangSettings, "trtllm": TrtllmSettings}
 SETTING_NAMES = frozenset(name for cls in (Settings, *ENGINE_PARTS.values()) for name in
                           (f.name for f in dataclasses.fields(cls)) if name not in ENGINE_PARTS)
@@ -153,11 +157,16 @@ def settings_from(values: Mapping[str, Any], base: Settings | None = None) -> Se
     unknown = sorted(set(values) - SETTING_NAMES)
     if unknown:
         raise InputError(f"unknown engine setting {unknown[0]!r}", arg=unknown[0])
-    base = base or Settings()
-    parts = {part: dataclasses.replace(getattr(base, part), **{k: v for k, v in values.items() if k in _names(cls)})
+    base = base or NO_SETTINGS
+    parts = {part: _part(getattr(base, part), {k: v for k, v in values.items() if k in _names(cls)})
              for part, cls in ENGINE_PARTS.items()}
     shared = {k: v for k, v in values.items() if k in _names(Settings)}
     return dataclasses.replace(base, **shared, **parts)
+
+
+def _part(base: Any, values: Mapping[str, Any]) -> Any:
+    """An engine's own knobs with `values` changed (the same object where none is)."""
+    return dataclasses.replace(base, **values) if values else base
 
 
 def _names(cls: type) -> frozenset[str]:

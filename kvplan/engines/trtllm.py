@@ -31,22 +31,23 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from kvplan.engines.base import (
-    BudgetRules,
-    BudgetSteps,
-    BudgetTerm,
     EnginePlan,
     GroupRow,
-    ProfileRun,
     Refusal,
     Request,
-    WeightSplit,
+    Resolved,
     kv_stages,
     no_data_parallel,
-    term_bytes,
+    resolved,
 )
+from kvplan.engines.protocol import EngineBase
+from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, ProfileRun, WeightSplit, term_bytes
+from kvplan.engines.settings import Settings
+from kvplan.engines.trtllm_launch import LAUNCH_SNAPSHOT, LAUNCH_TABLES, SPELLING
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 from kvplan.formulas.per_token import kv_bytes_per_token
+from kvplan.formulas.request import Parallel
 from kvplan.specs import AttnSpec, Composite, LayerSpec, MLAAttn
 from kvplan.units import cdiv
 
@@ -117,9 +118,13 @@ def estimator_stage_bytes(rel: TrtllmRelease, layout: Layout, stage: int, tp: in
     return sum(found)
 
 
-class TrtllmEngine:
+class TrtllmEngine(EngineBase):
     name = "trtllm"
-    supports_dcp = False
+    budget_overflow = ("CUDA out of memory allocating the KV cache pool",
+                       "TensorRT-LLM allocates KvCacheConfig.max_gpu_total_bytes in place of its fraction of free memory, "
+                       "tensorrt_llm/_torch/pyexecutor/resource_manager.py KVCacheManager.calculate_max_num_blocks_from_cpp")
+    spelling = SPELLING
+    fraction_default = "TensorRT-LLM free_gpu_memory_fraction: its default (section 3 shows the value)"
 
     def __init__(self, release_key: str = "1") -> None:
         found = RELEASES.get(VERSIONS.get(release_key, ""))
@@ -128,14 +133,15 @@ class TrtllmEngine:
                              "(PyTorch backend)", arg="engine")
         label = "1.x" if release_key == "1" else release_key
         self.release, self.version = found, f"TensorRT-LLM {label} (PyTorch backend)"
+        self.launch_release = LAUNCH_TABLES.get(release_key, LAUNCH_SNAPSHOT)
 
-    def resolve(self, request: Request) -> Request:
+    def resolve(self, request: Request) -> Resolved:
         no_data_parallel(request, "kvplan plans TensorRT-LLM without attention DP or expert parallel (enable_attention_dp, moe_expert_parallel_size): not modelled")
         s = request.settings
         fraction = s.trtllm.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
-        return replace(request, settings=replace(
+        return resolved(replace(request, settings=replace(
             s, max_num_batched_tokens=s.max_num_batched_tokens or MAX_NUM_TOKENS,
-            trtllm=replace(s.trtllm, free_gpu_memory_fraction=fraction)))
+            trtllm=replace(s.trtllm, free_gpu_memory_fraction=fraction))))
 
     def weight_split(self, request: Request) -> WeightSplit:
         return WeightSplit(tp=request.tp)
@@ -143,10 +149,10 @@ class TrtllmEngine:
     def policy(self, request: Request) -> LayoutPolicy:
         return LayoutPolicy(head_split="ceil", windows="full")
 
-    def budget_rules(self, request: Request) -> BudgetRules:
+    def budget_rules(self, request: Resolved) -> BudgetRules:
         """Everything on the device at the estimation's peak counts: the dummy forward, context, cuBLAS,
         NCCL and graphs captured before it."""
-        s = self.resolve(request).settings
+        s = request.settings
         assert s.max_num_batched_tokens is not None
         run = ProfileRun(tokens=s.max_num_batched_tokens, eager=True, sampler_rows=0, sampler_path="none",
                          sampler_bytes_per_logit=0.0, full_hidden_at_sampler=False, sampled_row_copies=0)
@@ -158,22 +164,29 @@ class TrtllmEngine:
                            nccl_groups=int(request.tp > 1) + int(request.pp > 1), cuda_graphs=not s.enforce_eager,
                            draft_weights=request.draft is not None)
 
-    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
+    def kv_budget(self, request: Resolved, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
-        fraction = self.resolve(request).settings.trtllm.free_gpu_memory_fraction
-        assert fraction is not None
+        fraction = request.settings.trtllm.free_gpu_memory_fraction
+        assert fraction is not None  # FREE_GPU_MEMORY_FRACTION unless given, filled in by resolve
         free = request.device.memory_bytes - term_bytes(terms)
         budget = int(free * fraction)
         return BudgetSteps(kv_budget_bytes=budget, lines=(
             f"free after the estimation run = {request.device.memory_bytes:,} − Σ terms {term_bytes(terms):,} = "
             f"{free:,} B", f"KV = free × free_gpu_memory_fraction {fraction} = {budget:,} B"))
 
-    def no_memory(self, request: Request) -> Refusal:
+    def no_memory(self, request: Resolved) -> Refusal:
         return Refusal(message=NO_MEMORY)
 
-    def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
+    def plan(self, request: Resolved, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
         plan = replace(_plan(self.release, request, layout, budgets_per_stage), version=self.version)
         return replace(plan, refusal=self.no_memory(request)) if plan.kv_tokens <= 0 else plan
+
+    def multi_node(self, parallel: Parallel, gpus_per_node: int) -> dict[str, int]:
+        """trtllm-serve spreads the replica over nodes by --gpus_per_node."""
+        return {"gpus_per_node": gpus_per_node} if super().multi_node(parallel, gpus_per_node) else {}
+
+    def memory_fraction(self, settings: Settings) -> float | None:
+        return settings.trtllm.free_gpu_memory_fraction
 
 
 def _check_dtype(rel: TrtllmRelease, layout: Layout) -> None:

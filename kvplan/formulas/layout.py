@@ -244,36 +244,35 @@ def _entry_bytes(part: Part, dtype: KvDtype) -> int:
 
 
 def build_layout(model: ModelConfig, request: CacheRequest | None = None, policy: LayoutPolicy = DEFAULT_POLICY,
-                 **fields: Any) -> Layout:
+                 *, unpaged: bool = False, **fields: Any) -> Layout:
     """Specs -> per-GPU specs -> groups of identical layers -> per-GPU loads of every PP stage, for a
-    CacheRequest or its fields as keywords (``build_layout(m, tp=4, kv_dtype="fp8")``).
+    CacheRequest or its fields as keywords (``build_layout(m, tp=4, kv_dtype="fp8")``); `unpaged`: block size 0
+    whatever the request's, as an engine is handed the layout to page itself.
 
     One layout per (model, the request's layout fields, policy), cached: lengths and batches do not change it.
     """
     if fields or request is None:
         request = cache_request(request, **fields)
-    key = (model, request.layout_fields, policy)
+    block = 0 if unpaged else request.paged_in(DEFAULT_BLOCK_SIZE)
+    key = (model, request.shape_fields, block, policy)
     try:
         return _LAYOUTS[key]
     except KeyError:
         if len(_LAYOUTS) >= MAX_CACHED_LAYOUTS:
             _LAYOUTS.clear()
-        layout = _LAYOUTS[key] = _build_layout(model, request, policy)
+        layout = _LAYOUTS[key] = _build_layout(model, request, policy, block)
         return layout
 
 
 MAX_CACHED_LAYOUTS = 4096
-_LAYOUTS: dict[tuple[ModelConfig, tuple[Any, ...], LayoutPolicy], Layout] = {}
+_LAYOUTS: dict[tuple[ModelConfig, tuple[Any, ...], int, LayoutPolicy], Layout] = {}
 
 
-def _build_layout(model: ModelConfig, request: CacheRequest, policy: LayoutPolicy) -> Layout:
+def _build_layout(model: ModelConfig, request: CacheRequest, policy: LayoutPolicy, block_size: int) -> Layout:
     specs = _engine_specs(model, request.overrides, policy)
     tp, pp, dcp = request.tp, request.pp, request.dcp
     check_parallel(specs, model.num_attention_heads, tp, pp, dcp)
-    kv_dtype = request.kv_dtype
-    if kv_dtype.strip().lower() == "auto" and model.kv_cache_dtype:  # the checkpoint's own KV quantization
-        kv_dtype = model.kv_cache_dtype
-    dtype = resolve_kv_dtype(kv_dtype, model.dtype, request.quant_group)
+    dtype = resolve_kv_dtype(request.kv_dtype, model.dtype, request.quant_group, checkpoint=model.kv_cache_dtype)
     dtypes = state_dtypes(request.state_dtype, request.ssm_state_dtype, model.dtype)
     shard_tp = policy.attention_tp or tp
     per_gpu = {s: shard_spec(s, shard_tp, policy.head_split) for s in set(specs)}
@@ -284,7 +283,7 @@ def _build_layout(model: ModelConfig, request: CacheRequest, policy: LayoutPolic
     return Layout(
         model=model, specs=specs, specs_per_gpu=tuple(per_gpu[s] for s in specs),
         attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=dtypes.conv,
-        ssm_state_dtype=dtypes.ssm, tp=tp, pp=pp, dcp=dcp, block_size=request.paged_in(DEFAULT_BLOCK_SIZE),
+        ssm_state_dtype=dtypes.ssm, tp=tp, pp=pp, dcp=dcp, block_size=block_size,
         policy=policy, groups=groups, stage_ranges=ranges,
         whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
         stages=tuple(_load(groups, [g.stage_layers[s] for g in groups], per_gpu=True) for s in range(pp)),

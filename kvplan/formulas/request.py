@@ -3,7 +3,7 @@
 ``CacheRequest`` holds every knob that shapes a KV cache (parallel sizes, dtypes, block size, quant group,
 state dtypes, the user's overrides) and what the cache holds (``max_model_len`` tokens per sequence,
 ``batch`` sequences). It checks itself at construction, so the library refuses what the CLI refuses, with
-the same message; it is hashable, and its layout part (``layout_key``) is the key of ``build_layout``'s cache.
+the same message; it is hashable, and its layout part (``shape_fields``) is the key of ``build_layout``'s cache.
 
 Names are the library's, one per concept (``max_model_len``, never seq_len or context); the CLI alone knows
 the engines' spellings of each flag.
@@ -12,11 +12,11 @@ the engines' spellings of each flag.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from kvplan.dtypes import DEFAULT_QUANT_GROUP, KNOWN_NAMES, check_dtype_name
+from kvplan.dtypes import DEFAULT_QUANT_GROUP, KNOWN_NAMES, KvDtypeName, check_dtype_name
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layers import Overrides
 from kvplan.units import MAX_COUNT, MAX_TOKENS
@@ -31,6 +31,46 @@ DEFAULT_BLOCK_SIZE = 16  # vLLM CacheConfig.DEFAULT_BLOCK_SIZE: what `kvplan siz
 MAX_BLOCK_SIZE = 65_536
 
 
+PARALLEL_NAMES = ("tp", "pp", "dcp", "dp", "ep")
+
+
+@dataclass(frozen=True, slots=True)
+class Parallel:
+    """One replica's parallel sizes, each checked once here (a whole number, at least 1), and the sizes the engines
+    derive from them; which of them an engine's replica is, is the engine's (``Engine.replica_gpus``)."""
+
+    tp: int = 1  # tensor parallel: KV heads split (floor, replicated past the head count), MLA replicated
+    pp: int = 1  # pipeline parallel: layers split as vLLM's get_pp_indices
+    dcp: int = 1  # decode context parallel: a sequence's tokens split over dcp of the tp ranks
+    dp: int = 1  # data parallel, each engine's own: vLLM D engines of tp × pp GPUs; SGLang DP attention inside tp
+    ep: int = 1  # expert parallel ranks (vLLM --enable-expert-parallel: dp × tp; SGLang --ep-size, dividing tp)
+
+    def __post_init__(self) -> None:
+        if not all(type(v) is int and 0 < v <= MAX_COUNT for v in (self.tp, self.pp, self.dcp, self.dp, self.ep)):
+            for name in PARALLEL_NAMES:
+                _check_size(name, getattr(self, name))
+
+    @property
+    def group_gpus(self) -> int:
+        """tp × pp: one tensor × pipeline group (a replica where data parallel runs inside it, or not at all)."""
+        return self.tp * self.pp
+
+    @property
+    def dp_gpus(self) -> int:
+        """dp × tp × pp: dp engines of tp × pp GPUs each (vLLM's data parallel)."""
+        return self.dp * self.tp * self.pp
+
+    @property
+    def dp_tp(self) -> int:
+        """dp × tp: the ranks a MoE flattened over data parallel runs on (vLLM: its MoE TP, or EP)."""
+        return self.dp * self.tp
+
+    @property
+    def attention_tp(self) -> int:
+        """tp // dp: the TP size of one attention group when dp splits the tp GPUs (SGLang's DP attention)."""
+        return self.tp // self.dp
+
+
 @dataclass(frozen=True, kw_only=True)
 class CacheRequest:
     """One cache question. ``None`` means "the model's" (max_model_len) or "the engine's" (block_size)."""
@@ -40,7 +80,8 @@ class CacheRequest:
     dcp: int = 1  # decode-context-parallel size: a sequence's tokens split over dcp of the tp ranks
     dp: int = 1  # data parallel, each engine's own: vLLM D engines of tp × pp GPUs; SGLang DP attention inside tp
     ep: int = 1  # expert parallel ranks (vLLM --enable-expert-parallel: dp × tp; SGLang --ep-size, dividing tp)
-    kv_dtype: str = "auto"  # auto: the checkpoint's KV quantization, else the model dtype
+    kv_dtype: str = "auto"  # parsed to a KvDtypeName (its canonical name); auto: the checkpoint's KV quantization, else
+    # the model dtype
     block_size: int | None = None  # tokens per block (0: not paged); None: the engine's (kv_cache: 16)
     quant_group: int = DEFAULT_QUANT_GROUP  # int8/int4 KV: elements per fp16 scale
     state_dtype: str = "auto"  # linear/Mamba conv states, and recurrent ones unless ssm_state_dtype (vLLM mamba_cache_dtype)
@@ -51,24 +92,36 @@ class CacheRequest:
 
     def __post_init__(self) -> None:
         if not all(type(v) is int and 0 < v <= MAX_COUNT for v in _COUNTS(self)):
-            for name in ("tp", "pp", "dcp", "dp", "ep"):
-                _check_size(name, getattr(self, name))
+            Parallel(self.tp, self.pp, self.dcp, self.dp, self.ep)
             for name in ("quant_group", "batch"):
                 _check_positive(name, getattr(self, name), MAX_COUNT)
         if self.max_model_len is not None:
             _check_positive("max_model_len", self.max_model_len, MAX_TOKENS)
         if self.block_size is not None:
             _check_block_size(self.block_size)
+        object.__setattr__(self, "kv_dtype", KvDtypeName(self.kv_dtype))  # parsed once: the canonical name
         if not KNOWN_NAMES.issuperset(_DTYPES(self)):  # the spellings users type: one set lookup each
-            for name in ("kv_dtype", "state_dtype", "ssm_state_dtype"):
+            for name in ("state_dtype", "ssm_state_dtype"):
                 check_dtype_name(getattr(self, name), name)
         for name in ("state_dtype", "ssm_state_dtype"):
             _check_state_dtype(getattr(self, name), name)
 
     @property
-    def layout_fields(self) -> tuple[Any, ...]:
-        """The fields a layout depends on (the length and the batch do not): build_layout's cache key."""
-        return _LAYOUT_FIELDS(self)
+    def kv_dtype_name(self) -> KvDtypeName:
+        """The KV dtype as parsed (``kv_dtype`` is the same value, typed as the name it compares with)."""
+        assert isinstance(self.kv_dtype, KvDtypeName)
+        return self.kv_dtype
+
+    @cached_property
+    def parallel(self) -> Parallel:
+        """The parallel sizes as one value (checked with the request)."""
+        return Parallel(self.tp, self.pp, self.dcp, self.dp, self.ep)
+
+    @property
+    def shape_fields(self) -> tuple[Any, ...]:
+        """The fields a layout depends on but the block size (nor the length or the batch): build_layout's cache
+        key, with the block size it pages in."""
+        return _SHAPE_FIELDS(self)
 
     def length(self, model: ModelConfig) -> int:
         """Tokens per sequence: the request's, else the model's, else vLLM's fallback."""
@@ -116,7 +169,8 @@ def _check_block_size(value: int) -> None:
                          arg="block_size")
 
 
-_LAYOUT_FIELDS = attrgetter(*(f.name for f in fields(CacheRequest) if f.name not in ("max_model_len", "batch")))
+_SHAPE_FIELDS = attrgetter(*(f.name for f in fields(CacheRequest) if f.name not in ("max_model_len", "batch",
+                                                                                  "block_size")))
 _COUNTS = attrgetter("tp", "pp", "dcp", "dp", "ep", "quant_group", "batch")
 _DTYPES = attrgetter("kv_dtype", "state_dtype", "ssm_state_dtype")
 NO_REQUEST = CacheRequest()

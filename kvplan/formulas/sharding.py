@@ -123,10 +123,8 @@ def pp_ranges(num_layers: int, pp: int) -> tuple[range, ...]:
 
 
 def check_parallel(specs: tuple[LayerSpec, ...], num_attention_heads: int, tp: int, pp: int, dcp: int) -> None:
-    """Refuse layouts the engines refuse, with the reason and what would work."""
-    for name, value in (("tp", tp), ("pp", pp), ("dcp", dcp)):
-        if value < 1:
-            raise ShardingError(f"{name} must be at least 1, got {value}", arg=name)
+    """Refuse layouts the engines refuse, with the reason and what would work (the sizes themselves are checked
+    once, by ``kvplan.formulas.request.Parallel``)."""
     if num_attention_heads % tp and any(isinstance(p, HEADED) for s in specs for p in parts(s)):
         divisors = [d for d in range(1, num_attention_heads + 1) if num_attention_heads % d == 0 and d <= 64]
         raise ShardingError(f"tp {tp} does not divide the {num_attention_heads} attention heads; "

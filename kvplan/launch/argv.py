@@ -19,7 +19,6 @@ from typing import Any
 from kvplan.errors import InputError
 from kvplan.launch.tables import Flag, FlagTable
 
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "trtllm-serve"}
 _NUMBER = re.compile(r"-\d+(\.\d+)?")
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -45,7 +44,7 @@ class Given:
 
 
 def label(table: FlagTable) -> str:
-    return f"{ENGINE_LABELS[table.engine]} {table.release}"
+    return f"{table.label} {table.release}"
 
 
 def human_int(text: str) -> int:
@@ -107,7 +106,7 @@ def spelled(token: str, table: FlagTable) -> tuple[str, str | None]:
     """(option name as the parser looks it up, inline value) for one `-…` token."""
     name, eq, inline = token.partition("=")
     value = inline if eq else None
-    if table.engine != "vllm":
+    if table.parser != "flexible":
         return name, value
     if re.fullmatch(r"-O\d", name):
         return ("--optimization-level" if table.has("--optimization-level") else "-O"), name[2:]
@@ -124,7 +123,7 @@ def resolve(name: str, table: FlagTable) -> Flag:
     flag = table.get(name)
     if flag is not None and not flag.positional:
         return flag
-    if table.engine != "trtllm" and name.startswith("--") and len(name) > 2:
+    if table.parser != "click" and name.startswith("--") and len(name) > 2:  # argparse's allow_abbrev
         matches = sorted(f for f in table.flags if f.startswith(name) and f.startswith("--"))
         if len(matches) == 1:
             return table.flags[matches[0]]
@@ -161,7 +160,7 @@ def _values(flag: Flag, inline: str | None, rest: list[str], table: FlagTable) -
 
 
 def _dotted(token: str, table: FlagTable) -> bool:
-    return table.engine == "vllm" and token.startswith("--") and "." in token.partition("=")[0]
+    return table.parser == "flexible" and token.startswith("--") and "." in token.partition("=")[0]
 
 
 def parse_args(tokens: list[str], table: FlagTable) -> tuple[list[Given], list[str]]:

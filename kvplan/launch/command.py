@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache
 
+from kvplan.engines.spelling import EntryPoint, Spelling
 from kvplan.errors import InputError
 from kvplan.launch.argv import Given, label, parse_args
 from kvplan.launch.tables import FlagTable, flag_table, releases, table_release
@@ -28,8 +30,6 @@ ENTRY_POINTS = ("vllm serve MODEL, python -m vllm.entrypoints.openai.api_server 
                 "python -m sglang.launch_server --model-path MODEL, sglang serve, trtllm-serve MODEL")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
-MODULES = {"vllm.entrypoints.openai.api_server": ("vllm", "api_server"), "sglang.launch_server": ("sglang", "launch_server")}
-SGLANG_SERVE_FIRST, SGLANG_POSITIONAL_FIRST = "0.5.5", "0.5.16"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +42,18 @@ class Command:
     model: str
     given: tuple[Given, ...]
     notes: tuple[str, ...] = field(default=())
+
+
+@cache
+def _spellings() -> tuple[tuple[str, Spelling], ...]:
+    """(engine, its launch spelling) of every engine kvplan reads commands of."""
+    from kvplan.engines import ENGINE_NAMES, get_engine
+
+    return tuple((name, spelling) for name in ENGINE_NAMES if (spelling := get_engine(name).spelling) is not None)
+
+
+def _executables() -> frozenset[str]:
+    return frozenset(e.words[0] for _, s in _spellings() for e in s.entry_points if not e.module)
 
 
 def words_of(words: list[str]) -> list[str]:
@@ -60,51 +72,61 @@ def is_command(words: list[str]) -> bool:
     if len(words) > 1:
         return True
     split = words_of(words)
-    return bool(split) and (split[0] == "env" or bool(_ENV.fullmatch(split[0])) or _executable(split[0]) in (
-        "vllm", "sglang", "trtllm-serve") or bool(_PYTHON.fullmatch(_executable(split[0]))))
+    return bool(split) and (split[0] == "env" or bool(_ENV.fullmatch(split[0])) or
+                            _executable(split[0]) in _executables() or bool(_PYTHON.fullmatch(_executable(split[0]))))
 
 
 def _executable(word: str) -> str:
     return os.path.basename(word)
 
 
-def entry_point(words: list[str]) -> tuple[str, str, list[str], list[str]]:
-    """(engine, entry, the words after the entry point, environment assignments)."""
+def _matches(entry: EntryPoint, words: list[str]) -> int:
+    """How many words the entry point takes from the command's start (0: not this entry point)."""
+    if entry.module:
+        python = bool(words) and bool(_PYTHON.fullmatch(_executable(words[0])))
+        return 3 if python and words[1:2] == ["-m"] and words[2:3] == list(entry.words) else 0
+    n = len(entry.words)
+    return n if words and _executable(words[0]) == entry.words[0] and words[1:n] == list(entry.words[1:]) else 0
+
+
+def entry_point(words: list[str]) -> tuple[str, EntryPoint, list[str], list[str]]:
+    """(engine, entry point, the words after it, environment assignments)."""
     env = []
     while words and (_ENV.fullmatch(words[0]) or words[0] == "env"):
         env += [] if words[0] == "env" else [words[0]]
         words = words[1:]
-    exe = _executable(words[0]) if words else ""
-    if exe == "vllm" and words[1:2] == ["serve"]:
-        return "vllm", "serve", words[2:], env
-    if exe == "sglang" and words[1:2] == ["serve"]:
-        return "sglang", "serve", words[2:], env
-    if exe == "trtllm-serve":
-        return "trtllm", "serve", words[1:], env
-    if _PYTHON.fullmatch(exe) and words[1:2] == ["-m"] and len(words) > 2 and words[2] in MODULES:
-        return (*MODULES[words[2]], words[3:], env)
+    for engine, spelling in _spellings():
+        for entry in spelling.entry_points:
+            if taken := _matches(entry, words):
+                return engine, entry, words[taken:], env
     shown = " ".join(words[:3]) or "nothing"
     raise InputError(f"not a launch command kvplan reads: {shown!r}; it reads {ENTRY_POINTS}")
 
 
-def _newer(release: str, first: str) -> bool:
-    order = releases("sglang")
-    return order.index(release) >= next(i for i, r in enumerate(order) if r.startswith(first))
+def _newer(table: FlagTable, first: str) -> bool:
+    """The table's release is `first` or later (its engine's releases in order)."""
+    order = releases(table.engine)
+    return order.index(table.release) >= next(i for i, r in enumerate(order) if r.startswith(first))
 
 
-def _model(engine: str, entry: str, given: list[Given], positional: list[str], table: FlagTable) -> str:
+def _said(entry: EntryPoint) -> str:
+    return f"python -m {entry.words[0]}" if entry.module else " ".join(entry.words)
+
+
+def _model(entry: EntryPoint, given: list[Given], positional: list[str], table: FlagTable) -> str:
     """The model the command serves: each entry point's own way of naming it."""
     named = [g.value for g in given if g.dest in ("model", "model_path")]
-    if entry == "api_server" and (positional or not named):
-        raise InputError("python -m vllm.entrypoints.openai.api_server serves --model MODEL (vLLM 0.10-0.33 "
-                         "ignore a positional model and serve the default one; 0.8-0.9 refuse it): give --model")
-    extra = positional[1:] if entry in ("serve",) else positional
+    if entry.model_flag and (positional or not named):
+        raise InputError(f"{_said(entry)} serves {entry.model_flag} MODEL ({entry.model_flag_why}): give "
+                         f"{entry.model_flag}")
+    extra = positional[1:] if entry.positional_model is not None else positional
     if extra:
         raise InputError(f"{label(table)} takes one model; unrecognized arguments: {' '.join(extra)}")
-    if entry == "api_server":
+    if entry.model_flag:
         return str(named[-1])
-    if engine == "sglang" and entry == "serve" and positional and not _newer(table.release, SGLANG_POSITIONAL_FIRST):
-        raise InputError(f"sglang serve takes a positional model from 0.5.16 ({label(table)}: --model-path MODEL)")
+    if entry.positional_model and positional and not _newer(table, entry.positional_model):
+        raise InputError(f"{_said(entry)} takes a positional model from {entry.positional_model} ({label(table)}: "
+                         f"{entry.model_option} MODEL)")
     models = [*positional[:1], *(str(m) for m in named)]
     if not models:
         raise InputError(f"the command names no model ({ENTRY_POINTS})")
@@ -122,29 +144,23 @@ def read_command(words: list[str], engine_name: str | None = None) -> Command:
         raise InputError(f"--engine {asked} is {found}, the command is {engine}'s: give --engine {engine}@RELEASE")
     table = flag_table(engine, release)
     notes = [f"environment not read: {' '.join(env)}"] if env else []
-    if engine == "sglang" and entry == "serve":
-        if not _newer(release, SGLANG_SERVE_FIRST):
-            raise InputError(f"sglang serve exists from 0.5.5 ({label(table)}: python -m sglang.launch_server)")
-        rest, notes = _model_type(rest, notes)
-    if engine == "trtllm" and rest[:1] == ["serve"] and table.release != "0.18.2":
-        rest = rest[1:]  # DefaultGroup: `trtllm-serve serve MODEL` (0.18.2 has no subcommand)
-    if engine == "vllm" and entry == "api_server":
-        table = _api_server(table)
+    if entry.first and not _newer(table, entry.first):
+        other = next(e for e in dict(_spellings())[engine].entry_points if e is not entry)
+        raise InputError(f"{_said(entry)} exists from {entry.first} ({label(table)}: {_said(other)})")
+    rest, notes = _own_flags(entry, rest, notes)
+    if entry.subcommand and rest[:1] == [entry.subcommand] and table.release != entry.subcommand_absent_in:
+        rest = rest[1:]  # `trtllm-serve serve MODEL`: an optional subcommand (DefaultGroup)
+    if entry.serve_only_dropped:
+        table = replace(table, flags={k: v for k, v in table.flags.items() if k not in table.serve_only})
     given, positional = parse_args(rest, table)
-    model = _model(engine, entry, given, positional, table)
-    return Command(engine=engine, entry=entry, table=table, model=model, given=tuple(given), notes=tuple(notes))
+    model = _model(entry, given, positional, table)
+    return Command(engine=engine, entry=entry.name, table=table, model=model, given=tuple(given), notes=tuple(notes))
 
 
-def _model_type(rest: list[str], notes: list[str]) -> tuple[list[str], list[str]]:
-    """`sglang serve --model-type X` (0.5.12 on) is sglang serve's own, not a server flag."""
-    if "--model-type" in rest:
-        i = rest.index("--model-type")
-        return rest[:i] + rest[i + 2:], [*notes, "--model-type: sglang serve's own; no effect on memory"]
+def _own_flags(entry: EntryPoint, rest: list[str], notes: list[str]) -> tuple[list[str], list[str]]:
+    """The entry point's own flags (`sglang serve --model-type X`, 0.5.12 on) are not server flags: dropped, named."""
+    for flag in entry.own_flags:
+        if flag in rest:
+            i = rest.index(flag)
+            rest, notes = rest[:i] + rest[i + 2:], [*notes, f"{flag}: {_said(entry)}'s own; no effect on memory"]
     return rest, notes
-
-
-def _api_server(table: FlagTable) -> FlagTable:
-    """The api_server module's parser: `vllm serve`'s less the serve-only options."""
-    from dataclasses import replace
-
-    return replace(table, flags={k: v for k, v in table.flags.items() if k not in table.serve_only})

@@ -1,23 +1,28 @@
-"""A launch command -> the parts of kvplan's capacity question (CacheRequest, Settings, Memory fields).
+"""A launch command -> the parts of kvplan's capacity question (CacheRequest, Settings, Memory fields), merged
+with the options given beside it (``question_of``: a conflict is exit 2, naming both values).
 
-Each engine's rows map a parser dest to (part, field, conversion); a row is data, one per knob kvplan models.
-A flag of the release with no row is either "no effect on memory" (its category is none or placement:
-``memory_flags.json`` of the research, each dest classified from the engine's own code) or "changes memory;
-kvplan does not model it" (any other category): both are named once in a note, never silently dropped.
+Each engine's spelling (``Engine.spelling.reads``, ``kvplan.engines.spelling``) maps a parser dest to (part, field,
+conversion); a row is data, one per knob kvplan models. A flag of the release with no row is either "no effect on
+memory" (its category is none or placement: ``memory_flags.json`` of the research, each dest classified from the
+engine's own code) or "changes memory; kvplan does not model it" (any other category): both are named once in a
+note, never silently dropped.
 
-Layout knobs kvplan's request objects do not hold yet (vLLM's --data-parallel-size and expert parallelism,
-SGLang's --ep-size, TRT-LLM's --ep_size, --nnodes) are carried in ``Launch.layout`` and written back out.
-SGLang's --dp-size is DP attention (``CacheRequest.dp``) only with --enable-dp-attention; without it the
-router runs dp_size replicas (0.5.23 ``srt/server_args.py``: dp_size × tp_size GPUs).
+Layout knobs kvplan's request objects do not hold (TRT-LLM's --ep_size, SGLang's --dp-size without DP attention,
+--nnodes) are carried in ``Launch.layout`` and written back out. SGLang's --dp-size is DP attention
+(``CacheRequest.dp``) only with --enable-dp-attention; without it the router runs dp_size replicas (0.5.23
+``srt/server_args.py``: dp_size × tp_size GPUs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvplan.config.model import ModelConfig
+from kvplan.dtypes import KvDtypeName, canonical_dtype
+from kvplan.engines import get_engine
+from kvplan.engines.spelling import Spelling
 from kvplan.errors import InputError
 from kvplan.launch.argv import label
 from kvplan.launch.command import Command
@@ -25,7 +30,6 @@ from kvplan.planning.request import CapacityRequest
 from kvplan.units import GIB
 
 NO_EFFECT = ("none", "placement")
-_TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "half": "fp16", "float": "fp32"}
 
 
 def _length(value: Any) -> int:
@@ -36,7 +40,8 @@ def _length(value: Any) -> int:
 
 
 def _dtype(value: Any) -> str:
-    return _TORCH_DTYPES.get(str(value), str(value))
+    """A torch dtype name as kvplan's (float16 -> fp16); anything else (auto, fp8_e4m3) as it is."""
+    return canonical_dtype(str(value)) or str(value)
 
 
 def _gib(value: Any) -> int | None:
@@ -59,56 +64,10 @@ def _same(value: Any) -> Any:
     return value
 
 
-Row = tuple[str, str, Callable[[Any], Any]]  # (part, field, conversion): part = cache, settings, memory, model, layout
-TP, PP = ("cache", "tp", _same), ("cache", "pp", _same)
-ROWS: dict[str, dict[str, Row]] = {
-    "vllm": {
-        "tensor_parallel_size": TP, "pipeline_parallel_size": PP, "decode_context_parallel_size": ("cache", "dcp", _same),
-        "max_model_len": ("cache", "max_model_len", _length), "kv_cache_dtype": ("cache", "kv_dtype", _same),
-        "block_size": ("cache", "block_size", _same), "mamba_cache_dtype": ("cache", "state_dtype", _dtype),
-        "mamba_ssm_cache_dtype": ("cache", "ssm_state_dtype", _dtype),
-        "gpu_memory_utilization": ("settings", "gpu_memory_utilization", _same),
-        "max_num_seqs": ("settings", "max_num_seqs", _same),
-        "max_num_batched_tokens": ("settings", "max_num_batched_tokens", _same),
-        "enforce_eager": ("settings", "enforce_eager", bool), "enable_prefix_caching": ("settings", "prefix_caching", _same),
-        "disable_hybrid_kv_cache_manager": ("settings", "hybrid_kv_cache_manager", _not),
-        "async_scheduling": ("settings", "async_scheduling", _same),
-        "cpu_offload_gb": ("settings", "cpu_offload_bytes", _gib), "kv_offloading_size": ("settings", "kv_offloading_bytes", _gib),
-        "max_lora_rank": ("lora", "max_lora_rank", _same), "max_loras": ("lora", "max_loras", _same),
-        "max_cpu_loras": ("lora", "max_cpu_loras", _same), "enable_lora": ("lora", "enabled", bool),
-        "lora_target_modules": ("lora", "lora_target_modules", _modules),
-        "speculative_config": ("speculative", "config", _same), "speculative_model": ("speculative", "model", _same),
-        "num_speculative_tokens": ("speculative", "num_speculative_tokens", _same),
-        "kv_cache_memory_bytes": ("memory", "kv_budget_bytes", _budget), "quantization": ("memory", "quantization", _same),
-        "dtype": ("model", "dtype", _dtype), "revision": ("model", "revision", _same),
-        "limit_mm_per_prompt": ("mm", "limits", _same), "language_model_only": ("mm", "text_only", bool),
-        "data_parallel_size": ("layout", "dp", _same), "enable_expert_parallel": ("layout", "ep", bool),
-        "nnodes": ("layout", "nodes", _same), "data_parallel_size_local": ("layout", "dp_local", _same),
-    },
-    "sglang": {
-        "tp_size": TP, "tensor_parallel_size": TP, "pp_size": PP, "pipeline_parallel_size": PP,
-        "dp_size": ("layout", "dp", _same), "data_parallel_size": ("layout", "dp", _same),
-        "enable_dp_attention": ("layout", "dp_attention", bool), "ep_size": ("layout", "ep", _same),
-        "expert_parallel_size": ("layout", "ep", _same), "nnodes": ("layout", "nodes", _same),
-        "context_length": ("cache", "max_model_len", _length), "kv_cache_dtype": ("cache", "kv_dtype", _dtype),
-        "page_size": ("cache", "block_size", _same), "mamba_ssm_dtype": ("cache", "ssm_state_dtype", _dtype),
-        "mem_fraction_static": ("settings", "mem_fraction_static", _same),
-        "max_running_requests": ("settings", "max_num_seqs", _same),
-        "chunked_prefill_size": ("settings", "chunked_prefill_size", _same),
-        "disable_cuda_graph": ("settings", "enforce_eager", bool),
-        "swa_full_tokens_ratio": ("settings", "swa_full_tokens_ratio", _same),
-        "hicache_ratio": ("settings", "hicache_ratio", _same), "quantization": ("memory", "quantization", _same),
-        "dtype": ("model", "dtype", _dtype), "revision": ("model", "revision", _same),
-    },
-    "trtllm": {
-        "tp_size": TP, "tensor_parallel_size": TP, "pp_size": PP, "pipeline_parallel_size": PP,
-        "moe_expert_parallel_size": ("layout", "ep", _same), "gpus_per_node": ("layout", "gpus_per_node", _same),
-        "max_seq_len": ("cache", "max_model_len", _length), "max_batch_size": ("settings", "max_num_seqs", _same),
-        "max_num_tokens": ("settings", "max_num_batched_tokens", _same),
-        "kv_cache_free_gpu_memory_fraction": ("settings", "free_gpu_memory_fraction", _same),
-        "free_gpu_memory_fraction": ("settings", "free_gpu_memory_fraction", _same),
-    },
-}
+# The conversions an engine's spelling names for a flag's value (Spelling.reads: dest -> part, field, conversion):
+# part = cache, settings, memory, model, layout (kept beside the question), lora, speculative, mm (combined below).
+CONVERSIONS: dict[str, Callable[[Any], Any]] = {"same": _same, "length": _length, "dtype": _dtype, "gib": _gib,
+                                                "budget": _budget, "modules": _modules, "not": _not, "bool": bool}
 SKIP = ("model", "model_path", "model_tag")  # the model itself: Command.model
 
 
@@ -118,6 +77,7 @@ class Launch:
 
     command: Command
     parts: dict[str, dict[str, Any]] = field(default_factory=dict)  # cache, settings, memory, model, layout
+    typed: dict[str, str] = field(default_factory=dict)  # a field -> the flag that set it, as typed
     no_effect: tuple[str, ...] = ()  # flags as typed
     not_modelled: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -128,40 +88,43 @@ class Launch:
 
 def read_launch(command: Command) -> Launch:
     """Every flag of the command either sets a field of the question or is named in a note."""
-    rows = ROWS[command.engine]
+    spelling = get_engine(command.engine).spelling
+    assert spelling is not None  # the command was read with its engine's spelling
     parts: dict[str, dict[str, Any]] = {}
+    typed: dict[str, str] = {}
     no_effect: list[str] = []
     unmodelled: list[str] = []
     for given in command.given:
-        row = rows.get(given.dest)
+        row = spelling.reads.get(given.dest)
         if row is not None:
             part, name, convert = row
-            parts.setdefault(part, {})[name] = convert(given.value)
+            parts.setdefault(part, {})[name] = CONVERSIONS[convert](given.value)
+            typed[name] = given.typed
         elif given.dest not in SKIP:
             kind = command.table.category(given.dest)
             (no_effect if kind in NO_EFFECT else unmodelled).append(given.typed)
-    _dp_attention(command, parts)
+    _data_parallel(spelling, parts)
     _lora(parts)
     _speculative(parts)
     _multimodal(parts)
-    return Launch(command=command, parts=parts, no_effect=tuple(dict.fromkeys(no_effect)),
+    return Launch(command=command, parts=parts, typed=typed, no_effect=tuple(dict.fromkeys(no_effect)),
                   not_modelled=tuple(dict.fromkeys(unmodelled)), notes=_notes(command, no_effect, unmodelled))
 
 
-def _dp_attention(command: Command, parts: dict[str, dict[str, Any]]) -> None:
-    """Data and expert parallelism the engine plans (CacheRequest.dp, .ep): vLLM's --data-parallel-size (dp
-    engines of tp × pp GPUs) and --enable-expert-parallel (experts over EP = DP × TP); SGLang's --dp-size with
-    --enable-dp-attention (attention split inside the TP group) and --ep-size."""
+def _data_parallel(spelling: Spelling, parts: dict[str, dict[str, Any]]) -> None:
+    """Data and expert parallelism the engine plans (CacheRequest.dp, .ep), as its spelling says them: vLLM's
+    --data-parallel-size (dp engines of tp × pp GPUs) and --enable-expert-parallel (experts over EP = DP × TP);
+    SGLang's --dp-size with --enable-dp-attention (attention split inside the TP group) and --ep-size."""
     layout, cache = parts.get("layout", {}), parts.setdefault("cache", {})
-    if command.engine == "vllm":
+    if spelling.data_parallel == "engines":
         dp = int(layout.get("dp", 1) or 1)
         cache["dp"] = dp
-        if layout.get("ep"):
+        if spelling.expert_parallel == "switch" and layout.get("ep"):
             cache["ep"] = dp * int(cache.get("tp", 1) or 1)
-    if command.engine == "sglang" and layout.pop("dp_attention", False):
+    if spelling.data_parallel == "attention" and layout.pop("dp_attention", False):
         cache["dp"] = layout.get("dp", 1)
         layout["dp_attention"] = True
-    if command.engine == "sglang" and int(layout.get("ep", 1) or 1) > 1:
+    if spelling.expert_parallel == "size" and int(layout.get("ep", 1) or 1) > 1:
         cache["ep"] = int(layout["ep"])
     if not cache:
         parts.pop("cache")
@@ -222,14 +185,46 @@ def _notes(command: Command, no_effect: list[str], unmodelled: list[str]) -> tup
     return tuple(notes)
 
 
-def question_of(launch: Launch, question: CapacityRequest) -> CapacityRequest:
-    """The question with the command's values in place of the options' (the command's flags win)."""
+# The flags a field combined from others is read from (the field's own flag is Launch.typed's)
+DERIVED_FROM = {"max_lora_rank": ("enabled",), "speculative_model": ("config", "model"), "speculative_method": ("config",),
+                "num_speculative_tokens": ("config", "num_speculative_tokens"), "limit_mm_per_prompt": ("limits", "text_only")}
+
+
+def question_of(launch: Launch, question: CapacityRequest,
+                explicit: Mapping[str, tuple[str, Any]] | None = None) -> CapacityRequest:
+    """The question with the command's values merged in, each part built once. `explicit`: the question's values
+    given as options (field -> (option, value)); one the command gives otherwise is a conflict (exit 2, naming
+    both); the same value on both sides is one value. The command's values fill every other field."""
     from kvplan.engines.settings import settings_from
 
-    cache = replace(question.cache, **launch.part("cache"))
-    settings = settings_from(launch.part("settings"), base=question.settings)
-    memory = replace(question.memory, **launch.part("memory"))
-    return replace(question, cache=cache, settings=settings, memory=memory)
+    explicit = explicit or {}
+    parts = {name: launch.part(name) for name in ("cache", "settings", "memory")}
+    for part in parts.values():
+        for name, value in list(part.items()):
+            if name in explicit:
+                _agree(launch, name, value, explicit[name])
+                del part[name]  # the same value: the question's
+    cache, settings, memory = parts["cache"], parts["settings"], parts["memory"]
+    return replace(question, cache=replace(question.cache, **cache) if cache else question.cache,
+                   settings=settings_from(settings, base=question.settings) if settings else question.settings,
+                   memory=replace(question.memory, **memory) if memory else question.memory)
+
+
+def _agree(launch: Launch, name: str, command: Any, given: tuple[str, Any]) -> None:
+    """An option and the command's flag for one field: the same value, or exit 2 naming both."""
+    option, value = given
+    same = KvDtypeName(command) == KvDtypeName(value) if name == "kv_dtype" else command == value
+    if not same:
+        flag = launch.typed.get(name) or next((launch.typed[k] for k in DERIVED_FROM.get(name, ()) if k in launch.typed),
+                                              name)
+        raise InputError(f"{option} {_shown(value)} (before --) and the command's {flag} {_shown(command)} disagree: "
+                         "give one value, or the same on both sides", arg=option)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 def model_notes(launch: Launch, model: ModelConfig) -> tuple[str, ...]:

@@ -8,9 +8,9 @@ Each flag lists its variants (dest, nargs, type, choices, the value a switch sto
 that have them; each dest its memory category (layout, budget, kv_format, length, activation, graphs, weights,
 state, host_tier, placement, constraint or none).
 
-A kvplan engine release maps to the table of the release its row was read from (``table_release``): vLLM's
-row ``release`` (0.19 -> 0.19.0), SGLang's minor (0.5.6 -> 0.5.6.post2), TRT-LLM 1.x -> the snapshot and
-0.20 -> 0.18.2 (the nearest release whose options were read).
+A kvplan engine release maps to the table of the release its row was read from (``table_release``, from
+``Engine.launch_release``): vLLM's row ``release`` (0.19 -> 0.19.0), SGLang's minor (0.5.6 -> 0.5.6.post2), TRT-LLM
+1.x -> the snapshot and 0.20 -> 0.18.2 (the nearest release whose options were read).
 """
 
 from __future__ import annotations
@@ -22,11 +22,9 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from kvplan.engines import get_engine
+from kvplan.engines.spelling import Parser
 from kvplan.errors import InputError
-
-LAUNCH_ENGINES = ("vllm", "sglang", "trtllm")
-TRTLLM_TABLES = {"0.20": "0.18.2"}  # every other TRT-LLM row (1, 1.1, 1.2): the snapshot
-TRTLLM_SNAPSHOT = "snapshot-00209af"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +58,8 @@ class FlagTable:
     flags: dict[str, Flag]
     categories: dict[str, str]  # dest -> memory category
     serve_only: frozenset[str] = frozenset()  # vLLM: options of `vllm serve` that the api_server module lacks
+    parser: Parser = "argparse"  # how its parser reads option strings (the engine's Spelling.parser)
+    label: str = ""  # how a note names the engine's command (Spelling.label)
 
     def get(self, name: str) -> Flag | None:
         return self.flags.get(name)
@@ -105,32 +105,27 @@ def flag_table(engine: str, release: str) -> FlagTable:
             if "choices" in spec:
                 spec["choices"] = tuple(spec["choices"])
             flags[name] = Flag(name=name, **spec)
+    spelling = get_engine(engine).spelling
+    assert spelling is not None  # the tables hold the engines with a launch command
     return FlagTable(engine=engine, release=release, flags=flags, categories=data["categories"],
-                     serve_only=frozenset(data.get("serve_only", {}).get(release, ())))
-
-
-def _sglang_table(key: str) -> str | None:
-    """SGLang: the table of the minor `key` names (its last patch was read: 0.5.6 -> 0.5.6.post2)."""
-    found = [r for r in releases("sglang") if r == key or r.startswith(f"{key}.")]
-    return found[-1] if found else None
+                     serve_only=frozenset(data.get("serve_only", {}).get(release, ())), parser=spelling.parser,
+                     label=spelling.label)
 
 
 def table_release(engine_name: str) -> tuple[str, str]:
-    """(engine, table release) for a kvplan engine release name (`vllm`, `vllm@0.19`, `sglang@0.5.6`, `trtllm`);
-    exit 2 where kvplan follows the release but no parser of it was read (vLLM's V0 rows, transformers)."""
+    """(engine, table release) for a kvplan engine release name (`vllm`, `vllm@0.19`, `sglang@0.5.6`, `trtllm`): the
+    release the engine's row says its parser was read from (``Engine.launch_release``; a minor's last patch where the
+    spelling says so: SGLang 0.5.6 -> 0.5.6.post2); exit 2 where kvplan follows the release but no parser of it was
+    read (vLLM's V0 rows, transformers)."""
     from kvplan.engines import release_key
 
-    engine, key = release_key(engine_name)
-    table: str | None = None
-    if engine == "vllm":
-        from kvplan.engines.vllm.releases import release
-
-        table = release(key).release or None
-    elif engine == "sglang":
-        table = _sglang_table(key)
-    elif engine == "trtllm":
-        table = TRTLLM_TABLES.get(key, TRTLLM_SNAPSHOT)
-    if table is None or table not in releases(engine):
+    engine, _ = release_key(engine_name)
+    profile = get_engine(engine_name)
+    found = profile.launch_release
+    if found is not None and profile.spelling is not None and profile.spelling.table_match == "last_patch":
+        patches = [r for r in releases(engine) if r == found or r.startswith(f"{found}.")]
+        found = patches[-1] if patches else None
+    if found is None or profile.spelling is None or found not in releases(engine):
         raise InputError(f"{engine_name}: kvplan has no launch flags for this release (vLLM: 0.8.0 on; SGLang: "
                          f"0.4 on; TensorRT-LLM: trtllm-serve); name a newer one with --engine")
-    return engine, table
+    return engine, found

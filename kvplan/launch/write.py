@@ -17,34 +17,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kvplan.engines import Engine, get_engine
+from kvplan.engines.spelling import Spelling
 from kvplan.launch.tables import FlagTable, flag_table, table_release
 from kvplan.planning.capacity import CapacityResult
 from kvplan.units import GIB
-
-# Each engine's spelling of a knob (the first the release has is written).
-FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {"tp": ("--tensor-parallel-size",), "pp": ("--pipeline-parallel-size",),
-             "dcp": ("--decode-context-parallel-size",), "dp": ("--data-parallel-size",),
-             "ep": ("--enable-expert-parallel",), "length": ("--max-model-len",), "seqs": ("--max-num-seqs",),
-             "fraction": ("--gpu-memory-utilization",), "budget": ("--kv-cache-memory-bytes",),
-             "kv_dtype": ("--kv-cache-dtype",), "block": ("--block-size",), "batched": ("--max-num-batched-tokens",),
-             "eager": ("--enforce-eager",), "quantization": ("--quantization",), "nodes": ("--nnodes",),
-             "dp_local": ("--data-parallel-size-local",),
-             "speculative": ("--speculative-config",), "lora": ("--enable-lora",), "loras": ("--max-loras",),
-             "lora_rank": ("--max-lora-rank",), "cpu_loras": ("--max-cpu-loras",),
-             "lora_modules": ("--lora-target-modules",), "cpu_offload": ("--cpu-offload-gb",),
-             "kv_offload": ("--kv-offloading-size",)},
-    "sglang": {"tp": ("--tp-size",), "pp": ("--pp-size",), "dp": ("--dp-size",),
-               "dp_attention": ("--enable-dp-attention",), "ep": ("--ep-size",), "length": ("--context-length",),
-               "seqs": ("--max-running-requests",), "fraction": ("--mem-fraction-static",),
-               "kv_dtype": ("--kv-cache-dtype",), "block": ("--page-size",), "eager": ("--disable-cuda-graph",),
-               "chunked": ("--chunked-prefill-size",), "quantization": ("--quantization",), "nodes": ("--nnodes",)},
-    "trtllm": {"tp": ("--tp_size",), "pp": ("--pp_size",), "ep": ("--ep_size",), "length": ("--max_seq_len",),
-               "seqs": ("--max_batch_size",), "fraction": ("--kv_cache_free_gpu_memory_fraction",),
-               "batched": ("--max_num_tokens",), "gpus_per_node": ("--gpus_per_node",),
-               "kv_dtype": (), "block": ()},  # trtllm-serve: kv_cache_config.dtype / tokens_per_block in its YAML
-}
-KV_DTYPES = {"sglang": {"fp8": "fp8_e4m3", "bf16": "bfloat16"}}  # kvplan's name -> the engine's, where they differ
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,18 +54,15 @@ def _release_name(engine: str, version: str) -> str:
     return max(names, key=len) if names else engine
 
 
-def _entry(engine: str, model: str) -> list[str]:
-    return {"vllm": ["vllm", "serve", model], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model],
-            "trtllm": ["trtllm-serve", model]}[engine]
-
-
 def layout_of(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, int]:
-    """{tp, pp, dp, ep, dcp, nodes, gpus_per_node} of one replica of the answer (vLLM: dp engines of tp × pp GPUs;
-    SGLang: its DP attention ranks inside the TP group)."""
+    """{tp, pp, dp, ep, dcp, nodes, gpus_per_node} of one replica of the answer: the engine's replica where it plans
+    data parallel (vLLM: dp engines of tp × pp GPUs; SGLang: its DP attention ranks inside the TP group), else the
+    command's replicas of tp × pp GPUs."""
     cache, tp, pp = result.cache, result.tp, result.pp
     planned_dp, planned_ep = (cache.dp, cache.ep) if cache is not None else (1, 1)
     dp = planned_dp if planned_dp > 1 else int(extra.get("dp", 1) or 1)
-    gpus = tp * pp * (1 if result.engine == "sglang" and planned_dp > 1 else dp)
+    gpus = get_engine(result.engine).replica_gpus(cache.parallel) if cache is not None and planned_dp > 1 \
+        else tp * pp * dp
     ep_given = extra.get("ep")
     ep = planned_ep if planned_ep > 1 else (
         (tp * dp if ep_given else 1) if isinstance(ep_given, bool) else int(ep_given or 1))
@@ -104,29 +78,41 @@ def _nodes(gpus: int, dp: int, extra: Mapping[str, Any]) -> dict[str, int]:
     return {"nodes": nodes, "gpus_per_node": per_node or -(-gpus // nodes)}
 
 
-def _values(result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
+def _values(profile: Engine, result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
     """Knob -> value to write (None: not written)."""
     asked, settings, memory, cache = result.asked, result.settings, result.memory, result.cache
-    assert settings is not None and cache is not None
-    layout = layout_of(result, extra)
-    budget = memory.kv_budget_bytes if memory else None
-    return {
-        "tp": result.tp, "pp": result.pp if result.pp > 1 else None, "dcp": result.dcp if result.dcp > 1 else None,
-        "dp": layout["dp"] if layout["dp"] > 1 else None, "dp_attention": True if result.engine == "sglang" and cache.dp > 1 else None,
-        "ep": (True if layout["ep"] > 1 else None) if result.engine == "vllm" else (
-            layout["ep"] if layout["ep"] > 1 else None),
-        "nodes": layout["nodes"] if layout["nodes"] > 1 and not extra.get("dp_local") and result.engine != "trtllm"
-        else None, "dp_local": extra.get("dp_local"),
-        "gpus_per_node": extra.get("gpus_per_node") if result.engine == "trtllm" else None, "length": result.max_model_len,
-        "seqs": settings.max_num_seqs, "budget": budget[0] if budget and result.engine == "vllm" else None,
-        "fraction": None if budget and result.engine == "vllm" else _fraction(result),
-        "kv_dtype": None if cache.kv_dtype == "auto" else KV_DTYPES.get(result.engine, {}).get(cache.kv_dtype,
-                                                                                                cache.kv_dtype),
-        "block": cache.block_size, "batched": asked.max_num_batched_tokens if asked else None,
-        "eager": True if asked and asked.enforce_eager else None,
-        "chunked": asked.sglang.chunked_prefill_size if asked else None,
-        "quantization": memory.quantization if memory else None, **_extras(result),
-    }
+    assert settings is not None and cache is not None and profile.spelling is not None
+    return {**_layout_values(profile.spelling, result, extra), "length": result.max_model_len,
+            "seqs": settings.max_num_seqs, **_budget_values(profile, result),
+            "kv_dtype": None if cache.kv_dtype_name.is_auto else cache.kv_dtype_name.spelled(profile.spelling.kv_dtypes),
+            "block": cache.block_size, "batched": asked.max_num_batched_tokens if asked else None,
+            "eager": True if asked and asked.enforce_eager else None,
+            "chunked": asked.sglang.chunked_prefill_size if asked else None,
+            "quantization": memory.quantization if memory else None, **_extras(result)}
+
+
+def _layout_values(spelling: Spelling, result: CapacityResult, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The replica's layout as the engine spells it: EP a switch (vLLM) or a size, DP attention a switch beside the DP
+    size (SGLang), the nodes by --nnodes (vLLM's DP ranks per node where it spreads them) or GPUs per node."""
+    layout, planned_dp = layout_of(result, extra), result.cache.dp if result.cache else 1
+    ep = layout["ep"] if layout["ep"] > 1 else None
+    by_count = spelling.nodes == "nnodes"
+    return {"tp": result.tp, "pp": result.pp if result.pp > 1 else None, "dcp": result.dcp if result.dcp > 1 else None,
+            "dp": layout["dp"] if layout["dp"] > 1 else None,
+            "dp_attention": True if spelling.data_parallel == "attention" and planned_dp > 1 else None,
+            "ep": (True if ep else None) if spelling.expert_parallel == "switch" else ep,
+            "nodes": layout["nodes"] if layout["nodes"] > 1 and not extra.get("dp_local") and by_count else None,
+            "dp_local": extra.get("dp_local"), "gpus_per_node": None if by_count else extra.get("gpus_per_node")}
+
+
+def _budget_values(profile: Engine, result: CapacityResult) -> dict[str, Any]:
+    """A given KV budget where the engine takes it as a flag (vLLM --kv-cache-memory-bytes), else its memory
+    fraction (the release's default filled in)."""
+    budget = result.memory.kv_budget_bytes if result.memory else None
+    assert result.settings is not None and profile.spelling is not None
+    if budget and profile.takes_kv_budget:
+        return {"budget": budget[0], "fraction": None}
+    return {"budget": None, "fraction": profile.memory_fraction(result.settings)}
 
 
 def _extras(result: CapacityResult) -> dict[str, Any]:
@@ -147,28 +133,14 @@ def _gib(size_bytes: int | None) -> float | None:
     return size_bytes / GIB if size_bytes else None
 
 
-def _fraction(result: CapacityResult) -> float | None:
-    settings = result.settings
-    assert settings is not None
-    if result.engine == "vllm":
-        from kvplan.engines.vllm.releases import release
-
-        key = engine_name(result).partition("@")[2]
-        return settings.vllm.gpu_memory_utilization or (release(key).gpu_memory_utilization if key else None)
-    if result.engine == "sglang":
-        return settings.sglang.mem_fraction_static
-    return settings.trtllm.free_gpu_memory_fraction
-
-
-def _flag(table: FlagTable, knob: str, value: Any) -> tuple[str | None, str | None]:
+def _flag(spelling: Spelling, table: FlagTable, knob: str, value: Any) -> tuple[str | None, str | None]:
     """(flag, note): the release's flag for a knob whose value it takes, or a note why it is not written."""
-    if knob not in FLAGS[table.engine]:
+    if knob not in spelling.flags:
         return None, f"{knob} {value}: kvplan writes no {table.engine} flag for it yet; add it to the command"
-    name = next((f for f in FLAGS[table.engine][knob] if table.has(f)), None)
+    name = next((f for f in spelling.flags[knob] if table.has(f)), None)
     if name is None:
-        key = {"kv_dtype": "dtype", "block": "tokens_per_block"}.get(knob)
-        yaml = f" (trtllm-serve takes it as kv_cache_config.{key} in --extra_llm_api_options YAML)" \
-            if table.engine == "trtllm" and key else ""
+        key = spelling.yaml_keys.get(knob)
+        yaml = f" (trtllm-serve takes it as kv_cache_config.{key} in --extra_llm_api_options YAML)" if key else ""
         return None, f"{knob} {value}: {table.engine} {table.release} has no flag for it{yaml}"
     flag = table.flags[name]
     if flag.choices is not None and not flag.switch and value not in flag.choices:
@@ -181,12 +153,13 @@ def write_launch(result: CapacityResult, extra: Mapping[str, Any] | None = None)
     extra = extra or {}
     name = engine_name(result)
     engine, release = table_release(name)
-    table = flag_table(engine, release)
-    argv, flags, notes = _entry(engine, result.model.model_id), {}, []
-    for knob, value in _values(result, extra).items():
+    table, profile = flag_table(engine, release), get_engine(name)
+    assert profile.spelling is not None  # table_release refuses an engine without a launch command
+    argv, flags, notes = [*profile.spelling.written_entry, result.model.model_id], {}, []
+    for knob, value in _values(profile, result, extra).items():
         if value is None or value is False:
             continue
-        flag, note = _flag(table, knob, value)
+        flag, note = _flag(profile.spelling, table, knob, value)
         if flag is None:
             notes += [note] if note else []
             continue

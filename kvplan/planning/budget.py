@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Refusal, Request
+from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Refusal, Request, Resolved
 from kvplan.engines.base import WeightSplit, term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
@@ -225,7 +225,7 @@ def overhead(terms: tuple[BudgetTerm, ...], memory: Memory) -> Overhead:
 Stage = tuple[int, tuple[BudgetTerm, ...], tuple[str, ...], AfterKvCheck | None]
 
 
-def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Stage]:
+def stage_budgets(profile: Engine, request: Resolved, memory: Memory) -> list[Stage]:
     """(KV bytes, terms, the engine's arithmetic, the start after the cache) of each PP stage."""
     rules = profile.budget_rules(request)
     weights_dtype = memory.weights_for(request.model)
@@ -241,7 +241,7 @@ def stage_budgets(profile: Engine, request: Request, memory: Memory) -> list[Sta
     return out
 
 
-def kv_budget(profile: Engine, request: Request, memory: Memory) -> Budget:
+def kv_budget(profile: Engine, request: Resolved, memory: Memory) -> Budget:
     """The budget per PP stage: given, or built from the terms the engine release subtracts."""
     given, pp = memory.kv_budget_bytes, request.pp
     if given is not None and len(given) not in (1, pp):
@@ -268,7 +268,7 @@ def _informative_weights(profile: Engine, request: Request, memory: Memory) -> i
         return None  # a budget was given: the weights are informative only
 
 
-def _estimated(profile: Engine, request: Request, memory: Memory) -> Budget:
+def _estimated(profile: Engine, request: Resolved, memory: Memory) -> Budget:
     assert request.device is not None
     stages = stage_budgets(profile, request, memory)
     binding = min(range(len(stages)), key=lambda k: stages[k][0])

@@ -17,12 +17,14 @@ from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.engines import (
+    DEFAULT_ENGINE,
     ENGINE_NAMES,
     BudgetTerm,
     Engine,
     EnginePlan,
     Refusal,
     Request,
+    Resolved,
     Settings,
     get_engine,
 )
@@ -36,9 +38,6 @@ from kvplan.planning.quant_checks import fp8_block_refusal
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
 from kvplan.planning.verdict import estimate_error_bytes, margin_bytes, uncertain_note, within_estimate
-from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
-
-VLLM_ONLY_PARTS = (CompressedMLA, SlidingMLA, CompressorState)  # engines other than vLLM lay these out their own way
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +61,7 @@ class CapacityResult:
     notes: tuple[str, ...] = ()
     error: str | None = None
     settings: Settings | None = None  # the engine's knobs with the release's defaults filled in
-    cache: CacheRequest | None = None  # the cache asked (its length resolved)
+    cache: CacheRequest | None = None  # the cache asked (max_model_len None: the model's, max_model_len above)
     decode_floor: DecodeFloor | None = None  # memory-bound lower bound on a decode step of the admitted batch
     extras: Extras = NO_EXTRAS  # speculative decoding, LoRA, encoder cache, host tier
     asked: Settings | None = None  # the knobs as asked (None: the release's default), for the launch command
@@ -83,39 +82,28 @@ class CapacityResult:
 
 
 def engine_layout(profile: Engine, request: Request) -> Layout:
-    """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it)."""
-    if request.dcp > 1 and not profile.supports_dcp:
-        raise InputError(f"dcp is a vLLM option (0.11 on); {profile.version} has no decode context parallel", arg="dcp")
-    release = getattr(profile, "release", None)
-    if profile.name == "vllm" and release is not None:
-        moe_tp = None if request.cache.ep > 1 else request.cache.dp * request.tp  # kvplan.engines.vllm.parallel: MoE TP dp × tp, whole experts under EP
-        refused = fp8_block_refusal(request.model, request.tp, release.key, expert_tp=moe_tp,
-                                    moe_refine=release.fp8_moe_refine)
+    """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it), once
+    the engine has said what it refuses before it (its layout refusals, a release's FP8 block check)."""
+    profile.check_layout(request)
+    blocks = profile.fp8_blocks(request)
+    if blocks is not None:
+        refused = fp8_block_refusal(request.model, request.tp, blocks.release, expert_tp=blocks.expert_tp,
+                                    moe_refine=blocks.moe_refine)
         if refused:
-            raise InputError(f"{refused} ({profile.version}, vllm/model_executor/layers/quantization/utils/"
-                             "fp8_utils.py:1296-1374)")
-    if profile.name != "vllm" and any(isinstance(p, VLLM_ONLY_PARTS) for s in request.model.layer_specs for p in parts(s)):
-        raise InputError(f"kvplan models DeepSeek-V4's compressed caches as vLLM lays them out; {profile.version}'s "
-                         "own layout of them is not modelled", arg="engine")
-    return build_layout(request.model, replace(request.cache, block_size=0), profile.policy(request))
+            raise InputError(f"{refused} ({profile.version}, {blocks.source})")
+    return build_layout(request.model, request.cache, profile.policy(request), unpaged=True)
 
 
-def plan_request(request: Request, budgets_per_stage: tuple[int, ...], engine: str = "vllm") -> EnginePlan:
+def plan_request(request: Request, budgets_per_stage: tuple[int, ...], engine: str = DEFAULT_ENGINE) -> EnginePlan:
     """An engine's plan for a request and a given budget (one value, or one per PP stage)."""
     profile = get_engine(engine)
-    request = profile.resolve(request)
-    budgets = budgets_per_stage if len(budgets_per_stage) == request.pp else budgets_per_stage * request.pp
-    return profile.plan(request, engine_layout(profile, request), budgets)
+    resolved = profile.resolve(request)
+    budgets = budgets_per_stage if len(budgets_per_stage) == resolved.pp else budgets_per_stage * resolved.pp
+    return profile.plan(resolved, engine_layout(profile, resolved), budgets)
 
 
-def empty_plan(engine: str, version: str, request: CapacityRequest) -> EnginePlan:
-    """The plan of an engine that got no memory (or failed): zeros, as the engine would log."""
-    return EnginePlan(engine=engine, version=version, kv_dtype="-", block_size=request.cache.paged_in(0),
-                      page_bytes=0, num_blocks=0, kv_tokens=0, max_concurrency=0.0 if engine == "vllm" else None,
-                      requests_at_max_len=0.0, reserve_bytes_per_request=0, steady_bytes_per_request=0, groups=())
-
-
-def capacity(model: CapacityRequest | ModelConfig | str, *, engine: str = "vllm", **options: Any) -> CapacityResult:
+def capacity(model: CapacityRequest | ModelConfig | str, *, engine: str = DEFAULT_ENGINE,
+             **options: Any) -> CapacityResult:
     """KV capacity of a model under `engine` (`vllm`, `vllm@0.11`, ...) on one GPU type (per GPU; PP stages
     take the min). The question is a CapacityRequest, or a model and the request's fields as keywords
     (``capacity("Qwen/Qwen3-8B", gpu="H100", tp=2, gpu_memory_utilization=0.9)``). A refusal is part of the
@@ -124,28 +112,27 @@ def capacity(model: CapacityRequest | ModelConfig | str, *, engine: str = "vllm"
 
 
 def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bool = True) -> CapacityResult:
-    """The engine's answer to one question. A given KV budget is held against the GPU (``given_budget``) unless
-    `hold_budget` is False (reconcile: a logged budget the engine did hold)."""
+    """The engine's answer to one question, resolved once (its drafter asked before, its layers laid out after the
+    layout). A given KV budget is held against the GPU (``given_budget``) unless `hold_budget` is False (reconcile:
+    a logged budget the engine did hold)."""
     memory = question.memory
     gpu_device, _ = device(memory, needed=memory.kv_budget_bytes is None)
-    asked = Request(model=question.model, cache=replace(question.cache, max_model_len=question.max_model_len),
-                    settings=question.settings, device=gpu_device, asked=question.settings)
+    asked = Request(model=question.model, cache=question.cache, settings=question.settings, device=gpu_device,
+                    asked=question.settings,
+                    draft=extras.drafted(question.model, question.settings, question.cache.tp))
     request = profile.resolve(asked)
     layout = engine_layout(profile, request)
-    drafter = extras.draft(request, layout, profile.policy(request))
-    if drafter is not None:
-        asked = replace(asked, draft=drafter)
-        request = profile.resolve(asked)
+    request = extras.with_draft_layers(request, layout, profile.policy(request))
     budget = kv_budget(profile, request, memory)
     if memory.kv_budget_bytes is not None and hold_budget:
         lines, refused, held = given_budget.check(profile, request, memory, budget.per_stage)
         budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
                          held=(-held.over_bytes, held.estimated_bytes) if held else None)
-    result = _result(profile, (asked, request), layout, budget, memory)
+    result = _result(profile, (replace(asked, draft=request.draft), request), layout, budget, memory)
     return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
 
 
-def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, budget: Budget,
+def _result(profile: Engine, requests: tuple[Request, Resolved], layout: Layout, budget: Budget,
             memory: Memory) -> CapacityResult:
     asked, request = requests
     base = CapacityResult(
@@ -155,7 +142,7 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
         kv_budget_bytes_per_gpu=budget.per_stage, layout=layout, budget_lines=budget.lines,
         budget_terms=budget.terms, budget_rule=budget.rule, notes=budget.notes, settings=request.settings,
         cache=request.cache, asked=asked.settings, memory=memory,
-        plan=empty_plan(profile.name, profile.version, CapacityRequest(model=request.model, cache=request.cache)))
+        plan=profile.empty_plan(request.cache))
     if min(budget.per_stage) <= 0:  # the engine finds no memory for a single block
         margin, error = min(budget.per_stage), estimate_error_bytes(budget.terms)
         return replace(base, plan=replace(base.plan, refusal=profile.no_memory(request)),
@@ -169,7 +156,8 @@ def _result(profile: Engine, requests: tuple[Request, Request], layout: Layout, 
     notes = list(budget.notes)
     # the binding constraint with its own error: the start on the budget (its estimated terms), or a given budget
     # held against the GPU (what of the resident bytes is estimated)
-    bounds = [(margin_bytes(profile.name, plan, budget.per_stage, budget.after_kv), estimate_error_bytes(budget.terms)),
+    bounds = [(margin_bytes(profile.start_check, plan, budget.per_stage, budget.after_kv),
+               estimate_error_bytes(budget.terms)),
               *((budget.held,) if budget.held else ())]
     margin, error = min(bounds)
     notes += uncertain_note(margin, error, refused=plan.refusal is not None)
@@ -199,6 +187,5 @@ def failed(question: CapacityRequest, engine: str, exc: KvplanError) -> Capacity
     cache = question.cache
     return CapacityResult(engine=engine, model=question.model, gpu=None, gpu_memory_bytes=None, tp=cache.tp,
                           pp=cache.pp, dcp=cache.dcp, max_model_len=question.max_model_len, weights_bytes_per_gpu=None,
-                          overhead=None, kv_budget_bytes_per_gpu=(0,),
-                          plan=empty_plan(engine, get_engine(engine).version, question), notes=(f"error: {exc}",),
-                          error=str(exc))
+                          overhead=None, kv_budget_bytes_per_gpu=(0,), plan=get_engine(engine).empty_plan(cache),
+                          notes=(f"error: {exc}",), error=str(exc))

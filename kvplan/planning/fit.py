@@ -23,21 +23,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvplan.config.model import ModelConfig
-from kvplan.engines import Engine, get_engine
+from kvplan.dtypes import KvDtypeName
+from kvplan.engines import DEFAULT_ENGINE, Engine, get_engine
 from kvplan.errors import InputError, KvplanError
+from kvplan.formulas.request import Parallel
 from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
-from kvplan.planning.layouts import (
-    Planned,
-    Shape,
-    gpus_allowed,
-    launch_extra,
-    limiting_stage,
-    replica_gpus,
-    shape_label,
-    shapes,
-    why,
-)
+from kvplan.planning.layouts import Planned, gpus_allowed, limiting_stage, shape_label, shapes, why
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.units import cdiv, format_floor
 
@@ -70,8 +62,8 @@ class Candidate:
     launch: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # multi-node flags
 
     @property
-    def shape(self) -> Shape:
-        return Shape(self.tp, self.pp, self.dp, self.ep)
+    def shape(self) -> Parallel:
+        return Parallel(tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep)
 
     @property
     def label(self) -> str:
@@ -149,11 +141,10 @@ def replicate(c: Candidate, load: Load) -> Candidate:
 def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | None, gpus_per_node: int) -> Candidate:
     """One layout on one GPU type: the engine's capacity for max_model_len = context, then the replicas."""
     cache = question.cache
-    shape = Shape(cache.tp, cache.pp, cache.dp, cache.ep)
-    extra = launch_extra(profile.name, shape, gpus_per_node)
+    gpus = profile.replica_gpus(cache.parallel)
     base = Candidate(gpu=question.memory.gpu or "", tp=cache.tp, pp=cache.pp, dp=cache.dp, ep=cache.ep,
-                     kv_dtype=cache.kv_dtype, nodes=cdiv(replica_gpus(profile.name, shape), gpus_per_node),
-                     price_per_gpu_hour=price, launch=extra, gpus=replica_gpus(profile.name, shape))
+                     kv_dtype=cache.kv_dtype, nodes=cdiv(gpus, gpus_per_node), price_per_gpu_hour=price,
+                     launch=profile.multi_node(cache.parallel, gpus_per_node), gpus=gpus)
     try:
         result = plan_capacity(question, profile)
     except KvplanError as exc:  # this layout cannot run (tp not dividing the heads, the engine refusing ...)
@@ -191,9 +182,7 @@ def _price_table(prices: Mapping[str, float] | None) -> dict[str, float]:
     return out
 
 
-def _check(question: CapacityRequest, load: Load, gpus_per_node: int, dtypes: Sequence[str]) -> None:
-    for d in dtypes:
-        replace(question.cache, kv_dtype=d)  # an unknown name is refused here, before any planning
+def _check(question: CapacityRequest, load: Load, gpus_per_node: int) -> None:
     for name, value in (("concurrency", load.concurrency), ("gpus_per_node", gpus_per_node),
                         ("max_gpus", load.max_gpus),
                         ("max_replicas", 1 if load.max_replicas is None else load.max_replicas)):
@@ -215,11 +204,13 @@ def _kv_dtypes(kv_dtype: str | Sequence[str]) -> tuple[str, ...]:
     if len(out) > 1 and "any" in (n.lower() for n in out):
         raise InputError(f"kv_dtype {','.join(out)!r}: any (auto, then fp8) stands alone; or list the dtypes",
                          arg="kv_dtype")
-    return ANY_KV_DTYPES if [n.lower() for n in out] == ["any"] else out
+    if [n.lower() for n in out] == ["any"]:
+        return ANY_KV_DTYPES
+    return tuple(dict.fromkeys(KvDtypeName(n) for n in out))  # an unknown name is refused here, before planning
 
 
 def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: str | Sequence[str] | None = None,
-        engine: str = "vllm", kv_dtype: str | Sequence[str] | None = None, gpus_per_node: int = 8,
+        engine: str = DEFAULT_ENGINE, kv_dtype: str | Sequence[str] | None = None, gpus_per_node: int = 8,
         max_gpus: int | None = None, max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
         nodes: int | None = None, progress: Callable[[int, int], None] | None = None, **options: Any) -> FitResult:
     """Every (GPU type, layout, KV dtype) with the replicas it needs to serve `concurrency` requests of the
@@ -232,7 +223,7 @@ def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: st
     dtypes = _kv_dtypes(question.cache.kv_dtype if kv_dtype is None else kv_dtype)
     load = Load(context=question.cache.max_model_len or 0, concurrency=concurrency,
                 max_gpus=gpus_allowed(max_gpus, nodes, gpus_per_node), max_replicas=max_replicas)
-    _check(question, load, gpus_per_node, dtypes)
+    _check(question, load, gpus_per_node)
     if question.memory.gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
                          arg=("gpu_memory_bytes", "gpu"))
@@ -254,7 +245,7 @@ def _search(question: CapacityRequest, profile: Engine, load: Load,
     """Every GPU type × layout × KV dtype, planned (the weights are counted once per layout and reused)."""
     gpus, dtypes, price = asked
     moe = bool(question.model.field("num_experts"))
-    grid = [(g, s, d) for g in gpus for s in shapes(profile.name, moe, gpus_per_node, load.max_gpus) for d in dtypes]
+    grid = [(g, s, d) for g in gpus for s in shapes(profile, moe, gpus_per_node, load.max_gpus) for d in dtypes]
     found = []
     for i, (g, s, d) in enumerate(grid, 1):
         asking = question.on_gpu(g).with_cache(tp=s.tp, pp=s.pp, dp=s.dp, ep=s.ep, kv_dtype=d)

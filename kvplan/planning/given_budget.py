@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines import BudgetRules, BudgetTerm, Engine, Refusal, Request
+from kvplan.engines import BudgetRules, BudgetTerm, Engine, Refusal, Resolved
 from kvplan.engines.base import term_bytes
 from kvplan.errors import KvplanError
 from kvplan.planning.after_kv import CUDA_CONTEXT_BYTES, snapshot_bytes
@@ -32,19 +32,6 @@ from kvplan.units import format_gib
 
 CONTEXT_TERMS = ("cuda_context", "context_cublas_absolute")  # non-torch terms that already hold the CUDA context
 FREED = ("activation", "cuda_graphs")  # not resident when the cache is allocated
-HOW = {  # what happens, and why, per engine
-    "vllm": ("CUDA out of memory allocating the KV cache",
-             "vLLM takes --kv-cache-memory-bytes without checking it against the device, 0.33.0 "
-             "v1/worker/gpu_worker.py:656-681, and allocates it in one tensor, v1/worker/utils.py:596"),
-    "sglang": ("SGLang cannot hold this KV budget",
-               "it sizes its pool from the memory it profiles and caps a larger --max-total-tokens to it, 0.5.8 "
-               "model_executor/model_runner_kv_cache_mixin.py:299-306"),
-    "trtllm": ("CUDA out of memory allocating the KV cache pool",
-               "TensorRT-LLM allocates KvCacheConfig.max_gpu_total_bytes in place of its fraction of free memory, "
-               "tensorrt_llm/_torch/pyexecutor/resource_manager.py KVCacheManager.calculate_max_num_blocks_from_cpp"),
-}
-
-
 @dataclass(frozen=True, kw_only=True)
 class Held:
     """One GPU of a stage when its KV cache is allocated."""
@@ -61,7 +48,7 @@ class Held:
         return self.kv_bytes + self.resident_bytes - self.gpu_bytes
 
 
-def resident_bytes(request: Request, rules: BudgetRules, terms: tuple[BudgetTerm, ...], last_stage: bool) -> int:
+def resident_bytes(request: Resolved, rules: BudgetRules, terms: tuple[BudgetTerm, ...], last_stage: bool) -> int:
     """What one GPU holds when its cache is allocated: the terms but the freed ones, the kept sampler buffers, and
     the CUDA context (vLLM V1: its start-up snapshot, with NCCL created at init and uncounted buffers)."""
     held = term_bytes(tuple(t for t in terms if t.kind not in FREED))
@@ -72,7 +59,7 @@ def resident_bytes(request: Request, rules: BudgetRules, terms: tuple[BudgetTerm
     return held + (0 if any(k in rules.non_torch for k in CONTEXT_TERMS) else CUDA_CONTEXT_BYTES)
 
 
-def stages_held(profile: Engine, request: Request, memory: Memory, budgets: tuple[int, ...]) -> list[Held] | None:
+def stages_held(profile: Engine, request: Resolved, memory: Memory, budgets: tuple[int, ...]) -> list[Held] | None:
     """Each stage's GPU at the allocation (None: no GPU, or the weights cannot be sized)."""
     if request.device is None:
         return None
@@ -93,7 +80,7 @@ def stages_held(profile: Engine, request: Request, memory: Memory, budgets: tupl
     return out
 
 
-def check(profile: Engine, request: Request, memory: Memory, budgets: tuple[int, ...]) -> tuple[
+def check(profile: Engine, request: Resolved, memory: Memory, budgets: tuple[int, ...]) -> tuple[
         tuple[str, ...], Refusal | None, Held | None]:
     """The lines of the check and, where a stage's GPU cannot hold its budget, the refusal; the stage closest to it
     (its headroom, what of it is estimated: the verdict's margin)."""
@@ -113,7 +100,7 @@ def _said(profile: Engine, held: list[Held], worst: Held) -> tuple[tuple[str, ..
                 "profile's activations freed")
     if worst.over_bytes <= 0:
         return (f"the given budget fits: {line}; {resident}",), None
-    head, why = HOW.get(profile.name, ("CUDA out of memory: this KV budget does not fit beside what the GPU holds", ""))
+    head, why = profile.budget_overflow  # what happens, and why, as the engine does it
     message = f"{head} (kvplan: {line}, {format_gib(worst.over_bytes)} GiB over; {resident}" + (
         f"; {why})" if why else ")")
     return (f"the given budget does not fit: {line}; {resident}",), Refusal(message=message, stage=worst.stage if

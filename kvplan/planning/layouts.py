@@ -1,44 +1,25 @@
 """The layouts `kvplan fit` tries for one replica, per engine, and why the winner beats the other family.
 
-Every engine: TP a power of two inside a node (``gpus_per_node``), PP over the stage counts engines use.
-A model with routed experts, on an engine that plans data parallel as it runs it, also gets DP attention with
-expert parallelism:
-
-- vLLM (``--data-parallel-size D --enable-expert-parallel``, 0.8.5 on): D engines of TP × PP GPUs, each with
-  its own KV pool; EP = D × TP (0.33 ``model_executor/layers/fused_moe/config.py:1198-1230``); the replica is
-  D × TP × PP GPUs, the DP ranks may sit on different nodes (``--data-parallel-size-local``, 0.9.0 on), TP stays
-  inside a node. Tried with TP 1 and 2 (a DP rank's attention whole or cut in two), PP 1.
-- SGLang (``--tp-size T --dp-size T --enable-dp-attention --ep-size T``): the T GPUs of the TP group split into
-  T attention groups of one GPU, each its own pool; experts over EP T (0.5.2 ``layers/dp_attention.py``,
-  ``distributed/parallel_state.py:1461-1462``). The TP group may span nodes (``--nnodes``, 0.5.2
-  ``managers/data_parallel_controller.py:209-245``); attention TP is 1, inside a node.
-- TensorRT-LLM and transformers: TP and PP only (kvplan refuses TRT-LLM's attention DP and EP as not modelled).
+Every engine: TP a power of two inside a node (``gpus_per_node``), PP over the stage counts engines use. A model
+with routed experts, on an engine that plans data parallel as it runs it, also gets the engine's DP attention with
+expert parallelism (``Engine.data_parallel_layouts``: vLLM's D engines of TP × PP GPUs with EP = D × TP, SGLang's DP
+attention inside its TP group; TensorRT-LLM and transformers: TP and PP only). A layout is a ``Parallel`` value; the
+GPUs of its replica and how the launch command spreads it over nodes are the engine's (``replica_gpus``,
+``multi_node``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from kvplan.engines import Engine
 from kvplan.errors import InputError
+from kvplan.formulas.request import Parallel
 from kvplan.planning.capacity import CapacityResult
-from kvplan.units import cdiv
 
 TPS = (1, 2, 4, 8, 16, 32, 64)
 PPS = (1, 2, 3, 4, 6, 8, 16)
-DPS = (2, 4, 8, 16, 32, 64)
-VLLM_DP_TPS = (1, 2)  # TP inside one DP rank of a DP + EP layout (DeepSeek's recipes: 1; 2 halves the attention)
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """One replica's parallel sizes as kvplan's request takes them (CacheRequest.tp, pp, dp, ep)."""
-
-    tp: int
-    pp: int
-    dp: int = 1
-    ep: int = 1
 
 
 def layouts(gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
@@ -58,39 +39,13 @@ def gpus_allowed(max_gpus: int | None, nodes: int | None, gpus_per_node: int) ->
     return nodes * gpus_per_node if max_gpus is None else min(max_gpus, nodes * gpus_per_node)
 
 
-def replica_gpus(engine: str, shape: Shape) -> int:
-    """GPUs of one replica as the engine lays it out: vLLM dp × tp × pp; SGLang's DP attention is inside tp."""
-    return shape.dp * shape.tp * shape.pp if engine == "vllm" else shape.tp * shape.pp
-
-
-def shapes(engine: str, moe: bool, gpus_per_node: int, max_gpus: int) -> list[Shape]:
+def shapes(profile: Engine, moe: bool, gpus_per_node: int, max_gpus: int) -> list[Parallel]:
     """Every layout fit tries: TP × PP, and for a model with experts the engine's DP attention + EP."""
-    out = [Shape(t, p) for t, p in layouts(gpus_per_node, max_gpus)]
-    if not moe:
-        return out
-    if engine == "vllm":
-        out += [Shape(t, 1, d, d * t) for t in VLLM_DP_TPS for d in DPS if t <= gpus_per_node and d * t <= max_gpus]
-    elif engine == "sglang":
-        out += [Shape(t, 1, t, t) for t in DPS if t <= max_gpus]
-    return out
+    out = [Parallel(tp=t, pp=p) for t, p in layouts(gpus_per_node, max_gpus)]
+    return out + list(profile.data_parallel_layouts(gpus_per_node, max_gpus)) if moe else out
 
 
-def launch_extra(engine: str, shape: Shape, gpus_per_node: int) -> dict[str, Any]:
-    """The multi-node part of the launch command (kvplan.launch.write): one replica over ``nodes`` nodes.
-    vLLM: DP ranks spread with --data-parallel-size-local (ranks per node), a DP rank itself over nodes with
-    --nnodes; SGLang --nnodes; TensorRT-LLM --gpus_per_node."""
-    gpus = replica_gpus(engine, shape)
-    nodes = cdiv(gpus, gpus_per_node)
-    if nodes == 1:
-        return {}
-    if engine == "vllm" and shape.dp > 1 and shape.tp * shape.pp <= gpus_per_node:
-        return {"dp_local": cdiv(shape.dp, nodes), "nodes": nodes}
-    if engine == "trtllm":
-        return {"gpus_per_node": gpus_per_node}
-    return {"nodes": nodes}
-
-
-def shape_label(shape: Shape) -> str:
+def shape_label(shape: Parallel) -> str:
     """`DP 8 + EP 8 (TP 1)`, `TP 8 PP 2`."""
     if shape.dp > 1:
         ep = f" + EP {shape.ep}" if shape.ep > 1 else ""
@@ -102,7 +57,7 @@ def shape_label(shape: Shape) -> str:
 class Planned:
     """What `why` compares: a layout tried, its GPUs per replica and the KV tokens of the whole replica."""
 
-    shape: Shape
+    shape: Parallel
     gpu: str
     kv_dtype: str
     gpus: int

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
-from kvplan.engines.settings import SETTING_NAMES, Settings, settings_from
+from kvplan.engines.settings import NO_SETTINGS, SETTING_NAMES, Settings, settings_from
 from kvplan.errors import InputError
 from kvplan.formulas.request import NO_REQUEST, CacheRequest
 from kvplan.planning.gpus import lookup_gpu
@@ -90,7 +90,7 @@ class CapacityRequest:
 
     model: ModelConfig
     cache: CacheRequest = NO_REQUEST
-    settings: Settings = field(default_factory=Settings)
+    settings: Settings = NO_SETTINGS
     memory: Memory = NO_MEMORY
 
     def __post_init__(self) -> None:

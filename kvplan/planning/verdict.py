@@ -21,9 +21,10 @@ def estimate_error_bytes(terms: tuple[BudgetTerm, ...]) -> int:
     return sum(abs(t.bytes) for t in terms if not t.exact)
 
 
-def margin_bytes(engine: str, plan: EnginePlan, budgets: tuple[int, ...], after: AfterKvCheck | None) -> int:
-    """The budget less what the start needs (negative: short by that much)."""
-    need = (plan.check_bytes_per_request or plan.reserve_bytes_per_request) if engine == "vllm" else 0
+def margin_bytes(start_check: bool, plan: EnginePlan, budgets: tuple[int, ...], after: AfterKvCheck | None) -> int:
+    """The budget less what the start needs (negative: short by that much); `start_check`: the engine refuses to start
+    when one max_model_len request does not fit (``Engine.start_check``), else it refuses only a budget of nothing."""
+    need = (plan.check_bytes_per_request or plan.reserve_bytes_per_request) if start_check else 0
     margin = min(budgets) - need
     if after is not None:
         margin = min(margin, after.free_bytes - after.graph_bytes - after.warmup_bytes)

@@ -36,7 +36,8 @@ from kvplan.specs import ChunkedAttn, Composite, FullAttn, IndexerCache, LayerSp
 
 PAGED = (FullAttn, SlidingAttn, ChunkedAttn, MLAAttn)  # the specs whose tokens live in blocks
 
-LAYOUTS = ("vllm", "ppl0", "ppl1", "ppl2", "ppl3")
+VLLM_LAYOUT = "vllm"  # vLLM's: one paged tensor per layer (the ppl layouts: ppl.nn's cache_layout, one for all layers)
+LAYOUTS = (VLLM_LAYOUT, "ppl0", "ppl1", "ppl2", "ppl3")
 Tensors = dict[str, torch.Tensor]
 Allocator = Callable[[tuple[int, ...], torch.dtype], torch.Tensor]
 
@@ -80,7 +81,7 @@ class CacheShape:
     num_seqs: int
     kv_dtype: KvDtype
     state_dtype: KvDtype  # conv states (vLLM mamba_cache_dtype)
-    layout: str = "vllm"
+    layout: str = VLLM_LAYOUT
     ssm_state_dtype: KvDtype | None = None  # recurrent states; None: auto (the layer's own default)
 
 
@@ -105,7 +106,7 @@ def allocate_group(shape: CacheShape, device: torch.device, alloc: Allocator | N
     if isinstance(spec, IndexerCache):  # fp8 key + fp32 scales as raw bytes per token
         lead = (shape.num_blocks, shape.block_size, spec.bytes_per_token)
         return [{"indexer": new(lead, torch.uint8)} for _ in range(shape.num_layers)]
-    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn, MLAAttn)) and shape.layout != "vllm":
+    if isinstance(spec, (FullAttn, SlidingAttn, ChunkedAttn, MLAAttn)) and shape.layout != VLLM_LAYOUT:
         return [_ppl_tensors(spec, shape, new)]
     if isinstance(spec, MLAAttn):
         return [_mla_tensors(spec, shape, new) for _ in range(shape.num_layers)]
@@ -156,7 +157,7 @@ def paged_part(shape: CacheShape, layers: list[Tensors]) -> tuple[CacheShape, li
 
 def part_shape(shape: CacheShape, part: LayerSpec) -> CacheShape:
     """One part of a composite layer: its own spec in vLLM's per-layer layout, stored as the engine stores it."""
-    return stored(replace(shape, spec=part, layout="vllm"))
+    return stored(replace(shape, spec=part, layout=VLLM_LAYOUT))
 
 
 def _state_tensors(spec: LinearState, s: CacheShape, new: Allocator) -> Tensors:
@@ -193,7 +194,7 @@ def _ppl_tensors(spec: LayerSpec, s: CacheShape, new: Allocator) -> Tensors:
 def kv_views(tensors: Tensors, layout: str, layer: int, block_size: int,
              suffix: str = "") -> tuple[torch.Tensor, torch.Tensor]:
     """K and V of one layer as (num_blocks, block_size, heads, width) views of the real pages."""
-    if layout == "vllm":
+    if layout == VLLM_LAYOUT:
         if f"kv{suffix}" in tensors:
             kv = tensors[f"kv{suffix}"]
             return kv[0], kv[1]

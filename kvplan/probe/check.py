@@ -18,7 +18,7 @@ from types import ModuleType
 import torch
 
 from kvplan.formulas import KvDtype
-from kvplan.probe.allocate import FP8_VIEWS, CacheShape, Tensors, paged_part
+from kvplan.probe.allocate import FP8_VIEWS, VLLM_LAYOUT, CacheShape, Tensors, paged_part
 from kvplan.probe.compare import is_compressed
 from kvplan.probe.data import random_cache, random_data, random_ds_mla
 from kvplan.probe.pages import Pages, pages_of
@@ -168,7 +168,7 @@ def _draw(like: torch.Tensor, dtype: KvDtype, lead: tuple[int, ...], width: int,
 
 def _layer_checks(ops: ModuleType, shape: CacheShape, layers: list[Tensors], layer: int, num_heads: int,
                   batch: Batch, gen: torch.Generator) -> list[Outcome]:
-    tensors = layers[0] if shape.layout != "vllm" else layers[layer]
+    tensors = layers[0] if shape.layout != VLLM_LAYOUT else layers[layer]
     pages = pages_of(shape, tensors, layer)
     rows = _random_rows(shape, tensors, layer, batch, gen)
     targets = {"latent": pages.k.view(torch.uint8) if pages.k.element_size() == 1 else pages.k,

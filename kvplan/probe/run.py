@@ -19,7 +19,7 @@ from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
 from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest
 from kvplan.probe import bench, check
-from kvplan.probe.allocate import CacheShape, Tensors, paged_part
+from kvplan.probe.allocate import VLLM_LAYOUT, CacheShape, Tensors, paged_part
 from kvplan.probe.compare import GroupResult, ProbeResult, is_compressed, predicted_group_bytes
 from kvplan.probe.compressed import cache_block
 from kvplan.probe.measure import allocate_measured, release
@@ -47,7 +47,7 @@ class ProbeOptions:
     num_blocks: int
     cache: CacheRequest = PROBED  # tp and KV dtype: set per probed model
     num_seqs: int = 2  # sequences of linear/Mamba state
-    layout: str = "vllm"
+    layout: str = VLLM_LAYOUT
     check_kernels: bool = True
     time_kernels: bool = False
     seed: int = 0
@@ -158,7 +158,7 @@ def _paged_layers(allocated: list[tuple[CacheShape, list[Tensors]]]) -> list[tup
     for paged in (paged_part(shape, layers) for shape, layers in allocated if layers):
         if paged is not None:
             shape, layers = paged
-            tensors = [layers[0] if shape.layout != "vllm" else layers[i] for i in range(shape.num_layers)]
+            tensors = [layers[0] if shape.layout != VLLM_LAYOUT else layers[i] for i in range(shape.num_layers)]
             out.append((shape, [pages_of(shape, t, i) for i, t in enumerate(tensors)]))
     return out
 

@@ -10,18 +10,14 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from kvplan.engines.base import TermKind, term_bytes
+from kvplan.engines import get_engine
+from kvplan.engines.base import term_bytes
 from kvplan.errors import KvplanError
 from kvplan.planning.capacity import CapacityResult, capacity
 from kvplan.planning.request import CapacityRequest
 from kvplan.planning.weights import weight_bytes_per_gpu
 from kvplan.reconcile.inputs import Inputs
 from kvplan.reconcile.parse import GIB, StartupLog
-
-LOADED: tuple[TermKind, ...] = ("weights", "weights_extra", "lora")  # what vLLM's "Model loading took" measures
-# vLLM loads a speculative drafter inside the same measured block (0.25.0 v1/worker/gpu_model_runner.py:5219-5235,
-# printed at :5305): its weights are part of the figure
-VLLM_LOADED: tuple[TermKind, ...] = (*LOADED, "draft_weights")
 
 
 def gpu_memory_bytes(log: StartupLog) -> int | None:
@@ -47,7 +43,7 @@ def loaded_weights(inputs: Inputs) -> int | None:
     count them)."""
     found = estimate(inputs, None)
     if not isinstance(found, str) and found.budget_terms:
-        return term_bytes(found.budget_terms, VLLM_LOADED if found.engine == "vllm" else LOADED)
+        return term_bytes(found.budget_terms, get_engine(found.engine).loaded_kinds)
     try:
         return weight_bytes_per_gpu(inputs.model, tp=inputs.tp, pp=inputs.pp, weights_dtype=inputs.weights_dtype)
     except KvplanError:
@@ -59,5 +55,5 @@ def loaded_reasons(inputs: Inputs) -> tuple[str, ...]:
     found = estimate(inputs, None)
     if isinstance(found, str):
         return ()
-    kinds = VLLM_LOADED if found.engine == "vllm" else LOADED
+    kinds = get_engine(found.engine).loaded_kinds
     return tuple(dict.fromkeys(b for t in found.budget_terms if t.kind in kinds for b in t.estimated_because))

@@ -105,7 +105,7 @@ TRTLLM = EngineFormat(
     versions=compiled(r"TensorRT.LLM [Vv]ersion:?\s+(\d+\.\d+\S*)", r"Engine version (\d+\.\d+\S*) found",
                       r"tensorrt-llm==(\d+\.\d+\.\d+\S*)"),
     numbers=TRTLLM_NUMBERS, settings=TRTLLM_SETTINGS,
-    worker=compiled(r"\[RANK (?P<who>\d+)\]")[0],
+    worker=compiled(r"\[RANK (?P<who>\d+)\]")[0], bare_rank=True,
 )
 
 FORMATS: dict[str, EngineFormat] = {f.engine: f for f in (VLLM, SGLANG, TRTLLM)}

@@ -22,6 +22,7 @@ from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import CapacityRequest, Memory
 from kvplan.planning.weights import WEIGHT_DTYPE_NAMES
+from kvplan.reconcile.formats import FORMATS
 from kvplan.reconcile.given import agreed, asked_knobs, merged_settings, with_release
 from kvplan.reconcile.models import resolve_model, uncounted_of, weights_dtype_of
 from kvplan.reconcile.parse import StartupLog
@@ -210,7 +211,7 @@ def _memory(log: StartupLog, options: Options, implied: str | None) -> Memory:
     """The GPU the log names (else the flag's), the weights' format it states (else the flag's, else the one the
     checkpoint's name implies), the flags' memory figures."""
     flags = options.flags_memory()
-    if flags.kv_budget_bytes is not None and log.engine != "vllm":
+    if flags.kv_budget_bytes is not None and not get_engine(log.engine).takes_kv_budget:
         raise InputError(f"kv_budget_bytes: reconcile takes a KV budget for vLLM logs that print none; a {log.label} "
                          "log prints the memory its pool is sized from", arg="kv_budget_bytes")
     gpu = agreed("gpu", flags.gpu, logged_gpu(log), same=lambda a, b: lookup_gpu(a).name == b)
@@ -229,7 +230,7 @@ def build_inputs(log: StartupLog, options: Options) -> Inputs:
     log = with_release(log, options.engine)[0]  # its rows where the log prints no version (reconcile notes it)
     model, stand_in, implied = resolve_model(log, options.model)
     model = _served_dtype(log, model)
-    profile, note = vllm_profile(log) if log.engine == "vllm" else profile_name(log.engine, log.version)
+    profile, note = vllm_profile(log) if FORMATS[log.engine].dated_by_sites else profile_name(log.engine, log.version)
     notes = [f"{model.model_id} stands in for {log.setting('model')}: KV geometry only, weights not compared"] \
         if stand_in else []
     inputs = Inputs(model=model, named=log.setting("model"), stand_in=stand_in, cache=_cache(log, options, model),
@@ -259,8 +260,9 @@ def _planned(inputs: Inputs, options: Options) -> Inputs:
 def logged_budget(inputs: Inputs, memory_bytes: int, weights_bytes: int, other_bytes: int = 0) -> int:
     """The engine release's own budget rule applied to logged numbers: the GPU memory it measured, the
     weights and everything else it subtracted, given as two terms (kvplan's estimates are not used)."""
-    request = Request(model=inputs.model, cache=inputs.cache, settings=inputs.settings,
-                      device=Device(name=None, memory_bytes=memory_bytes))
+    profile = get_engine(inputs.profile)
+    request = profile.resolve(Request(model=inputs.model, cache=inputs.cache, settings=inputs.settings,
+                                      device=Device(name=None, memory_bytes=memory_bytes)))
     terms = (BudgetTerm(name="weights (logged)", bytes=weights_bytes, exact=False, source="the log", kind="weights"),
              BudgetTerm(name="the rest (logged)", bytes=other_bytes, exact=False, source="the log", kind="given"))
-    return get_engine(inputs.profile).kv_budget(request, terms).kv_budget_bytes
+    return profile.kv_budget(request, terms).kv_budget_bytes

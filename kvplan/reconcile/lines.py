@@ -45,6 +45,8 @@ class EngineFormat:
     settings: tuple[SettingPattern, ...]
     worker: re.Pattern[str]  # the prefix naming the process that printed a line
     markers: tuple[str, ...] = ()  # wording that dates a log (V0 lines of vLLM 0.6-0.7 print no bracketed site)
+    bare_rank: bool = False  # the worker prefix names a bare rank number (TensorRT-LLM's "[RANK 3]")
+    dated_by_sites: bool = False  # a log without a version is placed by its print sites, a V0 log on a V0 row (vLLM)
 
 
 def line(kind: str, pattern: str, site: str, decimals: int | None = None, example: str | None = None) -> LinePattern:

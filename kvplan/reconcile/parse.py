@@ -139,7 +139,7 @@ def worker_of(line: str, fmt: EngineFormat) -> str | None:
     ranks = [r.replace("rank=", "rank ") for r in _WORKER_RANK.findall(who) if not r.startswith("DP")]
     if ranks:
         return " ".join(ranks)
-    if fmt.engine == "trtllm":
+    if fmt.bare_rank:
         return f"rank {who}"
     ip = found.groupdict().get("ip")
     return f"pid {found.group('pid')}{' @' + ip if ip else ''}" if "Worker" in who else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvplan.dtypes import canonical_dtype
+from kvplan.engines import get_engine
 from kvplan.engines.settings import MOE_BACKENDS
 from kvplan.errors import InputError
 from kvplan.planning.gpus import lookup_gpu
@@ -36,7 +37,8 @@ def attention_dp(log: StartupLog) -> int | None:
     engines side by side, each planned as this log's (0.4-0.5 server_args: dp attention is the switch). A log
     that does not print the switch keeps dp_size."""
     dp = int_of(log, "dp")
-    return 1 if dp is not None and log.engine == "sglang" and log.setting("dp_attention") == "False" else dp
+    attention = spelling.data_parallel == "attention" if (spelling := get_engine(log.engine).spelling) else False
+    return 1 if dp is not None and attention and log.setting("dp_attention") == "False" else dp
 
 
 def kv_dtype_of(log: StartupLog) -> str | None:

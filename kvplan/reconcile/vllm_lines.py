@@ -175,5 +175,5 @@ VLLM = EngineFormat(
         r"\bvLLM: (\d+\.\d+\.\d+)"),
     numbers=VLLM_NUMBERS, settings=VLLM_SETTINGS,
     worker=compiled(r"\((?P<who>[^()]+?) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")[0],
-    markers=V0_MARKERS,
+    markers=V0_MARKERS, dated_by_sites=True,
 )

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kvplan.engines import get_engine
 from kvplan.engines.base import BudgetTerm, GroupRow
 from kvplan.formulas.layout import with_block_size
 from kvplan.formulas.sizing import KvCacheResult
@@ -23,8 +24,6 @@ from kvplan.render.size import GroupPayload, Parallel, group_payload
 
 if TYPE_CHECKING:
     from kvplan.launch.write import Written
-
-LAUNCH_ENGINES = ("vllm", "sglang", "trtllm")
 
 # The engine knobs that decided the budget, by their flat names (Settings.items()), with the release's defaults
 # filled in. An open mapping: the knobs are the engines' (a new knob is a name here), and nothing but --json reads it.
@@ -205,7 +204,7 @@ def _floor(result: CapacityResult) -> FloorPayload | None:
 
 def launch_of(result: CapacityResult, extra: Mapping[str, Any] | None = None) -> Written | None:
     """The answer's launch command, or None (an engine failed, or kvplan has no flags for its release)."""
-    if result.error is not None or result.settings is None or result.engine not in LAUNCH_ENGINES:
+    if result.error is not None or result.settings is None or get_engine(result.engine).spelling is None:
         return None
     from kvplan.errors import KvplanError
     from kvplan.launch.write import write_launch

@@ -10,14 +10,13 @@ cache size ... Maximum concurrency" lines, SGLang's "KV Cache is allocated", Ten
 
 from __future__ import annotations
 
+from kvplan.engines import get_engine
 from kvplan.render.capacity import CapacityPayload
-from kvplan.units import GIB
 
 
 def engine_log_lines(p: CapacityPayload) -> list[str]:
-    """The KV lines the engine prints at start-up for this answer, from its profile ([] when it prints none)."""
-    lines = list(p.log_lines)
-    if p.engine == "vllm" and lines and lines[0].startswith("GPU KV cache size"):  # after V1's budget line
-        lines.insert(0, f"Available KV cache memory: {round(p.kv_budget_bytes_per_gpu / GIB, 2)} GiB")
-    return lines
+    """The KV lines the engine prints at start-up for this answer, from its profile ([] when it prints none): its
+    budget line first where it prints one (vLLM V1's)."""
+    budget = get_engine(p.engine).budget_log_line(p.kv_budget_bytes_per_gpu, tuple(p.log_lines))
+    return [*((budget,) if budget else ()), *p.log_lines]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvplan.engines import Settings
+from kvplan.engines import DEFAULT_ENGINE, Settings, get_engine
 from kvplan.planning.budget import DEFAULT_GPU
 from kvplan.render.payload import INLINE
 from kvplan.render.size import Parallel
@@ -97,7 +97,8 @@ def _model_fields(report: Report) -> ModelFields:
 
 def _resolved(report: Report, engine: str) -> Settings:
     """The engine's knobs with its release's defaults filled in (what it planned with), else the user's."""
-    found = (c.settings for c in report.capacities if c.engine == engine and c.settings is not None)
+    name = get_engine(engine).name
+    found = (c.settings for c in report.capacities if c.engine == name and c.settings is not None)
     return next(found, report.request.question.settings)
 
 
@@ -105,19 +106,12 @@ def _budget_defaults(report: Report) -> list[str]:
     memory, asked, out = report.request.question.memory, report.request.question.settings, []
     if memory.gpu is None and memory.gpu_memory_bytes is None:
         out.append(f"GPU: {DEFAULT_GPU} (no GPU given)")
-    v = _resolved(report, "vllm")
+    v = _resolved(report, DEFAULT_ENGINE)  # the profile-run tokens of the default engine's release
     if memory.overhead_bytes is None:
         out.append("overhead per GPU: kvplan's budget terms (section 3: CUDA context, NCCL, profile-run activations "
                    f"of {v.max_num_batched_tokens or 0:,} tokens, CUDA graphs; estimates are marked)")
-    if "vllm" in report.engines and asked.vllm.gpu_memory_utilization is None:
-        util = v.vllm.gpu_memory_utilization  # filled in by the release's resolve (engines/vllm/releases.py)
-        out.append(f"vLLM gpu_memory_utilization {util} (the release's default)" if util is not None else
-                   "vLLM gpu_memory_utilization: the release's default (section 3 shows the value)")
-    if "sglang" in report.engines and asked.sglang.mem_fraction_static is None:
-        out.append("SGLang mem_fraction_static: its default for this GPU and TP (section 3 shows the value)")
-    if "trtllm" in report.engines and asked.trtllm.free_gpu_memory_fraction is None:
-        out.append("TensorRT-LLM free_gpu_memory_fraction: its default (section 3 shows the value)")
-    return out
+    notes = (get_engine(name).default_note(asked, _resolved(report, name)) for name in report.engines)
+    return out + [n for n in notes if n]
 
 
 def assumed(report: Report) -> list[str]:
@@ -134,7 +128,7 @@ def assumed(report: Report) -> list[str]:
     if q.cache.block_size is None:
         out.append("block size: each engine's own (section 4); the size section pages in blocks of 16")
     out += _state_defaults(report)
-    v = _resolved(report, "vllm")
+    v = _resolved(report, DEFAULT_ENGINE)  # the default engine's scheduler (vLLM's)
     out.append(f"one sequence of max_model_len tokens in the size section; vLLM max_num_seqs {v.max_num_seqs or '-'}, "
                f"async scheduling {'on' if v.vllm.async_scheduling else 'off'}, hybrid KV cache manager "
                f"{'on' if v.vllm.hybrid_kv_cache_manager else 'off'}")

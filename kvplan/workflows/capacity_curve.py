@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvplan.config.model import ModelConfig
+from kvplan.engines import DEFAULT_ENGINE
 from kvplan.errors import KvplanError
 from kvplan.planning.capacity import capacity
 from kvplan.planning.request import CapacityRequest, capacity_request
@@ -87,7 +88,7 @@ class CapacityCurve:
 
 
 def capacity_curve(model: CapacityRequest | ModelConfig | str, *, max_model_lens: Sequence[int],
-                   engines: Sequence[str] = ("vllm",), label: str = "", **options: Any) -> CapacityCurve:
+                   engines: Sequence[str] = (DEFAULT_ENGINE,), label: str = "", **options: Any) -> CapacityCurve:
     """capacity() at every length for every engine, everything else as the question asks: the data of a
     concurrency-vs-context plot (the plot of `kvplan capacity` is this curve of the command's own request)."""
     question = capacity_request(model, **options)

@@ -133,3 +133,56 @@ def test_capacity_writes_the_command_for_the_nodes_a_replica_needs(run_cli: Any,
 def test_gpus_per_node_must_be_positive(run_cli: Any) -> None:
     code, _, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--gpus-per-node", "0")
     assert code == 2 and err.strip() == "kvplan: error: --gpus-per-node must be positive, got 0"
+
+
+# Issue 30: kvplan's options and a pasted command build one question. An option given before -- that the command
+# gives otherwise is exit 2 naming both values (before: the command's silently won, `--tp 4 -- ... -tp 2` planned
+# TP 2); the same value on both sides is one value.
+@pytest.mark.parametrize(("before", "flags", "said"), [
+    (("--tp", "4"), ("--tensor-parallel-size", "2"), ("--tensor-parallel-size 4", "--tensor-parallel-size 2")),
+    (("--tp", "1"), ("--tensor-parallel-size", "2"), ("--tensor-parallel-size 1", "--tensor-parallel-size 2")),
+    (("--max-model-len", "16k"), ("--max-model-len", "8192"), ("--max-model-len 16384", "--max-model-len 8192")),
+    (("--kv-cache-dtype", "fp8"), ("--kv-cache-dtype", "fp8_e5m2"), ("--kv-cache-dtype fp8", "--kv-cache-dtype fp8_e5m2")),
+    (("--gpu-memory-utilization", "0.8"), ("--gpu-memory-utilization", "0.85"),
+     ("--gpu-memory-utilization 0.8", "--gpu-memory-utilization 0.85")),
+    (("--max-num-seqs", "64"), ("--max-num-seqs", "128"), ("--max-num-seqs 64", "--max-num-seqs 128")),
+    # 20 GiB = 20 × 2**30; vLLM's human_readable_int reads 10G as 10 × 2**30 (an upper-case suffix is binary)
+    (("--kv-budget", "20GiB"), ("--kv-cache-memory-bytes", "10G"), ("--kv-budget 21474836480",
+                                                                    "--kv-cache-memory-bytes 10737418240")),
+])
+def test_an_option_the_command_contradicts_is_exit_2_naming_both(run_cli: Any, before: tuple[str, ...],
+                                                                  flags: tuple[str, ...], said: tuple[str, str]) -> None:
+    code, out, err = run_cli("capacity", "--gpu", "H100", *before, "--", "vllm", "serve", "Qwen/Qwen3-8B", *flags)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert all(s in err for s in said) and "disagree" in err, err
+
+
+def test_the_same_value_on_both_sides_is_one_value(run_cli: Any) -> None:
+    command = ("--", "vllm", "serve", "Qwen/Qwen3-8B", "--tensor-parallel-size", "2", "--max-model-len", "16384",
+               "--kv-cache-dtype", "bfloat16")
+    alone = _json(run_cli, "--gpu", "H100", "--json", *command)
+    both = _json(run_cli, "--gpu", "H100", "--json", "--tp", "2", "--max-model-len", "16k", "--kv-cache-dtype", "bf16",
+                 *command)
+    assert {k: both[k] for k in SAME} == {k: alone[k] for k in SAME}
+    assert alone["parallel"]["tp"] == 2 and "--kv-cache-dtype bfloat16" in alone["command"]  # vLLM's name of bf16
+    # an option the command leaves out still applies: the GPU, and the batch the command does not set
+    more = _json(run_cli, "--gpu", "H100", "--json", "--max-num-seqs", "64", *command)
+    assert more["command"].endswith("--max-num-seqs 64 --gpu-memory-utilization 0.92 --kv-cache-dtype bfloat16")
+
+
+def test_a_model_before_the_command_is_the_commands_or_a_conflict(run_cli: Any) -> None:
+    command = ("--", "vllm", "serve", "Qwen/Qwen3-8B", "--tensor-parallel-size", "2")
+    alone = _json(run_cli, "--gpu", "H100", "--json", *command)
+    same = _json(run_cli, "Qwen/Qwen3-8B", "--gpu", "H100", "--json", *command)
+    assert {k: same[k] for k in SAME} == {k: alone[k] for k in SAME}
+    code, out, err = run_cli("capacity", "Qwen/Qwen3-32B", "--gpu", "H100", *command)
+    assert code == 2 and out == "" and "Qwen/Qwen3-32B" in err and "Qwen/Qwen3-8B" in err and "disagree" in err, err
+
+
+def test_an_engine_named_must_be_the_commands(run_cli: Any) -> None:
+    code, out, err = run_cli("capacity", "--gpu", "H100", "--engine", "vllm", "--", "python", "-m",
+                             "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B")
+    assert code == 2 and out == "" and "--engine vllm is vllm, the command is sglang's" in err, err
+    plain = _json(run_cli, "--gpu", "H100", "--json", "--", "python", "-m", "sglang.launch_server", "--model-path",
+                  "Qwen/Qwen3-8B")
+    assert plain["engine"] == "sglang"  # no --engine: the command's engine, its newest release

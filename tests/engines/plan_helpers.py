@@ -34,4 +34,5 @@ def budget(model: Any, engine: str, memory: int, weights: int, other: int = 0, *
                      device=Device(name=None, memory_bytes=memory))
     terms = (BudgetTerm(name="weights", bytes=weights, exact=True, source="test", kind="weights"),
              BudgetTerm(name="other", bytes=other, exact=True, source="test", kind="activation"))
-    return int(get_engine(engine).kv_budget(req, terms).kv_budget_bytes)
+    profile = get_engine(engine)
+    return int(profile.kv_budget(profile.resolve(req), terms).kv_budget_bytes)

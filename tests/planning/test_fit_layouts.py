@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from kvplan.engines import get_engine
+from kvplan.formulas.request import Parallel
 from kvplan.planning.capacity import capacity
 from kvplan.planning.fit import fit
-from kvplan.planning.layouts import Planned, Shape, launch_extra, shapes, why
+from kvplan.planning.layouts import Planned, shapes, why
 
 DONE_WHEN = ("deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--max-model-len", "32k", "--concurrency", "256", "--json")
 
@@ -131,17 +133,24 @@ def test_bad_node_counts_are_one_line_and_exit_2(run_cli: Any, args: tuple[str, 
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
 
 
+def Shape(tp: int, pp: int, dp: int = 1, ep: int = 1) -> Parallel:
+    return Parallel(tp=tp, pp=pp, dp=dp, ep=ep)
+
+
 def test_shapes_per_engine() -> None:
-    dense = shapes("vllm", False, 8, 16)
+    vllm_engine, sglang, trtllm = get_engine("vllm"), get_engine("sglang"), get_engine("trtllm")
+    dense = shapes(vllm_engine, False, 8, 16)
     assert all(s.dp == 1 for s in dense) and Shape(8, 2) in dense
-    vllm = shapes("vllm", True, 8, 16)
+    vllm = shapes(vllm_engine, True, 8, 16)
     assert Shape(1, 1, 16, 16) in vllm and Shape(2, 1, 8, 16) in vllm and Shape(1, 1, 32, 32) not in vllm
-    assert Shape(16, 1, 16, 16) in shapes("sglang", True, 8, 16)
-    assert all(s.dp == 1 for s in shapes("trtllm", True, 8, 16))
-    assert launch_extra("vllm", Shape(1, 1, 16, 16), 8) == {"dp_local": 8, "nodes": 2}
-    assert launch_extra("vllm", Shape(8, 2), 8) == {"nodes": 2}
-    assert launch_extra("trtllm", Shape(8, 2), 8) == {"gpus_per_node": 8}
-    assert launch_extra("sglang", Shape(8, 1, 8, 8), 8) == {}
+    assert Shape(16, 1, 16, 16) in shapes(sglang, True, 8, 16)
+    assert all(s.dp == 1 for s in shapes(trtllm, True, 8, 16))
+    assert vllm_engine.multi_node(Shape(1, 1, 16, 16), 8) == {"dp_local": 8, "nodes": 2}
+    assert vllm_engine.multi_node(Shape(8, 2), 8) == {"nodes": 2}
+    assert trtllm.multi_node(Shape(8, 2), 8) == {"gpus_per_node": 8}
+    assert sglang.multi_node(Shape(8, 1, 8, 8), 8) == {}
+    # GPUs of one replica: vLLM's dp engines of tp × pp GPUs; SGLang's DP attention runs inside its tp GPUs
+    assert vllm_engine.replica_gpus(Shape(2, 1, 8, 16)) == 16 and sglang.replica_gpus(Shape(8, 1, 8, 8)) == 8
 
 
 def test_why_needs_the_other_family_on_the_same_gpus() -> None:

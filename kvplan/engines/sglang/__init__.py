@@ -13,21 +13,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.engines.base import (
-    BudgetRules,
-    BudgetSteps,
-    BudgetTerm,
-    EnginePlan,
-    Refusal,
-    Request,
-    WeightSplit,
-    term_bytes,
-)
+from kvplan.engines.base import EnginePlan, Refusal, Request, Resolved, resolved
+from kvplan.engines.protocol import DP_SIZES, EngineBase
+from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, WeightSplit, term_bytes
+from kvplan.engines.settings import Settings
 from kvplan.engines.sglang import extras, fraction, pool
 from kvplan.engines.sglang.plan import build, pool_bytes, pool_log
 from kvplan.engines.sglang.releases import MINORS, NEWEST, RELEASES, ROWS, SglangRelease, release_for
+from kvplan.engines.sglang.spelling import SPELLING
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
+from kvplan.formulas.request import Parallel
 
 NO_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."  # model_runner / pool_configurator
 
@@ -37,9 +33,13 @@ def default_mem_fraction_static(tp: int) -> float:
     return fraction.tp_table(tp)
 
 
-class SglangEngine:
+class SglangEngine(EngineBase):
     name = "sglang"
-    supports_dcp = False
+    budget_overflow = ("SGLang cannot hold this KV budget",
+                       "it sizes its pool from the memory it profiles and caps a larger --max-total-tokens to it, 0.5.8 "
+                       "model_executor/model_runner_kv_cache_mixin.py:299-306")
+    spelling = SPELLING
+    fraction_default = "SGLang mem_fraction_static: its default for this GPU and TP (section 3 shows the value)"
 
     def __init__(self, release_key: str = NEWEST) -> None:
         found = release_for(release_key)
@@ -47,20 +47,21 @@ class SglangEngine:
             raise InputError(f"unknown SGLang release {release_key!r}; kvplan follows: {', '.join(MINORS)}",
                              arg="engine")
         self.release, self.version = found, f"SGLang {release_key}"
+        self.launch_release = release_key  # its minor (the last patch of it was read: SPELLING.table_match)
 
-    def resolve(self, request: Request) -> Request:
+    def resolve(self, request: Request) -> Resolved:
         """Chunked prefill and mem_fraction_static from the GPU (left unset when no GPU is given)."""
         pool.check_data_parallel(request.tp, request.dp, request.ep)  # before the layout: attention TP is tp // dp
         s = request.settings
         if request.device is None:
-            return request
+            return resolved(request)
         g = fraction.gpu_mib(request)
         chunked = s.sglang.chunked_prefill_size or fraction.tier(self.release, g).chunked
         f = s.sglang.mem_fraction_static or fraction.default_fraction(self.release, request, chunked)
         sglang = replace(s.sglang, chunked_prefill_size=chunked, mem_fraction_static=f)
-        return replace(request, settings=replace(s, sglang=sglang))
+        return resolved(replace(request, settings=replace(s, sglang=sglang)))
 
-    def budget_rules(self, request: Request) -> BudgetRules:
+    def budget_rules(self, request: Resolved) -> BudgetRules:
         """Nothing is profiled: the context and NCCL lower the free memory the fraction applies to. LoRA
         buffers are allocated after the weights and before the pool is sized; a draft loads after it."""
         pool.check(self.release, request)
@@ -70,10 +71,13 @@ class SglangEngine:
     def weight_split(self, request: Request) -> WeightSplit:
         """Attention at the attention TP (tp // dp, replicated over the DP groups; tp before 0.4.1), the MoE at
         TP tp // ep (distributed/parallel_state.py)."""
-        attention_tp = request.tp // request.dp if self.release.heads_by_attention_tp else request.tp
-        return WeightSplit(tp=request.tp, ep=request.ep, attention_tp=attention_tp)
+        return WeightSplit(tp=request.tp, ep=request.ep, attention_tp=self._attention_tp(request))
 
-    def no_memory(self, request: Request) -> Refusal:
+    def _attention_tp(self, request: Request) -> int:
+        """The TP the attention heads are split over: tp // dp with DP attention (0.4.1 on), tp before."""
+        return request.parallel.attention_tp if self.release.heads_by_attention_tp else request.tp
+
+    def no_memory(self, request: Resolved) -> Refusal:
         """The weights leave nothing of the fraction (rest ≤ 0): 0.5.14 on says so (``model_runner_kv_cache_mixin.py
         :102-117``); before, the pool's own "Not enough memory"."""
         f = request.settings.sglang.mem_fraction_static
@@ -82,7 +86,7 @@ class SglangEngine:
                                    f"--mem-fraction-static={f}. Raise --mem-fraction-static")
         return self._too_small(request)
 
-    def _too_small(self, request: Request) -> Refusal:
+    def _too_small(self, request: Resolved) -> Refusal:
         """Fewer than one token (0.5.10 on the message names the fraction, ``MemoryPoolConfig.__post_init__``)."""
         f = request.settings.sglang.mem_fraction_static
         if self.release.no_memory == "plain" or f is None:
@@ -90,14 +94,13 @@ class SglangEngine:
         return Refusal(message=f"{NO_MEMORY} Current value: mem_fraction_static={f}")
 
     def policy(self, request: Request) -> LayoutPolicy:
-        attention_tp = request.tp // request.cache.dp if self.release.heads_by_attention_tp else request.tp
-        return LayoutPolicy(attention_tp=attention_tp,
+        return LayoutPolicy(attention_tp=self._attention_tp(request),
                             windows="window" if pool.is_hybrid_swa(self.release, request) else "full")
 
-    def kv_budget(self, request: Request, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
+    def kv_budget(self, request: Resolved, terms: tuple[BudgetTerm, ...]) -> BudgetSteps:
         assert request.device is not None
-        f = self.resolve(request).settings.sglang.mem_fraction_static
-        assert f is not None
+        f = request.settings.sglang.mem_fraction_static
+        assert f is not None  # the release's default for the GPU, filled in by resolve
         weights = term_bytes(terms, ("weights", "weights_extra", "lora"))
         free_at_init = request.device.memory_bytes - (term_bytes(terms) - weights)
         budget = int(free_at_init * f) - weights
@@ -109,11 +112,22 @@ class SglangEngine:
             f"{'off: ' + why if why else 'on'})",
             f"KV pool = free at init × mem_fraction_static {f} − weights {weights:,} = {budget:,} B"))
 
-    def plan(self, request: Request, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
+    def plan(self, request: Resolved, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:
         pool.check(self.release, request)
         found = replace(build(self.release, request, layout, budgets_per_stage), version=self.version,
                         pools=request.dp)
         return replace(found, refusal=self._too_small(request)) if found.kv_tokens <= 0 else found
+
+    def data_parallel_layouts(self, gpus_per_node: int, max_gpus: int) -> tuple[Parallel, ...]:
+        """--tp-size T --dp-size T --enable-dp-attention --ep-size T: the T GPUs of the TP group split into T
+        attention groups of one GPU, each its own pool; experts over EP T (0.5.2 layers/dp_attention.py,
+        distributed/parallel_state.py:1461-1462). The TP group may span nodes (--nnodes, 0.5.2
+        managers/data_parallel_controller.py:209-245)."""
+        return tuple(Parallel(tp=t, dp=t, ep=t) for t in DP_SIZES if t <= max_gpus)
+
+    def memory_fraction(self, settings: Settings) -> float | None:
+        return settings.sglang.mem_fraction_static
+
 
 
 __all__ = ["NO_MEMORY", "RELEASES", "ROWS", "SglangEngine", "SglangRelease", "default_mem_fraction_static",

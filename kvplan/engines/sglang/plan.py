@@ -6,6 +6,7 @@ SGLang logs no concurrency; each DP-attention rank owns its own pool.
 
 from __future__ import annotations
 
+from kvplan.dtypes import TORCH_NAMES
 from kvplan.engines.base import EnginePlan, GroupRow, Request
 from kvplan.engines.sglang import extras, pool
 from kvplan.engines.sglang.releases import SglangRelease
@@ -13,9 +14,6 @@ from kvplan.formulas.layout import Layout, Load
 from kvplan.formulas.per_token import kv_bytes_per_token
 from kvplan.specs import AttnSpec, IndexerCache, MLAAttn, parts
 from kvplan.units import cdiv, format_gib
-
-TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "float8_e4m3fn",
-                "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
 
 
 def build(rel: SglangRelease, req: Request, layout: Layout, budgets: tuple[int, ...]) -> EnginePlan:
@@ -66,7 +64,7 @@ def _log_lines(rel: SglangRelease, req: Request, layout: Layout, heavy: int, tok
     sizes = pool_log(rel, layout, heavy, tokens, pad_slots(rel, req))
     if rel.log == "sizes":
         return (f"KV Cache is allocated. {sizes}.",)
-    dtype = f"dtype: torch.{TORCH_DTYPES.get(layout.kv_dtype.name, layout.kv_dtype.name)}, " if rel.log == "dtype" else ""
+    dtype = f"dtype: torch.{TORCH_NAMES.get(layout.kv_dtype.name, layout.kv_dtype.name)}, " if rel.log == "dtype" else ""
     return (f"KV Cache is allocated. {dtype}#tokens: {tokens}, {sizes}",)
 
 

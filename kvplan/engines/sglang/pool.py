@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvplan.dtypes import KvDtype
+from kvplan.dtypes import KvDtype, KvDtypeName
 from kvplan.engines.base import Request, kv_stages
 from kvplan.engines.sglang import extras
 from kvplan.engines.sglang.fraction import is_multimodal
 from kvplan.engines.sglang.releases import SglangRelease
+from kvplan.engines.sglang.spelling import KV_DTYPES
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Group, Layout
 from kvplan.formulas.per_token import kv_bytes_per_token
@@ -26,7 +27,6 @@ from kvplan.units import cdiv
 MIB = 1024**2
 MAMBA_FULL_MEMORY_RATIO = 0.9  # --mamba-full-memory-ratio default (0.5.3.post3 model_runner.py:1396-1410)
 MAMBA_FIXED_SLOTS = 512  # 0.5.2 max_mamba_cache_size without --max-running-requests (model_runner.py:312-325)
-KV_DTYPE_ALIASES = {"fp8": "fp8_e4m3", "bfloat16": "bf16"}  # kvplan's names for SGLang's choices
 
 
 def page_size(req: Request) -> int:
@@ -43,8 +43,8 @@ def check(rel: SglangRelease, req: Request) -> None:
         raise InputError(f"{rel.label} has no pipeline parallelism (first in 0.4.6)", arg="pp")
     if not rel.pages and page_size(req) != 1:
         raise InputError(f"{rel.label} has no --page-size (first in 0.4.4): block_size must be 1", arg="block_size")
-    name = req.cache.kv_dtype.lower()
-    if KV_DTYPE_ALIASES.get(name, name) not in rel.kv_dtypes:
+    name = req.cache.kv_dtype_name
+    if KvDtypeName(name.spelled(KV_DTYPES)) not in rel.kv_dtypes:  # the choices by kvplan's names of them
         raise InputError(f"{rel.label} --kv-cache-dtype takes {', '.join(sorted(rel.kv_dtypes))}, not {name!r}",
                          arg="kv_dtype")
     _check_state(rel, req)

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvplan.dtypes import KvDtypeName
 from kvplan.engines.base import Request
 from kvplan.engines.vllm.releases import VllmRelease, scheduler_defaults
 from kvplan.engines.vllm.selector import SINK_TYPES, block_refusal
 from kvplan.engines.vllm.served import at_least
+from kvplan.engines.vllm.spelling import KV_DTYPES as VLLM_NAMES
 from kvplan.errors import InputError
 from kvplan.specs import AttnSpec, ChunkedAttn, CrossAttn, FullAttn, LinearState, SlidingAttn, parts
 
@@ -47,7 +49,6 @@ LORA_RANKS: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("0.12", (1, 8, 16, 32, 64, 128, 256, 320, 512)), ("0.8", (8, 16, 32, 64, 128, 256, 320, 512)))
 LORA_LITERAL_FROM = "0.12"
 VALIDATED_FROM = "0.33"  # a pydantic validator instead of argparse choices
-VLLM_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "half": "float16", "float": "float32"}
 # (first release, --block-size choices; None: any size, the backends decide), newest first.
 BLOCK_CHOICES: tuple[tuple[str, tuple[int, ...] | None], ...] = (
     ("0.18", None), ("0.12", (1, 8, 16, 32, 64, 128, 256)), ("0.9", (1, 8, 16, 32, 64, 128)), ("0.8", (8, 16, 32, 64, 128)),
@@ -66,12 +67,11 @@ def _row(table: tuple[tuple[str, object], ...], rel: VllmRelease) -> object:
     return next((value for first, value in table if at_least(rel.key, first)), None)
 
 
-def check_kv_dtype(rel: VllmRelease, typed: str, model_dtype: str) -> None:
+def check_kv_dtype(rel: VllmRelease, typed: KvDtypeName, model_dtype: str) -> None:
     """The release's KV dtype names. The model's own dtype is let through: it is what auto gives, and a start-up log's
     resolved dtype (kvplan reconcile) names it so."""
     names = _row(KV_DTYPES, rel)
-    asked = typed.strip().lower()
-    name = VLLM_NAMES.get(asked, asked)
+    name = typed.spelled(VLLM_NAMES)
     if not isinstance(names, tuple) or name in names or name == VLLM_NAMES.get(model_dtype, model_dtype):
         return
     if at_least(rel.key, VALIDATED_FROM):
@@ -86,7 +86,7 @@ def check_nvfp4(rel: VllmRelease, req: Request) -> None:
     """nvfp4 KV where no backend of the release takes it on this GPU (H100 before 0.32), or FlashInfer's FA2 path
     refuses the model (head 64, sinks)."""
     capabilities = _row(NVFP4_CAPABILITIES, rel)
-    if req.cache.kv_dtype.strip().lower() != "nvfp4" or not isinstance(capabilities, tuple):
+    if req.cache.kv_dtype != "nvfp4" or not isinstance(capabilities, tuple):
         return
     cc = req.device.compute_capability if req.device and req.device.compute_capability else (9, 0)
     if cc[0] not in capabilities and cc not in capabilities:
@@ -126,8 +126,7 @@ def check_backend_block(rel: VllmRelease, req: Request) -> None:
     if not caches or any(not isinstance(p, (FullAttn, SlidingAttn, ChunkedAttn, LinearState, CrossAttn)) or
                          (isinstance(p, AttnSpec) and p.v_head_dim != p.head_dim) for p in caches):
         return
-    asked = req.cache.kv_dtype.strip().lower()
-    if (message := block_refusal(req, VLLM_NAMES.get(asked, asked), block)) is not None:
+    if (message := block_refusal(req, req.cache.kv_dtype_name.spelled(VLLM_NAMES), block)) is not None:
         raise InputError(f"{message} ({rel.label}, vllm/platforms/cuda.py:471-475)")  # vLLM's words, verbatim
 
 
@@ -167,7 +166,7 @@ def check_lora_rank(rel: VllmRelease, req: Request) -> None:
 def before_defaults(rel: VllmRelease, req: Request) -> Request:
     """The checks on what the user typed, and the max_num_seqs clamp of 0.10.1 on (a given max_num_batched_tokens
     caps the default max_num_seqs)."""
-    check_kv_dtype(rel, req.cache.kv_dtype, req.model.dtype)
+    check_kv_dtype(rel, req.cache.kv_dtype_name, req.model.dtype)
     check_nvfp4(rel, req)
     check_block_size(rel, req)
     check_backend_block(rel, req)

@@ -25,6 +25,7 @@ from kvplan.engines.base import Request
 from kvplan.engines.vllm import packed
 from kvplan.engines.vllm.groups import Group, PagedSpec, Specs
 from kvplan.engines.vllm.served import at_least
+from kvplan.engines.vllm.spelling import KV_DTYPES
 from kvplan.errors import InputError
 from kvplan.formulas.per_token import part_bytes_per_state, tokens_per_state
 from kvplan.specs import CompressedMLA, CompressorState, IndexerCache, Part, SlidingMLA
@@ -64,7 +65,7 @@ def check_kv_dtype(req: Request, dtype: KvDtype) -> None:
     """vLLM's default DeepSeek-V4 backends store fp8_ds_mla only."""
     if dtype.name.startswith("fp8"):
         return
-    asked = req.cache.kv_dtype.strip().lower()
+    asked = req.cache.kv_dtype_name.spelled(KV_DTYPES)  # vLLM's name of it, as vLLM says it
     raise InputError(f"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got {asked}. Please set "
                      "`--kv-cache-dtype fp8` or select a backend that supports bfloat16 KV cache. (vLLM 0.33, "
                      "vllm/models/deepseek_v4/attention.py:111-116)", arg="kv_dtype")

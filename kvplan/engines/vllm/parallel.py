@@ -34,9 +34,10 @@ def check(rel: VllmRelease, req: Request) -> None:
         return
     if not at_least(rel.key, EXPERT_PARALLEL_FROM) or rel.refusal == "v0":
         raise InputError(f"{rel.label} has no --enable-expert-parallel (first in vLLM 0.8.0's V1 engine)", arg="ep")
-    if ep != dp * tp:
+    if ep != req.parallel.dp_tp:
         raise InputError(f"ep {ep}: vLLM's expert parallel (--enable-expert-parallel) spans the data-parallel group, "
-                         f"EP = DP {dp} × TP {tp} = {dp * tp} (vllm/model_executor/layers/fused_moe/config.py:1198-1230)",
+                         f"EP = DP {dp} × TP {tp} = {req.parallel.dp_tp} "
+                         "(vllm/model_executor/layers/fused_moe/config.py:1198-1230)",
                          arg="ep")
     if not req.model.field("num_experts"):
         raise InputError("Number of experts in the model must be greater than 0 when expert parallelism is enabled. "
@@ -45,7 +46,7 @@ def check(rel: VllmRelease, req: Request) -> None:
 
 def weight_split(req: Request) -> WeightSplit:
     """Attention and dense layers by tp; the MoE at TP dp × tp, or over EP dp × tp ranks with whole experts."""
-    return WeightSplit(tp=req.tp, ep=req.ep, expert_tp=req.dp * req.tp)
+    return WeightSplit(tp=req.tp, ep=req.ep, expert_tp=req.parallel.dp_tp)
 
 
 def notes(req: Request, kv_tokens: int) -> tuple[str, ...]:
@@ -53,13 +54,13 @@ def notes(req: Request, kv_tokens: int) -> tuple[str, ...]:
     dp, tp, pp = req.dp, req.tp, req.pp
     out = []
     if dp > 1:
-        out.append(f"data parallel {dp}: {dp} engines of TP {tp} × PP {pp} ({dp * tp * pp} GPUs), each planning and "
+        out.append(f"data parallel {dp}: {dp} engines of TP {tp} × PP {pp} ({req.parallel.dp_gpus} GPUs), each planning and "
                    f"logging its own pool of {kv_tokens:,} tokens (vllm/v1/engine/core.py DPEngineCoreProc): "
                    f"{dp * kv_tokens:,} tokens in the replica; --max-num-seqs "
                    f"{req.settings.max_num_seqs or 'default'} applies per DP rank (vllm/config/scheduler.py:99-103)")
     if req.model.field("num_experts") and (dp > 1 or req.ep > 1):
         moe = (f"expert parallel {req.ep}: whole experts, about 1/{req.ep} of them per GPU" if req.ep > 1 else
-               f"MoE TP {dp * tp}: every expert on every GPU, cut {dp * tp} ways")
+               f"MoE TP {req.parallel.dp_tp}: every expert on every GPU, cut {req.parallel.dp_tp} ways")
         out.append(f"weights: attention and dense layers cut by TP {tp}" + (" (whole in every DP rank)" if dp > 1 else "")
                    + f"; {moe} (vllm/model_executor/layers/fused_moe/config.py)")
     return tuple(out)

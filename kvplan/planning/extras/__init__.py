@@ -5,7 +5,8 @@ Each is data plus small functions (``speculative``, ``lora``, ``encoder``, ``off
 how they account for them (``BudgetRules`` of a release, and their ``plan``); this package sizes them:
 - budget terms (``extra_terms``): the draft's weights, LoRA slots, the profile run's encoder outputs, and
   weights the engine keeps in host memory (a negative term);
-- the KV request: a draft's layers and lookahead slots (``speculative.draft``, read by the engines);
+- the KV request: a draft's layers and lookahead slots (``speculative.drafted``, ``with_draft_layers``, read by
+  the engines);
 - results beside the plan (``Extras``): one summary per feature, and the host tier, which adds no GPU tokens.
 """
 
@@ -13,14 +14,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.engines.base import BudgetRules, BudgetTerm, Engine, EnginePlan, Request
+from kvplan.engines import Engine
+from kvplan.engines.base import BudgetRules, BudgetTerm, EnginePlan, Request, Resolved
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import kv_bytes_per_token
 from kvplan.planning.extras import encoder, lora
 from kvplan.planning.extras.encoder import EncoderSummary, encoder_term
 from kvplan.planning.extras.lora import LoraSummary, lora_term
 from kvplan.planning.extras.offload import HostTier, host_tier
-from kvplan.planning.extras.speculative import SpeculativeSummary, draft, draft_weights_bytes, draft_weights_term
+from kvplan.planning.extras.speculative import (
+    SpeculativeSummary,
+    draft_weights_bytes,
+    draft_weights_term,
+    drafted,
+    with_draft_layers,
+)
 from kvplan.planning.weights import weight_bytes_by_kind
 
 
@@ -79,7 +87,7 @@ def speculative_summary(request: Request, plan: EnginePlan, layout: Layout,
         draft_weights_in_budget=bool(counted), lookahead_tokens_per_request=plan.lookahead_tokens_per_request)
 
 
-def summarize(profile: Engine, request: Request, plan: EnginePlan, layout: Layout | None,
+def summarize(profile: Engine, request: Resolved, plan: EnginePlan, layout: Layout | None,
               terms: tuple[BudgetTerm, ...]) -> Extras:
     """The summaries of a capacity answer, from the request, the engine's rules and its plan."""
     rules = profile.budget_rules(request)
@@ -91,5 +99,5 @@ def summarize(profile: Engine, request: Request, plan: EnginePlan, layout: Layou
         host_tier=host_tier(profile.name, plan, request.settings, ranks) if plan.kv_tokens else None)
 
 
-__all__ = ["NO_EXTRAS", "EncoderSummary", "Extras", "HostTier", "LoraSummary", "SpeculativeSummary", "draft",
-           "extra_terms", "host_tier", "summarize"]
+__all__ = ["NO_EXTRAS", "EncoderSummary", "Extras", "HostTier", "LoraSummary", "SpeculativeSummary", "drafted",
+           "extra_terms", "host_tier", "summarize", "with_draft_layers"]

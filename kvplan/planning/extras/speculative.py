@@ -1,6 +1,7 @@
 """Speculative decoding: the draft's KV layers and weights, from kvplan's own layout and weight formulas.
 
-``draft(request, layout, policy)`` answers what the drafter adds, the same for every engine (each engine
+``drafted(model, settings, tp)`` answers which drafter a request asks for (what an engine's ``resolve`` checks),
+``with_draft_layers(request, layout, policy)`` what it adds to the KV cache, the same for every engine (each engine
 then places it by its own rule: ``kvplan/engines``):
 - ``draft_model``, ``eagle``, ``eagle3``: a separate checkpoint (``speculative_model``), laid out with
   ``build_layout`` at the target's TP (vLLM requires ``draft_tensor_parallel_size`` = tp:
@@ -20,15 +21,19 @@ module drafting in turn (``spec_step_idx % num_mtp_layers``; 0.33 ``config/specu
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
 from kvplan.config.mtp import MtpModules, mtp_modules
 from kvplan.engines.base import BudgetTerm, Draft, Request
+from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, build_layout
 from kvplan.planning.weights import mtp_bytes_per_gpu, weight_bytes_by_kind, weight_bytes_per_gpu, weights_source
 from kvplan.specs import Composite, LayerSpec, SlidingMLA, parts
+
+R = TypeVar("R", bound=Request)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,34 +76,35 @@ def _mtp_spec(layout: Layout, index: int) -> tuple[LayerSpec, LayerSpec]:
     return whole, gpu
 
 
-def _specs(method: str, request: Request, layout: Layout, draft_model: ModelConfig | None,
+def _specs(request: Request, layout: Layout, drafter: Draft,
            policy: LayoutPolicy) -> tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]:
-    if method == "ngram":
+    if drafter.method == "ngram":
         return (), ()
-    if method == "mtp":
+    if drafter.method == "mtp":
         pairs = [_mtp_spec(layout, i) for i in mtp_modules(request.model).attention_layers]
         return tuple(w for w, _ in pairs), tuple(g for _, g in pairs)
-    if draft_model is None:
-        raise InputError(f"speculative_method {method} needs a draft checkpoint (speculative_model)",
-                         arg="speculative_model")
+    assert drafter.model is not None  # drafted() refuses draft_model, eagle and eagle3 without a checkpoint
     # The draft runs in the target's engine: its cache config (KV dtype, quant group, state dtypes), one stage.
     cache = replace(request.cache, pp=1, dcp=1, overrides=None, kv_dtype=layout.kv_dtype.name, block_size=0)
-    d = build_layout(draft_model, cache, policy)
+    d = build_layout(drafter.model, cache, policy)
     return d.specs, d.specs_per_gpu
 
 
-def draft(request: Request, layout: Layout, policy: LayoutPolicy) -> Draft | None:
-    """The drafter of a request (None: no speculative decoding asked)."""
-    s = request.settings
+def drafted(model: ModelConfig, settings: Settings, tp: int) -> Draft | None:
+    """The drafter a request asks for, before its KV layers are laid out (None: no speculative decoding asked): its
+    method, K, checkpoint and MTP modules, what an engine's resolve reads of it."""
+    s = settings
     if not (s.speculative_model or s.speculative_method or s.num_speculative_tokens):
         return None
     draft_model = as_model(s.speculative_model) if s.speculative_model else None
-    method = method_of(s.speculative_method, s.speculative_model, request.model)
+    method = method_of(s.speculative_method, s.speculative_model, model)
     if method in ("mtp", "ngram") and draft_model is not None:
         raise InputError(f"speculative_method {method} drafts without a checkpoint; drop speculative_model",
                          arg="speculative_model")
-    specs, per_gpu = _specs(method, request, layout, draft_model, policy)
-    modules = mtp_modules(request.model) if method == "mtp" else None
+    if method not in ("mtp", "ngram") and draft_model is None:
+        raise InputError(f"speculative_method {method} needs a draft checkpoint (speculative_model)",
+                         arg="speculative_model")
+    modules = mtp_modules(model) if method == "mtp" else None
     k = s.num_speculative_tokens or (modules.n_predict if modules else None)
     if k is None:
         raise InputError(f"speculative_method {method} needs num_speculative_tokens (vLLM: \"num_speculative_tokens "
@@ -107,7 +113,15 @@ def draft(request: Request, layout: Layout, policy: LayoutPolicy) -> Draft | Non
         raise InputError(f"num_speculative_tokens:{k} must be divisible by n_predict={modules.n_predict} (vLLM 0.33 "
                          "config/speculative.py:1604-1611: the MTP modules draft in turn)", arg="num_speculative_tokens")
     return Draft(method=method, num_speculative_tokens=k, model=draft_model if method != "mtp" else None,
-                 tp=request.tp, specs=specs, specs_per_gpu=per_gpu, mtp=modules)
+                 tp=tp, mtp=modules)
+
+
+def with_draft_layers(request: R, layout: Layout, policy: LayoutPolicy) -> R:
+    """The request with its drafter's KV layers laid out beside the target's `layout` (unchanged without one)."""
+    if request.draft is None:
+        return request
+    specs, per_gpu = _specs(request, layout, request.draft, policy)
+    return replace(request, draft=replace(request.draft, specs=specs, specs_per_gpu=per_gpu))
 
 
 SHARED_WITH_TARGET = ("embedding", "lm_head")  # what the engines' MTP drafters take from the target by default

@@ -1,0 +1,157 @@
+"""The engine protocol: everything ``planning/``, ``launch/``, ``reconcile/`` and ``render/`` ask of an engine release,
+so that none of them asks for an engine by its name.
+
+An engine profile follows one release of its engine (``version``) and declares only how it differs:
+- the question: ``resolve(request)`` checks it and fills the release's defaults into its ``Settings`` (scheduler
+  sizes by GPU memory class and entry point, sampler path, in-flight batches, token-log style), once: the
+  ``Resolved`` request is what the budget and the plan take; ``check_layout`` and ``fp8_blocks`` say what it
+  refuses before its layout is built;
+- the layout: ``policy(request)`` (``LayoutPolicy``: head split, attention TP, MLA latent or decompressed, tokens a
+  window layer keeps), ``supports_dcp``;
+- the budget: ``budget_rules`` (what its start-up profiling subtracts, as data; ``kvplan.planning.budget`` turns that
+  into named ``BudgetTerm``s), ``weight_split``, ``kv_budget`` (GPU memory and those terms into KV memory per GPU),
+  ``start_check`` and ``budget_overflow`` (how it refuses);
+- the plan: ``plan`` cuts that memory into blocks and tokens on the layout it is handed, and says whether it refuses
+  (a ``Refusal`` is an answer: the plan is still returned with its numbers); ``empty_plan`` when it got no memory;
+- the replica: ``replica_gpus``, the data-parallel layouts it runs (``data_parallel_layouts``), how one replica
+  spreads over nodes (``multi_node``), and how its launch command spells the knobs (``spelling``).
+``kvplan.planning.capacity`` builds the layout once (``build_layout`` with the engine's policy) and chains them; the
+CLI only renders the frozen ``EnginePlan``. ``EngineBase`` holds what most engines share; each engine overrides what
+differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kvplan.engines.base import EnginePlan, Refusal, Request, Resolved
+from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, TermKind, WeightSplit
+from kvplan.engines.settings import Settings
+from kvplan.engines.spelling import Spelling
+from kvplan.errors import InputError
+from kvplan.formulas.layout import Layout, LayoutPolicy
+from kvplan.formulas.request import CacheRequest, Parallel
+from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
+from kvplan.units import cdiv
+
+DP_SIZES = (2, 4, 8, 16, 32, 64)  # the data-parallel sizes `kvplan fit` tries
+# DeepSeek-V4's compressed caches: kvplan models them as vLLM lays them out
+COMPRESSED_PARTS = (CompressedMLA, SlidingMLA, CompressorState)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fp8BlockCheck:
+    """A release's check that a block-quantized FP8 checkpoint's weight blocks divide at the TP the weights are cut
+    by (``kvplan.planning.quant_checks``)."""
+
+    release: str  # the release key whose rules apply
+    expert_tp: int | None  # the TP every expert is cut by (None: whole experts under expert parallelism)
+    moe_refine: bool  # a block that does not divide is refined to a finer scale grid first
+    source: str  # file:line of the check
+
+
+class Engine(Protocol):
+    name: str
+    version: str  # the release whose rules and defaults the profile follows
+    supports_dcp: bool
+    start_check: bool  # it refuses to start when one max_model_len request does not fit its pool
+    budget_overflow: tuple[str, str]  # a given KV budget the GPU cannot hold: what happens, and why ("": unsaid)
+    spelling: Spelling | None  # its launch command (None: kvplan writes and reads none)
+    takes_kv_budget: bool  # a KV budget can be given to it (vLLM --kv-cache-memory-bytes), no fraction of the GPU
+    loaded_kinds: tuple[TermKind, ...]  # the budget terms its logged weight-loading figure measures
+    launch_release: str | None  # the release whose parser its launch command is read and written with (None: none)
+
+    def resolve(self, request: Request) -> Resolved: ...
+
+    def check_layout(self, request: Request) -> None: ...
+
+    def fp8_blocks(self, request: Request) -> Fp8BlockCheck | None: ...
+
+    def policy(self, request: Request) -> LayoutPolicy: ...
+
+    def budget_rules(self, request: Resolved) -> BudgetRules: ...
+
+    def weight_split(self, request: Request) -> WeightSplit: ...
+
+    def kv_budget(self, request: Resolved, terms: tuple[BudgetTerm, ...]) -> BudgetSteps: ...
+
+    def no_memory(self, request: Resolved) -> Refusal: ...
+
+    def plan(self, request: Resolved, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan: ...
+
+    def empty_plan(self, cache: CacheRequest) -> EnginePlan: ...
+
+    def replica_gpus(self, parallel: Parallel) -> int: ...
+
+    def data_parallel_layouts(self, gpus_per_node: int, max_gpus: int) -> tuple[Parallel, ...]: ...
+
+    def multi_node(self, parallel: Parallel, gpus_per_node: int) -> dict[str, int]: ...
+
+    def memory_fraction(self, settings: Settings) -> float | None: ...
+
+    def default_note(self, asked: Settings, settings: Settings) -> str | None: ...
+
+    def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None: ...
+
+
+class EngineBase:
+    """What an engine does unless it says otherwise: no decode context parallel, DeepSeek-V4's compressed caches
+    refused, no FP8 block check, a replica of tp × pp GPUs without data parallel, no start check on one request."""
+
+    name: str
+    version: str
+    supports_dcp = False
+    start_check = False
+    logs_concurrency = False  # it logs a maximum concurrency (0.0 in a plan with no memory)
+    compressed_caches = False  # it lays out DeepSeek-V4's compressed caches (as kvplan models vLLM's)
+    budget_overflow = ("CUDA out of memory: this KV budget does not fit beside what the GPU holds", "")
+    spelling: Spelling | None = None
+    launch_release: str | None = None
+    takes_kv_budget = False
+    fraction_default: str | None = None  # the report's note where its memory fraction is left to the release
+    loaded_kinds: tuple[TermKind, ...] = ("weights", "weights_extra", "lora")
+
+    def check_layout(self, request: Request) -> None:
+        """What it refuses before its layout is built (exit 2)."""
+        if request.dcp > 1 and not self.supports_dcp:
+            raise InputError(f"dcp is a vLLM option (0.11 on); {self.version} has no decode context parallel",
+                             arg="dcp")
+        if not self.compressed_caches and any(isinstance(p, COMPRESSED_PARTS) for s in request.model.layer_specs
+                                              for p in parts(s)):
+            raise InputError(f"kvplan models DeepSeek-V4's compressed caches as vLLM lays them out; {self.version}'s "
+                             "own layout of them is not modelled", arg="engine")
+
+    def fp8_blocks(self, request: Request) -> Fp8BlockCheck | None:
+        return None
+
+    def empty_plan(self, cache: CacheRequest) -> EnginePlan:
+        """The plan of an engine that got no memory (or failed): zeros, as the engine would log."""
+        return EnginePlan(engine=self.name, version=self.version, kv_dtype="-", block_size=cache.paged_in(0),
+                          page_bytes=0, num_blocks=0, kv_tokens=0, max_concurrency=0.0 if self.logs_concurrency else None,
+                          requests_at_max_len=0.0, reserve_bytes_per_request=0, steady_bytes_per_request=0, groups=())
+
+    def replica_gpus(self, parallel: Parallel) -> int:
+        """GPUs of one replica: tp × pp (a data-parallel split, where the engine has one, runs inside it)."""
+        return parallel.group_gpus
+
+    def data_parallel_layouts(self, gpus_per_node: int, max_gpus: int) -> tuple[Parallel, ...]:
+        """The DP attention + EP layouts `kvplan fit` tries for a model with experts (none: TP and PP only)."""
+        return ()
+
+    def multi_node(self, parallel: Parallel, gpus_per_node: int) -> dict[str, int]:
+        """How its launch command spreads one replica over nodes ({}: one node is enough)."""
+        nodes = cdiv(self.replica_gpus(parallel), gpus_per_node)
+        return {} if nodes == 1 else {"nodes": nodes}
+
+    def memory_fraction(self, settings: Settings) -> float | None:
+        """The knob its budget is a fraction of the GPU by (None: it has none)."""
+        return None
+
+    def default_note(self, asked: Settings, settings: Settings) -> str | None:
+        """What its budget rests on that the user left to the release: its memory fraction (None: given, or none)."""
+        return self.fraction_default if self.memory_fraction(asked) is None else None
+
+    def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None:
+        """The line it prints with its KV budget before its plan's `log_lines` (None: it prints none)."""
+        return None
