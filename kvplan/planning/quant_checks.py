@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from kvplan.config.model import ModelConfig
-from kvplan.engines.vllm.served import at_least
+from kvplan.engines.version import at_least
 from kvplan.errors import KvplanError
 from kvplan.planning.weights.parts import Part, model_parts
 

@@ -52,7 +52,7 @@ class VllmEngine(EngineBase):
 
     def resolve(self, request: Request) -> Resolved:
         speculative.check(self.release, request)
-        families.check_engine(request.model, self.release.key, self.version, self.release.refusal == "v0")
+        families.check_engine(request.model, self.release.key, self.version, self.release.generation == "V0")
         request = checks.before_defaults(self.release, request)
         parallel.check(self.release, request)
         if request.settings.kv_offloading_bytes and not self.release.kv_offloading:
@@ -82,7 +82,7 @@ class VllmEngine(EngineBase):
         hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
         return LayoutPolicy(windows="window" if hybrid else "full",
                             v_as_k=families.pads_v_to_k(request.model, self.release.key),
-                            cross_as_self=self.release.refusal == "v0")
+                            cross_as_self=self.release.generation == "V0")
 
     def budget_rules(self, request: Resolved) -> BudgetRules:
         return budget_rules(self.release, request)

@@ -22,9 +22,9 @@ from dataclasses import replace
 
 from kvplan.dtypes import KvDtypeName
 from kvplan.engines.base import Request
+from kvplan.engines.version import at_least
 from kvplan.engines.vllm.releases import VllmRelease, scheduler_defaults
 from kvplan.engines.vllm.selector import SINK_TYPES, block_refusal
-from kvplan.engines.vllm.served import at_least
 from kvplan.engines.vllm.spelling import KV_DTYPES as VLLM_NAMES
 from kvplan.errors import InputError
 from kvplan.specs import AttnSpec, ChunkedAttn, CrossAttn, FullAttn, LinearState, SlidingAttn, parts

@@ -22,9 +22,9 @@ import math
 
 from kvplan.dtypes import KvDtype
 from kvplan.engines.base import Request
+from kvplan.engines.version import at_least
 from kvplan.engines.vllm import packed
 from kvplan.engines.vllm.groups import Group, PagedSpec, Specs
-from kvplan.engines.vllm.served import at_least
 from kvplan.engines.vllm.spelling import KV_DTYPES
 from kvplan.errors import InputError
 from kvplan.formulas.per_token import part_bytes_per_state, tokens_per_state

@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 from kvplan.config.model import ModelConfig
-from kvplan.engines.vllm.served import at_least, below, check_served
+from kvplan.engines.version import at_least, below
+from kvplan.engines.vllm.served import check_served
 from kvplan.errors import InputError
 
 V0_ONLY = {"MllamaForConditionalGeneration": "vllm 0.10.1.1 model_executor/models/mllama.py:1259-1260"}

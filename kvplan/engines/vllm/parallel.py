@@ -17,8 +17,8 @@
 from __future__ import annotations
 
 from kvplan.engines.base import Request, WeightSplit
+from kvplan.engines.version import at_least
 from kvplan.engines.vllm.releases import VllmRelease
-from kvplan.engines.vllm.served import at_least
 from kvplan.errors import InputError
 
 DATA_PARALLEL_FROM = "0.8.5"
@@ -32,7 +32,7 @@ def check(rel: VllmRelease, req: Request) -> None:
         raise InputError(f"{rel.label} has no --data-parallel-size (first in vLLM {DATA_PARALLEL_FROM})", arg="dp")
     if ep == 1:
         return
-    if not at_least(rel.key, EXPERT_PARALLEL_FROM) or rel.refusal == "v0":
+    if not at_least(rel.key, EXPERT_PARALLEL_FROM) or rel.generation == "V0":
         raise InputError(f"{rel.label} has no --enable-expert-parallel (first in vLLM 0.8.0's V1 engine)", arg="ep")
     if ep != req.parallel.dp_tp:
         raise InputError(f"ep {ep}: vLLM's expert parallel (--enable-expert-parallel) spans the data-parallel group, "

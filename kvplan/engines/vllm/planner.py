@@ -113,7 +113,7 @@ def max_concurrency(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks
 def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float, tokens: int,
               refused: Refusal | None) -> tuple[str, ...]:
     """What the release logs about the cache (V1 checks before it logs; V0 logs, then refuses)."""
-    if rel.refusal == "v0":  # CPU blocks: the default 4 GiB swap space over one block of every layer
+    if rel.generation == "V0":  # CPU blocks: the default 4 GiB swap space over one block of every layer
         lines = (f"# {rel.v0_blocks_label} blocks: {paged.num_blocks}, # CPU blocks: "
                  f"{V0_SWAP_SPACE_BYTES // max(paged.block_bytes)}",
                  f"Maximum concurrency for {req.max_model_len} tokens per request: {concurrency:.2f}x")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from kvplan.engines.version import Version
+
 GIB = 1024**3
 # The wording of the start-up check: V0; V1 0.8.0 ("GB", no estimate); 0.8.5-0.9.0 (estimate dropped); 0.9.2-0.12
 # (%.2f GiB); 0.13 (+ docs link); 0.14-0.21 (round(x, 2), estimate glued to "Try"); 0.22 on ("model's", CPU notes).
@@ -91,6 +93,9 @@ class Mxfp4Rule:
 class VllmRelease:
     key: str  # what follows `vllm@`
     label: str  # EnginePlan.version
+    # the engine that runs: V0 (LLMEngine, worker/worker.py; vLLM 0.8 keeps it behind VLLM_USE_V1=0) or V1
+    # (v1/engine/core.py, the default from 0.8.0)
+    generation: Literal["V0", "V1"]
     release: str = ""  # the version whose code the row was read from ("" for V0 rows)
     gpu_memory_utilization: float
     usable_rounding: Literal["floor", "ceil"]  # total × u: int() before 0.14, ceil (request_memory) from 0.14
@@ -174,4 +179,4 @@ class VllmRelease:
     @property
     def version(self) -> tuple[int, ...]:
         """The release read, as numbers (0.19.0 -> (0, 19, 0)); () for V0 rows."""
-        return tuple(int(p) for p in self.release.split(".")) if self.release else ()
+        return Version.parse(self.release).parts

@@ -79,7 +79,7 @@ MXFP4_025 = Mxfp4Rule(gpt_oss=MXFP4_015.gpt_oss, deepseek_v4=MXFP4_024.deepseek_
                              "layout frees the original scales: :1150-1156)")
 
 V0_065 = VllmRelease(
-    key="0.7", label="vLLM 0.7 (V0 engine)", gpu_memory_utilization=0.9, usable_rounding="floor",
+    key="0.7", label="vLLM 0.7 (V0 engine)", generation="V0", gpu_memory_utilization=0.9, usable_rounding="floor",
     absolute_peak=False, persistent_sampler_buffers=False, compiled=False, rows_capped=False,
     full_hidden_at_sampler=True, sampled_row_copies=0, sampler="sort", sampler_paths=("sort", "flashinfer"),
     sort_bytes_per_logit=SORT_V0, scheduler=_V0, chunked_prefill_always=False, async_scheduling=False,
@@ -140,7 +140,7 @@ V1_080 = _after(
         ("refusal in \"GB\" with no length estimate; PP: min budget × the heaviest stage (not modelled: kvplan "
          "pairs each stage's budget with its own layers)", "v1/core/kv_cache_utils.py:451-484, 556-588"),
     ),
-    absolute_peak=True, compiled=True, rows_capped=True, full_hidden_at_sampler=False, sampled_row_copies=1,
+    generation="V1", absolute_peak=True, compiled=True, rows_capped=True, full_hidden_at_sampler=False, sampled_row_copies=1,
     sampler_paths=("sort",), sort_bytes_per_logit=SORT_V1, scheduler=_V1_080, chunked_prefill_always=True,
     refusal="v1-0.8.0", mla_block_forced=64, mla_block_multiples=False)
 V1_08 = _after(V1_080, "0.8", "0.8.5", (

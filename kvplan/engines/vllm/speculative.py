@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvplan.engines.base import Request
+from kvplan.engines.version import Version
 from kvplan.engines.vllm.groups import NO_SPEC, SpecReserve
 from kvplan.engines.vllm.row import VllmRelease
 from kvplan.errors import InputError
@@ -51,7 +52,7 @@ def _check_mtp(rel: VllmRelease, req: Request) -> None:
     if mtp is None or rel.version < (0, 9):
         return
     first = MTP_FIRST_RELEASE.get(mtp.key)
-    if first is not None and rel.version < tuple(int(p) for p in first.split(".")):
+    if first is not None and rel.version < Version.parse(first).parts:
         raise InputError(f"{rel.label} has no MTP drafter for {req.model.model_id} ({mtp.drafter}, matched by "
                          f"{mtp.key}, arrives in vLLM {first}: config/speculative.py hf_config_override)",
                          arg="speculative_method")
