@@ -80,7 +80,7 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     stages = pages.stages
     if pages.packed is not None:  # block-outermost packing (DeepSeek-V4): packed.py
         groups, uniform_type = packed.packed_groups(specs), True
-        block_bytes = tuple(deepseek_v4.block_bytes(rel.key, groups, specs, r, pages.packed) for r in stages)
+        block_bytes = tuple(deepseek_v4.block_bytes(rel, groups, specs, r, pages.packed) for r in stages)
     else:
         groups, uniform_type = kv_cache_groups(specs, rel.group_size_ratio, rel.hybrid_groups_strided)
         block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
@@ -89,7 +89,7 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    per_request = deepseek_v4.blocks_per_request(rel.key, groups, specs, need, stages[-1]) \
+    per_request = deepseek_v4.blocks_per_request(rel, groups, specs, need, stages[-1]) \
         if pages.packed is not None else sum(need)
     return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, check=rel.start_check,
                   packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)

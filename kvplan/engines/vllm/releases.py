@@ -127,7 +127,7 @@ def in_flight(rel: VllmRelease, req: Request, async_: bool) -> int:
 
 def _path_bytes(rel: VllmRelease, path: str, rows: int, vocab: int, sms: int) -> tuple[float, int]:
     """(bytes per logit, bytes the sampler keeps) of a top-k/top-p path over `rows` rows."""
-    if path in ("triton", "flashinfer+triton") and rows < TRITON_MIN_ROWS and rel.version < (0, 30):
+    if path in ("triton", "flashinfer+triton") and rows < TRITON_MIN_ROWS and rel.triton_sampler_sorts_few_rows:
         path = "sort" if path == "triton" else "flashinfer"
     if path == "sort":
         return rel.sort_bytes_per_logit, 0
