@@ -288,4 +288,9 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
         {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
         {'weights_bytes': (0, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # DeepSeek-V4-Flash with MTP x2 across two GB10 nodes ('Device capability 12.1'; the compose file's sm 12.1a), TP 2,
+    # B12X MXFP4 experts; the MTP draft read from the log
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": (
+        {'gpu': 'GB10'}, 'deepseek-ai/DeepSeek-V4-Flash',
+        {'weights_bytes': (1, 1), 'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
 }

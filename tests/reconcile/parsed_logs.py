@@ -254,4 +254,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
         'vllm', '0.18.1rc1.dev147+g290809456', {'model': 'Qwen/Qwen3.5-35B-A3B-FP8', 'max_model_len': '262144', 'gpu_memory_utilization': '0.8', 'prefix_caching': 'True', 'graph_estimate': 'off'},
         {'weights': ['34.22'], 'cuda_graph': ['1.65', '0.04'], 'kv_budget': ['55.72'], 'kv_tokens': ['729,696'], 'max_model_len': ['262,144'], 'max_concurrency': ['10.85']}),
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": (
+        'vllm', '0.21.1rc1.dev339+g1967a5627bc3', {'model': 'deepseek-ai/DeepSeek-V4-Flash', 'served_model_name': 'deepseek-v4-flash', 'tp': '2', 'speculative_method': 'mtp', 'num_speculative_tokens': '2', 'max_model_len': '200000', 'kv_dtype': 'fp8', 'block_size': '256', 'gpu_memory_utilization': '0.8', 'max_num_batched_tokens': '8192', 'max_num_seqs': '4', 'prefix_caching': 'True', 'graph_estimate': 'on'},
+        {'weights': ['75.86'], 'cuda_graph': ['0.55', '0.34'], 'kv_budget': ['18.65'], 'kv_tokens': ['1,001,650'], 'max_model_len': ['200,000'], 'max_concurrency': ['5.01']}),
 }

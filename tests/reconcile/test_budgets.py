@@ -50,6 +50,8 @@ GPUS: dict[str, str | float] = {
     "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": "GB10", "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": "A100-80G",
     "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": "GB10", "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": "H100",
     "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": "GB10",
+    # issue 29, part 3
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": "GB10",
 }
 _BNB = "kvplan counts no bitsandbytes weights (Unsloth's dynamic 4-bit keeps some layers in 16 bits)"
 _STAND_IN = "a quantized checkpoint the stand-in's bf16 weights do not represent"
@@ -90,6 +92,7 @@ WITHIN_1_PERCENT = {
     "vllm-v0271-qwen3-32b-tp2-rtxpro6000", "vllm-nightly-llama31-8b-a100-80gb-fragments",
     "vllm-v0191-qwen3-8b-a100-40gb", "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4",
     "vllm-v0190-qwen35-9b-l40s",  # the Qwen3.5 tower's profile run (issue 29)
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv",  # MTP x2 on two GB10s (issue 29)
 }
 
 
