@@ -293,4 +293,14 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": (
         {'gpu': 'GB10'}, 'deepseek-ai/DeepSeek-V4-Flash',
         {'weights_bytes': (1, 1), 'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt (launch command, the two figures, the log's head): gpt-oss-20b's MXFP4 experts on an
+    # A100 80GB (Marlin on sm80; the post names the A100, its size follows from the numbers)
+    "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt": (
+        {'gpu': 'A100-80G'}, 'openai/gpt-oss-20b',
+        {'weights_bytes': (1, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt (launch command and the two figures): Gemma-4-26B-A4B with its vision tower on an A100 80GB,
+    # eager; the release is not printed (the same author's next run is 0.19.0)
+    "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": (
+        {'model': 'google/gemma-4-26B-A4B', 'gpu': 'A100-80G', 'engine': 'vllm@0.19'}, 'google/gemma-4-26B-A4B',
+        {'weights_bytes': (1, 1)}, {'kv_budget_bytes'}),
 }

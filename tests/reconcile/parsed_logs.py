@@ -257,4 +257,10 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": (
         'vllm', '0.21.1rc1.dev339+g1967a5627bc3', {'model': 'deepseek-ai/DeepSeek-V4-Flash', 'served_model_name': 'deepseek-v4-flash', 'tp': '2', 'speculative_method': 'mtp', 'num_speculative_tokens': '2', 'max_model_len': '200000', 'kv_dtype': 'fp8', 'block_size': '256', 'gpu_memory_utilization': '0.8', 'max_num_batched_tokens': '8192', 'max_num_seqs': '4', 'prefix_caching': 'True', 'graph_estimate': 'on'},
         {'weights': ['75.86'], 'cuda_graph': ['0.55', '0.34'], 'kv_budget': ['18.65'], 'kv_tokens': ['1,001,650'], 'max_model_len': ['200,000'], 'max_concurrency': ['5.01']}),
+    "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt": (
+        'vllm', '0.19.0', {'model': 'openai/gpt-oss-20b', 'max_model_len': '131072', 'gpu_memory_utilization': '0.65'},
+        {'weights': ['13.72'], 'kv_budget': ['36.56']}),
+    "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": (
+        'vllm', None, {'max_model_len': '131072', 'gpu_memory_utilization': '0.9', 'enforce_eager': 'True'},
+        {'weights': ['48.5'], 'kv_budget': ['21.5']}),
 }
