@@ -303,4 +303,9 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": (
         {'model': 'google/gemma-4-26B-A4B', 'gpu': 'A100-80G', 'engine': 'vllm@0.19'}, 'google/gemma-4-26B-A4B',
         {'weights_bytes': (1, 1)}, {'kv_budget_bytes'}),
+    # Qwen3.6-35B-A3B-NVFP4 with MTP x2 on a GB10 (the log's fused-MoE config name): Qwen3.5-35B-A3B's layout (no config of
+    # the NVFP4 checkpoint bundled); its MTP layer joins the KV groups (3 padding layers), read from the log
+    "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": (
+        {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
+        {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'weights_bytes', 'kv_budget_bytes'}),
 }

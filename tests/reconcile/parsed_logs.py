@@ -263,4 +263,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": (
         'vllm', None, {'max_model_len': '131072', 'gpu_memory_utilization': '0.9', 'enforce_eager': 'True'},
         {'weights': ['48.5'], 'kv_budget': ['21.5']}),
+    "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": (
+        'vllm', '0.22.1rc1.dev26+g4721bb3aa', {'model': 'nvidia/Qwen3.6-35B-A3B-NVFP4', 'served_model_name': 'qwen3.6-35b', 'speculative_method': 'mtp', 'num_speculative_tokens': '2', 'max_model_len': '262144', 'kv_dtype': 'fp8', 'quantization': 'modelopt', 'gpu_memory_utilization': '0.85', 'max_num_batched_tokens': '8192', 'max_num_seqs': '5', 'prefix_caching': 'True', 'gpu_name': 'NVIDIA_GB10', 'moe_backend': 'marlin', 'graph_estimate': 'on'},
+        {'weights': ['21.93'], 'padding_layers': ['3', '3'], 'padding_percent': ['10.00', '10.00'], 'cuda_graph': ['0.18'], 'kv_budget': ['73.13'], 'kv_tokens': ['6,312,658'], 'max_model_len': ['262,144'], 'max_concurrency': ['24.08']}),
 }

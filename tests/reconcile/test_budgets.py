@@ -80,6 +80,7 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": "an AMD GPU not named; " + _NO_GPU,
     "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": "an author's excerpt: release not printed, GPU from the guide",
     "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": "an author's excerpt: release not printed",
+    "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": _STAND_IN,
 }
 # the logs whose budget kvplan's estimate puts within 1% of usable memory today (14 of 27, after the release rows of
 # issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
