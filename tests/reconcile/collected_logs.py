@@ -308,4 +308,9 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": (
         {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
         {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'weights_bytes', 'kv_budget_bytes'}),
+    # RedHatAI's NVFP4 Gemma-4-26B-A4B (compressed-tensors) on a 32 GB Blackwell GPU under WSL (not named): Google's bf16
+    # checkpoint has its layers and KV layout (no config of the NVFP4 one bundled)
+    "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": (
+        {'model': 'google/gemma-4-26B-A4B'}, 'google/gemma-4-26B-A4B',
+        {'weights_bytes': (0, 1), 'kv_tokens': (1, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
 }

@@ -266,4 +266,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": (
         'vllm', '0.22.1rc1.dev26+g4721bb3aa', {'model': 'nvidia/Qwen3.6-35B-A3B-NVFP4', 'served_model_name': 'qwen3.6-35b', 'speculative_method': 'mtp', 'num_speculative_tokens': '2', 'max_model_len': '262144', 'kv_dtype': 'fp8', 'quantization': 'modelopt', 'gpu_memory_utilization': '0.85', 'max_num_batched_tokens': '8192', 'max_num_seqs': '5', 'prefix_caching': 'True', 'gpu_name': 'NVIDIA_GB10', 'moe_backend': 'marlin', 'graph_estimate': 'on'},
         {'weights': ['21.93'], 'padding_layers': ['3', '3'], 'padding_percent': ['10.00', '10.00'], 'cuda_graph': ['0.18'], 'kv_budget': ['73.13'], 'kv_tokens': ['6,312,658'], 'max_model_len': ['262,144'], 'max_concurrency': ['24.08']}),
+    "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": (
+        'vllm', '0.19.2rc1.dev8+g4b7f5ea1a', {'model': 'RedHatAI/gemma-4-26B-A4B-it-NVFP4', 'served_model_name': 'gemma-4-26b-it-nvfp4', 'max_model_len': '98304', 'kv_dtype': 'fp8_e4m3', 'quantization': 'compressed-tensors', 'gpu_memory_utilization': '0.8', 'prefix_caching': 'True', 'graph_estimate': 'off'},
+        {'weights': ['15.77'], 'cuda_graph': ['0.83', '0.41'], 'kv_budget': ['8.29'], 'kv_tokens': ['72,400'], 'max_model_len': ['98,304'], 'max_concurrency': ['6.73']}),
 }

@@ -81,6 +81,7 @@ INCOMPLETE: dict[str, str] = {
     "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": "an author's excerpt: release not printed, GPU from the guide",
     "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": "an author's excerpt: release not printed",
     "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": _STAND_IN,
+    "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": _STAND_IN,
 }
 # the logs whose budget kvplan's estimate puts within 1% of usable memory today (14 of 27, after the release rows of
 # issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
