@@ -86,7 +86,7 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0202-gemma4-26b-a4b-nvfp4-fp8kv-256k-rtx5090-wsl": _STAND_IN,
     "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": _STAND_IN,
 }
-# the logs whose budget kvplan's estimate puts within 1% of usable memory today (14 of 27, after the release rows of
+# the logs whose budget kvplan's estimate puts within 1% of usable memory today (17 of 37, after the release rows of
 # issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
 # default path (sort for 0.10) is assumed; tools/log_budgets.py reads the inputs of tests/data/logs/
 # budget-inputs-vllm.json, where the 0.10 Qwen2-7B runs are inferred to have used FlashInfer's sampler (their
