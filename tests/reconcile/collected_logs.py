@@ -328,4 +328,9 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": (
         {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
         {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes', 'weights_bytes'}),
+    # the same NVFP4 checkpoint on a 32 GB Blackwell GPU under WSL (an RTX 5090 inferred), 8,192 tokens: Qwen3.5-35B-A3B's
+    # layout
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-8k-rtx5090-wsl": (
+        {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
+        {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'weights_bytes', 'kv_budget_bytes'}),
 }

@@ -278,4 +278,7 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": (
         'vllm', '0.20.0', {'model': 'RedHatAI/Qwen3.6-35B-A3B-NVFP4', 'served_model_name': 'Qwen3.6-35B-A3B-NVFP4', 'max_model_len': '262144', 'kv_dtype': 'fp8_e4m3', 'quantization': 'compressed-tensors', 'gpu_memory_utilization': '0.85', 'max_num_batched_tokens': '65536', 'max_num_seqs': '8', 'prefix_caching': 'True', 'graph_estimate': 'on'},
         {'weights': ['21.86'], 'cuda_graph': ['0.47', '0.47'], 'kv_budget': ['66.93'], 'kv_tokens': ['1,754,352'], 'max_model_len': ['262,144'], 'max_concurrency': ['25.36']}),
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-8k-rtx5090-wsl": (
+        'vllm', '0.20.0', {'model': 'RedHatAI/Qwen3.6-35B-A3B-NVFP4', 'served_model_name': 'Qwen3.6-35B-A3B-NVFP4', 'max_model_len': '8192', 'kv_dtype': 'fp8_e4m3', 'quantization': 'compressed-tensors', 'gpu_memory_utilization': '0.9', 'max_num_batched_tokens': '4096', 'max_num_seqs': '4', 'prefix_caching': 'True', 'graph_estimate': 'on'},
+        {'weights': ['21.86'], 'cuda_graph': ['0.45', '0.67'], 'kv_budget': ['2.95'], 'kv_tokens': ['75,456'], 'max_model_len': ['8,192'], 'max_concurrency': ['14.70']}),
 }

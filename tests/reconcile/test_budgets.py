@@ -85,6 +85,7 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": _STAND_IN,
     "vllm-v0202-gemma4-26b-a4b-nvfp4-fp8kv-256k-rtx5090-wsl": _STAND_IN,
     "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": _STAND_IN,
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-8k-rtx5090-wsl": _STAND_IN,
 }
 # the logs whose budget kvplan's estimate puts within 1% of usable memory today (17 of 37, after the release rows of
 # issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
