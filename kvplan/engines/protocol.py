@@ -45,7 +45,7 @@ class Fp8BlockCheck:
     """A release's check that a block-quantized FP8 checkpoint's weight blocks divide at the TP the weights are cut
     by (``kvplan.planning.quant_checks``)."""
 
-    release: str  # the release key whose rules apply
+    merged_relaxed: bool  # a merged layer (QKV, gate_up) whose partitions' blocks do not divide passes
     expert_tp: int | None  # the TP every expert is cut by (None: whole experts under expert parallelism)
     moe_refine: bool  # a block that does not divide is refined to a finer scale grid first
     source: str  # file:line of the check

@@ -87,7 +87,7 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     profile.check_layout(request)
     blocks = profile.fp8_blocks(request)
     if blocks is not None:
-        refused = fp8_block_refusal(request.model, request.tp, blocks.release, expert_tp=blocks.expert_tp,
+        refused = fp8_block_refusal(request.model, request.tp, blocks.merged_relaxed, expert_tp=blocks.expert_tp,
                                     moe_refine=blocks.moe_refine)
         if refused:
             raise InputError(f"{refused} ({profile.version}, {blocks.source})")
