@@ -140,8 +140,12 @@ class EngineBase:
         return ()
 
     def multi_node(self, parallel: Parallel, gpus_per_node: int) -> dict[str, int]:
-        """How its launch command spreads one replica over nodes ({}: one node is enough)."""
-        nodes = cdiv(self.replica_gpus(parallel), gpus_per_node)
+        """How its launch command spreads one replica over nodes ({}: one node is enough): the fewest nodes that
+        hold an equal share of its ranks, as the engines split them (vLLM 0.25.0
+        v1/executor/multiproc_executor.py:251 asserts world_size % nnodes == 0; SGLang 0.5.23
+        srt/entrypoints/engine.py:2071 gives each node tp_size // nnodes): TP 8 at 3 GPUs a node is 4 nodes of 2."""
+        gpus = self.replica_gpus(parallel)
+        nodes = next(n for n in range(cdiv(gpus, gpus_per_node), gpus + 1) if gpus % n == 0)
         return {} if nodes == 1 else {"nodes": nodes}
 
     def memory_fraction(self, settings: Settings) -> float | None:

@@ -188,4 +188,4 @@ def failed(question: CapacityRequest, engine: str, exc: KvplanError) -> Capacity
     return CapacityResult(engine=engine, model=question.model, gpu=None, gpu_memory_bytes=None, tp=cache.tp,
                           pp=cache.pp, dcp=cache.dcp, max_model_len=question.max_model_len, weights_bytes_per_gpu=None,
                           overhead=None, kv_budget_bytes_per_gpu=(0,), plan=get_engine(engine).empty_plan(cache),
-                          notes=(f"error: {exc}",), error=str(exc))
+                          notes=(f"error: {exc}",), error=str(exc), cache=cache)
