@@ -35,7 +35,7 @@ RELEASE = re.compile(r"^v?\d\.\d+(\.\d+)*$")  # 0.18, 0.8.5, 1.2 (not 127.0.0.1)
 VERSIONED = re.compile(r"^(?!len\().*(\bversion\b|version_info|\bVersion\.parse\b)")
 
 # (module, what) still outside the rows, and why. Remove an entry when its site moves into a row. Open: reconcile's
-# VLLM_RULES/BUDGET_RULES and its V0 row choice; the launch spellings' entry points and TRT-LLM's flag table.
+# VLLM_RULES/BUDGET_RULES; the launch spellings' entry points and TRT-LLM's flag table.
 PENDING: dict[tuple[str, str], str] = {
     ("__init__.py", "release '0.1.0'"): "kvplan's own version, not an engine's",
     ("config/aliases.py", "release '0.17.0'"): "the vLLM release an unmodelled architecture's source was read from",
@@ -55,8 +55,6 @@ PENDING: dict[tuple[str, str], str] = {
     ("reconcile/rules.py", "release '0.8.0'"): "reconcile's VLLM_RULES/BUDGET_RULES: logs of patch releases with no "
                                                "row (0.8.4, 0.10.2); not yet row fields",
     ("reconcile/rules.py", "version comparison"): "the same table: a logged version placed among its rows",
-    ("reconcile/inputs.py", "version comparison"): "which V0 row a V0 log's release takes",
-    ("reconcile/inputs.py", "release '0.7'"): "the same",
     ("probe/check.py", "version comparison"): "a CUDA compute capability (8, 9), not a release",
     ("planning/prices.py", "version comparison"): "Python's sys.version_info, not an engine's",
 }
