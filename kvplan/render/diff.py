@@ -25,6 +25,7 @@ LABELS = {"verdict": "verdict", "kv_dtype": "KV dtype", "kv_budget_bytes": "KV b
           "max_concurrency": "concurrency", "reserve_bytes_per_request": "request, admission reserve",
           "log_lines": "log lines"}
 BYTES = ("term:", "kv_budget_bytes", "reserve_bytes_per_request")
+ROWS_NOTE = "its value and sources are in the engine's rows"
 # What the summary leads with: the first of these that changed (tokens only when either side holds some).
 HEADLINE = ("kv_tokens", "kv_budget_bytes", "verdict", "max_concurrency", "num_blocks")
 
@@ -117,8 +118,9 @@ def _headline(key: str, a: Value, b: Value, la: str, lb: str, verdict: tuple[Val
     if key == "kv_tokens" and isinstance(a, int) and isinstance(b, int):
         if not a:
             return f"{lb} holds {b:,} KV tokens where {la} holds none"
-        pct = round(abs(b - a) * 100 / a)
-        return f"{lb} holds {pct}% {'more' if b > a else 'fewer'} KV tokens than {la} ({b:,} vs {a:,})"
+        pct = abs(b - a) * 100 / a
+        share = f"{pct:.0f}" if pct >= 1 else f"{pct:.1f}"
+        return f"{lb} holds {share}% {'more' if b > a else 'fewer'} KV tokens than {la} ({b:,} vs {a:,})"
     if key == "kv_budget_bytes" and isinstance(a, int) and isinstance(b, int):
         both = f" (both {'refuse' if verdict[0] == 'refuses' else 'start'})" if verdict[0] == verdict[1] else ""
         return f"{lb} has {gib(abs(b - a))} {'more' if b > a else 'less'} KV budget per GPU than {la}{both}"
@@ -136,9 +138,10 @@ def _because(d: Diff, key: str) -> str:
         kv = dict((k, (a, b)) for k, a, b in d.quantities)["kv_dtype"]
         return f"KV dtype {kv[0]} -> {kv[1]}" if kv[0] != kv[1] else "no single rule of the rows moves it"
     top = max(causes, key=lambda c: _size(c.moves[key]))
-    rule = top.rules[0]
     more = f" (and {len(causes) - 1} more rule{'s' if len(causes) > 2 else ''})" if len(causes) > 1 else ""
-    return f"{short(rule.rule)}, {rule.source.split(';')[0]}{more}"
+    if not top.rules:
+        return f"{top.release} {top.field} (the row cites no rule for it){more}"
+    return f"{short(top.rules[0].rule)}, {top.rules[0].source.split(';')[0]}{more}"
 
 
 def _size(moved: tuple[Value, Value]) -> float:
@@ -149,6 +152,8 @@ def _size(moved: tuple[Value, Value]) -> float:
 def short(rule: str, width: int = 90) -> str:
     """A rule's opening words: up to its first ': ' or '; ', cut at a word under `width` characters."""
     head = rule.split("; ")[0].split(": ")[0]
+    if head.count("(") > head.count(")"):  # cut inside a parenthesis: end before it
+        head = head[:head.rfind(" (")] if " (" in head else head
     return head if len(head) <= width else head[:width].rsplit(" ", 1)[0] + "…"
 
 
@@ -201,9 +206,9 @@ def cause_lines(p: DiffPayload) -> list[str]:
     moving = [c for c in p.causes if c.moves]
     out = ["rules that change the answer:" if moving else "no rule of the rows changes the answer"]
     for c in moving:
-        for r in c.rules:
-            out.append(f"[{c.number}] {r.release} {c.field}: {r.rule} ({r.source}); moves "
-                       f"{', '.join(label(k) for k in c.moves)}")
+        moves = f"moves {', '.join(label(k) for k in c.moves)}"
+        out += [f"[{c.number}] {r.release} {c.field}: {r.rule} ({r.source}); {moves}" for r in c.rules] or \
+            [f"[{c.number}] {c.release} {c.field}: the row cites no rule for it ({ROWS_NOTE}); {moves}"]
     idle = [f"{c.field} ({c.release})" for c in p.causes if not c.moves]
     if idle:
         out.append(f"changed in the rows, no effect on this answer: {', '.join(idle)}")

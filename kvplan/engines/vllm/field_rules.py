@@ -1,9 +1,11 @@
 """Which of a vLLM release's rules (``VllmRelease.changes``) sets which field of its row (``changes.field_changes``).
 
-A release with one rule sets every field it changes by that rule. For the others, ``FIELD_RULES`` maps, per release,
-the opening words of a rule (a substring of its text in ``rows.py`` / ``rows_late.py``) to the fields it sets;
-a field left out cites every rule of its release (``rules_setting``). tests/engines/test_changes.py keeps every
-substring matching exactly one rule and every field a release changes (and that a capacity answer reads) mapped.
+``FIELD_RULES`` maps, per release, the opening words of a rule (a substring of its text in ``rows.py`` /
+``rows_late.py``) to the fields it sets; a release with one rule sets by it every field it changes but those of
+``UNCITED``. ``UNCITED`` holds the fields whose rules the rows do not write in ``changes`` (what a release accepts,
+cited in ``rows_accepts.py`` and beside each field in ``row.py``; and a few rules no text names): they cite none.
+tests/engines/test_changes.py keeps every substring matching exactly one rule, and every field a V1 release changes
+mapped or in ``UNCITED``: a new row field says which rule sets it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ CHAIN: tuple[VllmRelease, ...] = (*V0_ROWS, *V1_ROWS)  # every row, oldest first
 _SAMPLER = ("compiled", "rows_capped", "full_hidden_at_sampler", "sampled_row_copies", "sampler_paths",
             "sort_bytes_per_logit")
 FIELD_RULES: dict[str, dict[str, tuple[str, ...]]] = {
-    "0.8.0": {"V1 engine;": ("absolute_peak", "v0_blocks_label"), "profile run compiled": _SAMPLER,
+    "0.8.0": {"V1 engine;": ("generation", "absolute_peak", "v0_blocks_label"), "profile run compiled": _SAMPLER,
               "scheduler tier by device name": ("scheduler", "chunked_prefill_always"),
               "refusal in \"GB\"": ("refusal",)},
     "0.8.5": {"scheduler tier by torch total": ("scheduler",), "refusal in GiB": ("refusal",)},
@@ -54,6 +56,7 @@ FIELD_RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "0.21.0": {"VLLM_USE_FLASHINFER_SAMPLER": ("sampler", "sampler_paths"), "int(max_concurrency": ("legacy_token_log",),
                "DeepSeek-V4 fp4": ("mxfp4",)},
     "0.22.0": {"Model Runner V2 default for Qwen3": ("mrv2",), "\"model's\"": ("refusal",)},
+    "0.23.0": {"Model Runner V2 default also": ("mrv2",)},
     "0.24.0": {"MoE or quantized too": ("mrv2",), "sm12x": ("mxfp4",)},
     "0.25.0": {"every model without experts": ("mrv2",), "frees the original": ("mxfp4",)},
     "0.26.0": {"PyNccl": ("tp_comm",), "sliding-window reserve": ("in_flight",)},  # its MRV2 list: no rule text
@@ -64,13 +67,25 @@ FIELD_RULES: dict[str, dict[str, tuple[str, ...]]] = {
                "prefix caching on by default for hybrids": ("hybrid_prefix_caching", "mamba_all_mode_architectures")},
     "0.29.0": {"for all models": ("mrv2", "mrv2_graph_estimate"), "null block": ("refusal_null_block",),
                "hybrid block = max(kernel block": ("hybrid_block_legacy",), "FP8 MoE block scales": ("fp8_moe_refine",)},
+    "0.30.0": {"any row count": ("triton_sampler_sorts_few_rows",)},
     "0.32.0": {"prefill checkpoint block per request": ("mamba_checkpoint_mixers",), "M-RoPE": ("mrope_per_model",)},
-    "0.33.0": {"sampler twice": ("mrv2_sampler",), "Qwen gated DeltaNet": ("mamba_checkpoint_mixers",)},
+    "0.33.0": {"sampler twice": ("mrv2_sampler",), "Qwen gated DeltaNet": ("mamba_checkpoint_mixers",),
+               "GB10": ("small_tier_capabilities",)},
 }
+# What a release accepts before it plans (rows_accepts.py cites where each is read), DeepSeek-V4's block layout
+# (deepseek_v4.py), and the rules no text of their release names (0.8.0's MLA block forcing, 0.9.0's speculative
+# methods and encoder items, 0.26's Model Runner V2 list).
+UNCITED = frozenset({
+    "kv_dtypes", "kv_dtype_validator", "lora_ranks", "lora_ranks_literal", "block_sizes", "backend_block_sizes",
+    "nvfp4_capabilities", "nvfp4_fa2", "dcp_gqa_checked", "data_parallel", "expert_parallel", "v_padded_to_k",
+    "dsv4_block_layout", "dsv4_concurrency", "fp8_merged_relaxed", "mtp_drafters",
+    "mla_block_forced", "mla_block_multiples", "spec_methods", "lookahead_methods", "encoder_items_rule", "mrv2"})
 
 
 def rules_setting(row: VllmRelease, field: str) -> tuple[Change, ...]:
-    """The rules of `row` that set `field` (all of them where ``FIELD_RULES`` maps none)."""
+    """The rules of `row` that set `field`: those ``FIELD_RULES`` maps it to, else a one-rule release's rule (a field
+    of ``UNCITED``: none)."""
     mapped = [words for words, names in FIELD_RULES.get(row.release, {}).items() if field in names]
-    found = tuple(c for c in row.changes if any(words in c.rule for words in mapped))
-    return found or row.changes
+    if mapped:
+        return tuple(c for c in row.changes if any(words in c.rule for words in mapped))
+    return row.changes if len(row.changes) == 1 and field not in UNCITED else ()
