@@ -22,9 +22,9 @@ def gpus_completed(incomplete: str) -> list[str]:
 
 
 def engines_completed(incomplete: str) -> list[str]:
-    from kvplan.engines import ENGINE_NAMES, REGISTRY
+    from kvplan.engines import ENGINE_NAMES, registry
 
-    return [name for name in dict.fromkeys((*ENGINE_NAMES, "all", *REGISTRY)) if name.startswith(incomplete.lower())]
+    return [name for name in dict.fromkeys((*ENGINE_NAMES, "all", *registry())) if name.startswith(incomplete.lower())]
 
 
 # Engine.
