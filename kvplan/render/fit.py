@@ -108,7 +108,7 @@ def setup_text(c: SetupPayload) -> str:
 def _row(rank: int, c: SetupPayload, priced: bool, why: bool, dp: bool = False) -> tuple[str, ...]:
     cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", *((str(c.dp), str(c.ep)) if dp else ()),
              str(c.tp), str(c.pp), c.kv_dtype,
-             gib(c.kv_budget_bytes_per_gpu), format_floor(c.requests_per_replica), f"{c.requests:,}"]
+             gib(c.kv_budget_bytes_per_gpu), f"{format_floor(c.requests_per_replica)}x", f"{c.requests:,}"]
     if priced:
         cells.append("-" if c.cost_per_hour is None else f"{c.cost_per_hour:,.2f}")
     cells.append("yes" if c.fits else "no")
@@ -126,7 +126,7 @@ def fit_tables(payload: FitPayload) -> list[RenderableType]:
     why = any(not c.fits for c in rows)
     dp = any(c.dp > 1 for c in rows)
     table = Table(title=title)
-    for name in ("rank", "GPU", "GPUs", "replicas", *(("dp", "ep") if dp else ()), "tp", "pp", "KV dtype", "KV budget/GPU", "requests/replica",
+    for name in ("rank", "GPU", "GPUs", "replicas", *(("dp", "ep") if dp else ()), "tp", "pp", "KV dtype", "KV budget/GPU", "concurrency/replica",
                  "requests", *(("$/hour",) if priced else ()), "serves"):
         table.add_column(name, justify="left" if name in ("GPU", "KV dtype") else "right")
     if why:
