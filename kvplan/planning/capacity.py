@@ -129,7 +129,17 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
         budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
                          held=(-held.over_bytes, held.estimated_bytes) if held else None)
     result = _result(profile, (replace(asked, draft=request.draft), request), layout, budget, memory)
-    return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
+    found = extras.summarize(profile, request, result.plan, layout, result.budget_terms,
+                             node=(result.gpu, memory.host_memory_bytes))
+    return host_refusal(replace(result, extras=found))
+
+
+def host_refusal(result: CapacityResult) -> CapacityResult:
+    """A node that cannot hold what the replica pins in host memory refuses it (where the GPU did not)."""
+    host = result.extras.host_memory
+    if host is None or host.refusal is None or result.plan.refusal is not None:
+        return result
+    return replace(result, plan=replace(result.plan, refusal=Refusal(message=host.refusal)))
 
 
 def _result(profile: Engine, requests: tuple[Request, Resolved], layout: Layout, budget: Budget,
