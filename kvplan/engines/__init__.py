@@ -25,6 +25,7 @@ from kvplan.engines.base import (
 )
 from kvplan.engines.protocol import Engine
 from kvplan.engines.settings import Settings, SglangSettings, TrtllmSettings, VllmSettings, settings_from
+from kvplan.engines.version import Version
 from kvplan.errors import InputError
 
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "hf")  # `--engine all`: the newest release of each
@@ -66,22 +67,11 @@ def _lookup(name: str) -> tuple[str, str, str] | None:
     version = re.sub(r"^v(?=\d)", "", version)
     if f"{base}@{version}" in REGISTRY:
         return REGISTRY[f"{base}@{version}"]
-    numbers = []
-    for part in version.split("."):
-        digits = re.match(r"\d+", part)
-        if digits is None:
-            break
-        numbers.append(digits.group())
-        if digits.group() != part:  # 1rc1, 0+cu128: what follows is not a release number
-            break
+    parsed = Version.parse(version)  # 1rc1, 0+cu128: what follows a number that is not one is not a release number
     depth = MINOR_DEPTH.get(base)
     if depth is not None:
-        return REGISTRY.get(f"{base}@{'.'.join(numbers[:depth])}")
-    for end in range(len(numbers), 0, -1):
-        row = REGISTRY.get(f"{base}@{'.'.join(numbers[:end])}")
-        if row:
-            return row
-    return None
+        return REGISTRY.get(f"{base}@{Version(parsed.parts[:depth])}")
+    return next((REGISTRY[f"{base}@{p}"] for p in parsed.prefixes() if f"{base}@{p}" in REGISTRY), None)
 
 
 def release_key(name: str) -> tuple[str, str]:

@@ -46,7 +46,7 @@ class Fp8BlockCheck:
     """A release's check that a block-quantized FP8 checkpoint's weight blocks divide at the TP the weights are cut
     by (``kvplan.planning.quant_checks``)."""
 
-    release: str  # the release key whose rules apply
+    merged_relaxed: bool  # a merged layer (QKV, gate_up) whose partitions' blocks do not divide passes
     expert_tp: int | None  # the TP every expert is cut by (None: whole experts under expert parallelism)
     moe_refine: bool  # a block that does not divide is refined to a finer scale grid first
     source: str  # file:line of the check
@@ -145,8 +145,12 @@ class EngineBase:
         return ()
 
     def multi_node(self, parallel: Parallel, gpus_per_node: int) -> dict[str, int]:
-        """How its launch command spreads one replica over nodes ({}: one node is enough)."""
-        nodes = cdiv(self.replica_gpus(parallel), gpus_per_node)
+        """How its launch command spreads one replica over nodes ({}: one node is enough): the fewest nodes that
+        hold an equal share of its ranks, as the engines split them (vLLM 0.25.0
+        v1/executor/multiproc_executor.py:251 asserts world_size % nnodes == 0; SGLang 0.5.23
+        srt/entrypoints/engine.py:2071 gives each node tp_size // nnodes): TP 8 at 3 GPUs a node is 4 nodes of 2."""
+        gpus = self.replica_gpus(parallel)
+        nodes = next(n for n in range(cdiv(gpus, gpus_per_node), gpus + 1) if gpus % n == 0)
         return {} if nodes == 1 else {"nodes": nodes}
 
     def memory_fraction(self, settings: Settings) -> float | None:

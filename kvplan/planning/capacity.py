@@ -87,7 +87,7 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     profile.check_layout(request)
     blocks = profile.fp8_blocks(request)
     if blocks is not None:
-        refused = fp8_block_refusal(request.model, request.tp, blocks.release, expert_tp=blocks.expert_tp,
+        refused = fp8_block_refusal(request.model, request.tp, blocks.merged_relaxed, expert_tp=blocks.expert_tp,
                                     moe_refine=blocks.moe_refine)
         if refused:
             raise InputError(f"{refused} ({profile.version}, {blocks.source})")
@@ -188,4 +188,4 @@ def failed(question: CapacityRequest, engine: str, exc: KvplanError) -> Capacity
     return CapacityResult(engine=engine, model=question.model, gpu=None, gpu_memory_bytes=None, tp=cache.tp,
                           pp=cache.pp, dcp=cache.dcp, max_model_len=question.max_model_len, weights_bytes_per_gpu=None,
                           overhead=None, kv_budget_bytes_per_gpu=(0,), plan=get_engine(engine).empty_plan(cache),
-                          notes=(f"error: {exc}",), error=str(exc))
+                          notes=(f"error: {exc}",), error=str(exc), cache=cache)

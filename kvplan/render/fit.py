@@ -115,7 +115,7 @@ def _row(rank: int, c: SetupPayload, priced: bool, why: bool, shown: tuple[bool,
     dp, ep, dcp = shown
     cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", *((str(c.dp),) if dp else ()),
              *((str(c.ep),) if ep else ()), str(c.tp), str(c.pp), *((str(c.dcp),) if dcp else ()), c.kv_dtype,
-             gib(c.kv_budget_bytes_per_gpu), format_floor(c.requests_per_replica), f"{c.requests:,}"]
+             gib(c.kv_budget_bytes_per_gpu), f"{format_floor(c.requests_per_replica)}x", f"{c.requests:,}"]
     if priced:
         cells.append("-" if c.cost_per_hour is None else f"{c.cost_per_hour:,.2f}")
     cells.append("yes" if c.fits else "no")
@@ -134,7 +134,7 @@ def fit_tables(payload: FitPayload) -> list[RenderableType]:
     shown = (any(c.dp > 1 for c in rows), any(c.ep > 1 for c in rows), any(c.dcp > 1 for c in rows))
     table = Table(title=title)
     for name in ("rank", "GPU", "GPUs", "replicas", *(("dp",) if shown[0] else ()), *(("ep",) if shown[1] else ()),
-                 "tp", "pp", *(("dcp",) if shown[2] else ()), "KV dtype", "KV budget/GPU", "requests/replica",
+                 "tp", "pp", *(("dcp",) if shown[2] else ()), "KV dtype", "KV budget/GPU", "concurrency/replica",
                  "requests", *(("$/hour",) if priced else ()), "serves"):
         table.add_column(name, justify="left" if name in ("GPU", "KV dtype") else "right")
     if why:

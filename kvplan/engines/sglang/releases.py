@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from kvplan.engines.sglang import archs
+from kvplan.engines.version import Version
 
 # Every SGLang minor release on PyPI from 0.4 on (there is no 0.5.0).
 MINORS = (*(f"0.4.{n}" for n in range(11)), *(f"0.5.{n}" for n in range(1, 24)))
@@ -298,12 +299,9 @@ RELEASES = {r.key: r for r in ROWS}
 NEWEST = ROWS[-1].key
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split("."))
-
-
 def release_for(version: str) -> SglangRelease | None:
     """The row a minor release follows (the newest step at or below it); None: not a minor kvplan knows."""
     if version not in MINORS:
         return None
-    return max((r for r in ROWS if _version(r.key) <= _version(version)), key=lambda r: _version(r.key))
+    at = Version.parse(version)
+    return max((r for r in ROWS if Version.parse(r.key) <= at), key=lambda r: Version.parse(r.key))

@@ -56,7 +56,7 @@ class VllmEngine(EngineBase):
 
     def resolve(self, request: Request) -> Resolved:
         speculative.check(self.release, request)
-        families.check_engine(request.model, self.release.key, self.version, self.release.refusal == "v0")
+        families.check_engine(request.model, self.release.key, self.version, self.release.generation == "V0")
         request = checks.before_defaults(self.release, request)
         parallel.check(self.release, request)
         if request.settings.kv_offloading_bytes and not self.release.kv_offloading:
@@ -67,9 +67,9 @@ class VllmEngine(EngineBase):
         return resolved(found)
 
     def _small_tier(self, request: Request) -> Request:
-        """GB10 on 0.33: the smallest tier's scheduler defaults (families.SMALL_TIER_CAPABILITIES), unless given."""
+        """GB10 on 0.33: the smallest tier's scheduler defaults (the row's small_tier_capabilities), unless given."""
         device, s = request.device, request.settings
-        if device is None or not families.small_tier(self.release.key, device.compute_capability):
+        if device is None or not families.small_tier(self.release, device.compute_capability):
             return request
         serve, llm = self.release.scheduler[-1].serve, self.release.scheduler[-1].llm
         tokens, seqs = serve if s.vllm.entry_point == "serve" else llm
@@ -79,14 +79,14 @@ class VllmEngine(EngineBase):
     def fp8_blocks(self, request: Request) -> Fp8BlockCheck:
         """Block-FP8 weights at the TP they are cut by: MoE TP dp × tp, whole experts under EP (parallel.py)."""
         moe_tp = None if request.ep > 1 else request.parallel.dp_tp
-        return Fp8BlockCheck(release=self.release.key, expert_tp=moe_tp, moe_refine=self.release.fp8_moe_refine,
+        return Fp8BlockCheck(merged_relaxed=self.release.fp8_merged_relaxed, expert_tp=moe_tp, moe_refine=self.release.fp8_moe_refine,
                              source="vllm/model_executor/layers/quantization/utils/fp8_utils.py:1296-1374")
 
     def policy(self, request: Request) -> LayoutPolicy:
         hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
         return LayoutPolicy(windows="window" if hybrid else "full",
-                            v_as_k=families.pads_v_to_k(request.model, self.release.key),
-                            cross_as_self=self.release.refusal == "v0")
+                            v_as_k=families.pads_v_to_k(request.model, self.release),
+                            cross_as_self=self.release.generation == "V0")
 
     def budget_rules(self, request: Resolved) -> BudgetRules:
         return budget_rules(self.release, request)
