@@ -110,8 +110,13 @@ def get_engine(name: str) -> Engine:
     row = _lookup(name)
     if row is None:
         raise _unknown(name)
-    profile: Engine = getattr(importlib.import_module(row[0]), row[1])(row[2])
+    profile = _PROFILES.get(row)
+    if profile is None:  # a profile is read-only data: one per release row, built once
+        profile = _PROFILES[row] = getattr(importlib.import_module(row[0]), row[1])(row[2])
     return profile
+
+
+_PROFILES: dict[tuple[str, str, str], Engine] = {}
 
 
 __all__ = ["DEFAULT_ENGINE", "ENGINE_NAMES", "REGISTRY", "VLLM_RELEASES", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
