@@ -24,6 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "kvplan"
 ROWS = {
     "engines/version.py",  # the Version type: the comparisons themselves
     "engines/vllm/row.py", "engines/vllm/rows.py", "engines/vllm/rows_late.py", "engines/vllm/rows_accepts.py",
+    "engines/vllm/field_rules.py",  # which of a row's rules sets which of its fields, per release (kvplan diff)
     # vLLM's architectures by release (registry.json: first listed, first refused), compared with a row's key
     "engines/vllm/served.py",
     "engines/sglang/row.py", "engines/sglang/rows.py",  # SGLang's rows
