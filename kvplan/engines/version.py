@@ -53,10 +53,6 @@ class Version(NamedTuple):
                      for i, n in enumerate(self.parts))
 
 
-def at_least(row: str, bound: str) -> bool:
-    """The row key's version ≥ bound (``Version.at_least``)."""
-    return Version.parse(row).at_least(bound)
-
-
 def below(row: str, bound: str) -> bool:
+    """The row key's version < bound, on the key's parts (``Version.below``)."""
     return Version.parse(row).below(bound)

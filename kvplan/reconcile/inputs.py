@@ -16,6 +16,7 @@ from kvplan.config.model import SERVED_DTYPES, ModelConfig, with_dtype
 from kvplan.dtypes import canonical_dtype, check_dtype_name
 from kvplan.engines import EnginePlan, Settings, get_engine, settings_from
 from kvplan.engines.base import BudgetTerm, Device, Request
+from kvplan.engines.vllm.rows import v0_rows
 from kvplan.errors import CapacityError, InputError, KvplanError
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning.capacity import CapacityResult, plan_capacity
@@ -145,11 +146,8 @@ def vllm_profile(log: StartupLog) -> tuple[str, str | None]:
     said = log.version or (".".join(map(str, at)) if at else "unknown")
     if not is_v0(log):
         return first_known("vllm", [f"vllm@{log.version or said}"], said)
-    if at is not None and at >= (0, 8):
-        return first_known("vllm", [f"vllm@{at[0]}.{at[1]}-v0", "vllm@0.8-v0"], f"{said} (V0)")
-    if at is not None and at[:2] == (0, 6):
-        return first_known("vllm", [f"vllm@{log.version or said}", "vllm@0.6.5"], said)
-    return first_known("vllm", [f"vllm@{log.version or '0.7'}", "vllm@0.7"], f"{said} (V0)")
+    keys, v0 = v0_rows(at, log.version)
+    return first_known("vllm", [f"vllm@{key}" for key in keys], f"{said} (V0)" if v0 else said)
 
 
 @lru_cache(maxsize=4096)

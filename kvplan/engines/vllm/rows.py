@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from kvplan.engines.version import Version
 from kvplan.engines.vllm.row import GIB, Change, MoeBackendRule, Mxfp4Rule, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows_accepts import (
     BLOCKS_012,
@@ -263,3 +264,14 @@ V1_016 = _after(V1_015, "0.16", "0.16.0", (
      "before, the checkpoint's own copy stays loaded)", "v1/spec_decode/eagle.py:1457-1521"),
 ), lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}), mtp_head_shared=True,
     mtp_drafters=MTP_016)
+
+
+def v0_rows(at: tuple[int, ...] | None, version: str | None) -> tuple[tuple[str, ...], bool]:
+    """The V0 rows a V0 start-up log of release `at` (printing `version`) is planned with, in order of preference,
+    and whether the release is named as V0: 0.8 and later run the V0 engine as 0.8 does (a "-v0" row of its own
+    minor first); 0.6.x its own row, else 0.6.5's; 0.7 and a log that cannot be placed, 0.7's."""
+    if at is not None and Version(at) >= Version((0, 8)):
+        return (f"{at[0]}.{at[1]}-v0", "0.8-v0"), True
+    if at is not None and at[:2] == (0, 6):
+        return (version or ".".join(map(str, at)), "0.6.5"), False
+    return (version or "0.7", "0.7"), True
