@@ -118,6 +118,8 @@ JSON_RUNS = {
                   ("reconcile", "tests/data/logs/vllm-v017-qwen3-4b-rtx5080-refusal.log", "--model", "Qwen/Qwen3-8B",
                    "--json")],
     "report": [("report", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json")],
+    "diff": [("diff", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100", "--tp", "4", "--max-model-len", "32k",
+              "--engine", "vllm@0.25", "--engine", "vllm@0.29", "--json")],
 }
 
 

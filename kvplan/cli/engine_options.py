@@ -6,13 +6,12 @@ apart from those so that `kvplan size` neither imports nor builds them.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from kvplan.cli.expand import Expand
 from kvplan.cli.options import ENGINE, EXTRAS, MEMORY, option, switch
 from kvplan.errors import InputError
-from kvplan.units import GIB, parse_bytes, parse_memory_size, parse_positive_tokens
+from kvplan.units import parse_gib_size, parse_memory_size, parse_positive_tokens
 
 
 def gpus_completed(incomplete: str) -> list[str]:
@@ -22,9 +21,9 @@ def gpus_completed(incomplete: str) -> list[str]:
 
 
 def engines_completed(incomplete: str) -> list[str]:
-    from kvplan.engines import ENGINE_NAMES, REGISTRY
+    from kvplan.engines import ENGINE_NAMES, registry
 
-    return [name for name in dict.fromkeys((*ENGINE_NAMES, "all", *REGISTRY)) if name.startswith(incomplete.lower())]
+    return [name for name in dict.fromkeys((*ENGINE_NAMES, "all", *registry())) if name.startswith(incomplete.lower())]
 
 
 # Engine.
@@ -174,14 +173,7 @@ def kv_budget(text: str | None) -> tuple[int, ...] | None:
 
 def size_gib(text: str | None, name: str) -> int | None:
     """A bare number is GiB (vLLM's and LMCache's unit); a size keeps its unit."""
-    if text is None:
-        return None
-    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", text):
-        return int(float(text) * GIB)
-    try:
-        return parse_bytes(text)
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}", arg=name) from None
+    return None if text is None else parse_gib_size(text, name)
 
 
 def _modules(text: str | None) -> tuple[str, ...] | None:

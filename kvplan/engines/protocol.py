@@ -14,7 +14,8 @@ An engine profile follows one release of its engine (``version``) and declares o
 - the plan: ``plan`` cuts that memory into blocks and tokens on the layout it is handed, and says whether it refuses
   (a ``Refusal`` is an answer: the plan is still returned with its numbers); ``empty_plan`` when it got no memory;
 - the replica: ``replica_gpus``, the data-parallel layouts it runs (``data_parallel_layouts``), how one replica
-  spreads over nodes (``multi_node``), and how its launch command spells the knobs (``spelling``).
+  spreads over nodes (``multi_node``), whether it runs EP without DP (``expert_parallel_alone``) and PP inside DP
+  (``data_parallel_with_pp``), and how its launch command spells the knobs (``spelling``).
 ``kvplan.planning.capacity`` builds the layout once (``build_layout`` with the engine's policy) and chains them; the
 CLI only renders the frozen ``EnginePlan``. ``EngineBase`` holds what most engines share; each engine overrides what
 differs.
@@ -59,6 +60,8 @@ class Engine(Protocol):
     name: str
     version: str  # the release whose rules and defaults the profile follows
     supports_dcp: bool
+    expert_parallel_alone: bool  # it runs EP over the TP ranks without data parallel (fit tries TP × PP with EP = TP)
+    data_parallel_with_pp: bool  # its DP + EP layouts take PP inside each DP rank (fit tries them with PP)
     start_check: bool  # it refuses to start when one max_model_len request does not fit its pool
     budget_overflow: tuple[str, str]  # a given KV budget the GPU cannot hold: what happens, and why ("": unsaid)
     spelling: Spelling | None  # its launch command (None: kvplan writes and reads none)
@@ -112,6 +115,8 @@ class EngineBase:
     name: str
     version: str
     supports_dcp = False
+    expert_parallel_alone = False
+    data_parallel_with_pp = False
     start_check = False
     logs_concurrency = False  # it logs a maximum concurrency (0.0 in a plan with no memory)
     compressed_caches = False  # it lays out DeepSeek-V4's compressed caches (as kvplan models vLLM's)

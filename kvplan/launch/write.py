@@ -48,9 +48,9 @@ def engine_name(result: CapacityResult) -> str:
 
 @cache
 def _release_name(engine: str, version: str) -> str:
-    from kvplan.engines import REGISTRY, get_engine
+    from kvplan.engines import get_engine, registry
 
-    names = [n for n in REGISTRY if n.startswith(f"{engine}@") and get_engine(n).version == version]
+    names = [n for n in registry() if n.startswith(f"{engine}@") and get_engine(n).version == version]
     return max(names, key=len) if names else engine
 
 

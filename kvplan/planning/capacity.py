@@ -28,7 +28,7 @@ from kvplan.engines import (
     Settings,
     get_engine,
 )
-from kvplan.errors import InputError, KvplanError
+from kvplan.errors import CapacityError, InputError, KvplanError, Refused
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning import extras, given_budget
@@ -74,6 +74,25 @@ class CapacityResult:
     def refusal(self) -> Refusal | None:
         """The engine's "no" (it would not start with this memory); the numbers are still the answer."""
         return self.plan.refusal
+
+    @property
+    def verdict(self) -> str:
+        """"starts", "refuses" (the engine would not start with this memory) or "error" (no answer)."""
+        return "error" if self.error is not None else "refuses" if self.refusal is not None else "starts"
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The notes that warn (each without its "warning: " prefix)."""
+        return tuple(n.removeprefix("warning: ") for n in self.notes if n.startswith("warning:"))
+
+    def raise_for_refusal(self) -> CapacityResult:
+        """This answer, or ``Refused`` (a CapacityError) when the engine would refuse, ``CapacityError`` when
+        there is no answer: for a script that wants an exception."""
+        if self.error is not None:
+            raise CapacityError(f"{self.engine}: {self.error}")
+        if self.refusal is not None:
+            raise Refused(f"{self.engine} refuses to start: {self.refusal.message}", self)
+        return self
 
     @property
     def within_estimate(self) -> bool:

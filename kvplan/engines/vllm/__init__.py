@@ -35,6 +35,10 @@ class VllmEngine(EngineBase):
     start_check = True  # the start-up check: one max_model_len request must fit (start_check.py)
     logs_concurrency = True
     compressed_caches = True  # deepseek_v4.py
+    # --enable-expert-parallel without DP: EP = dp × tp = tp (0.33 model_executor/layers/fused_moe/config.py:1198-1230);
+    # a DP rank is a whole engine of tp × pp GPUs, PP included (parallel.py)
+    expert_parallel_alone = True
+    data_parallel_with_pp = True
     budget_overflow = ("CUDA out of memory allocating the KV cache",
                        "vLLM takes --kv-cache-memory-bytes without checking it against the device, 0.33.0 "
                        "v1/worker/gpu_worker.py:656-681, and allocates it in one tensor, v1/worker/utils.py:596")
