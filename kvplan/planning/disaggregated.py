@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvplan.engines import get_engine
@@ -28,6 +29,7 @@ class Pool:
     replicas: int  # 0: one replica cannot hold one request
     requests_per_replica: int  # at max_model_len with the role's reserve
     result: CapacityResult
+    launch: Mapping[str, Any] = field(default_factory=dict)  # fit's multi-node flags for the layout
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +72,7 @@ def disaggregated(question: CapacityRequest, *, ratio: tuple[int, int] = (1, 1),
     replicas = math.ceil(options["concurrency"] / per_decode) if per_decode else 0
     return Disaggregated(
         ratio=ratio, fitted=fitted,
-        decode=Pool(role="decode", replicas=replicas, requests_per_replica=per_decode, result=decode),
+        decode=Pool(role="decode", replicas=replicas, requests_per_replica=per_decode, result=decode,
+                    launch=best.launch),
         prefill=Pool(role="prefill", replicas=math.ceil(replicas * ratio[0] / ratio[1]),
-                     requests_per_replica=per_prefill, result=prefill))
+                     requests_per_replica=per_prefill, result=prefill, launch=best.launch))

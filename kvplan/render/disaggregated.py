@@ -12,20 +12,20 @@ from typing import Any
 
 from kvplan.planning.disaggregated import Disaggregated, Pool
 from kvplan.render import gib
-from kvplan.render.capacity import capacity_payload
+from kvplan.render.capacity import capacity_payload, launch_of
 from kvplan.render.payload import plain
 
 
 def pool_json(pool: Pool | None) -> dict[str, Any] | None:
     if pool is None:
         return None
-    payload = capacity_payload(pool.result)
+    payload, written = capacity_payload(pool.result), launch_of(pool.result, pool.launch)
     layout = payload.layout
     return {"role": pool.role, "replicas": pool.replicas, "requests_per_replica": pool.requests_per_replica,
             "gpu": payload.gpu, "tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep,
             "kv_dtype": payload.kv_dtype, "gpus_per_replica": layout.gpus,
             "kv_budget_bytes_per_gpu": payload.kv_budget_bytes_per_gpu, "kv_tokens": payload.kv_tokens,
-            "transfer": plain(pool.result.extras.role), "command": payload.command}
+            "transfer": plain(pool.result.extras.role), "command": written.command if written else None}
 
 
 def disaggregated_json(d: Disaggregated) -> dict[str, Any]:
