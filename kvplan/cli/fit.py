@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -11,7 +11,18 @@ from kvplan.cli.common import emit
 from kvplan.cli.engine_options import EngineArgs, Engines, Gpu, memory_options
 from kvplan.cli.expand import Expand, command
 from kvplan.cli.launch import Format, fit_manifest, output_format, yaml_text
-from kvplan.cli.options import MEMORY, PARALLEL, GpusPerNode, Json, KvDtypes, ModelArgs, cache_options, listed, option
+from kvplan.cli.options import (
+    MEMORY,
+    PARALLEL,
+    GpusPerNode,
+    Json,
+    KvDtypes,
+    ModelArgs,
+    cache_options,
+    listed,
+    option,
+    switch,
+)
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
 from kvplan.planning.request import CapacityRequest, Memory
@@ -41,6 +52,10 @@ Nodes = Annotated[int | None, option("--nodes", "Most nodes in all, of --gpus-pe
                                      "--max-gpus within it).", PARALLEL, "N")]
 MaxGpus = Annotated[int | None, option("--max-gpus", "Most GPUs in all, replicas × tp × pp (default 8 nodes).",
                                        PARALLEL, "N")]
+Disaggregated = Annotated[bool, switch("--disaggregated", "Prefill and decode pools: the decode pool holds the load "
+                                       "(with its decode reserve), the prefill pool --pd-ratio of its replicas; each "
+                                       "with its budget, transfer bytes and launch command.", PARALLEL)]
+PdRatio = Annotated[str, option("--pd-ratio", "Prefill:decode replicas with --disaggregated.", PARALLEL, "P:D")]
 # tp, pp, dp, ep and the KV dtype are what fit searches; the GPU is a list of types here.
 FitCache = Annotated[CacheRequest, Expand(cache_options, without=("tp", "pp", "dp", "ep", "kv_dtype"))]
 FitMemory = Annotated[Memory, Expand(memory_options, without=("gpu",))]
@@ -50,7 +65,7 @@ FitMemory = Annotated[Memory, Expand(memory_options, without=("gpu",))]
 def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemory, gpu: Gpu = None,
         prices: Price = None, max_replicas: MaxReplicas = None, engine: Engines = None, kv_dtype: KvDtypes = None,
         gpus_per_node: GpusPerNode = 8, max_gpus: MaxGpus = None, nodes: Nodes = None, json: Json = False,
-        format: Format = None) -> None:
+        format: Format = None, disaggregated: Disaggregated = False, pd_ratio: PdRatio = "1:1") -> None:
     """Cheapest setups serving --batch requests (also --concurrency) of --max-model-len tokens: GPU type,
     replicas × layout (TP × PP; for a model with experts also DP attention + EP), KV dtype.
 
@@ -63,25 +78,54 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     from kvplan.render.fit import fit_payload, fit_tables
 
     fmt = output_format(format, json)
-    engines = listed(engine, "engine", "vllm")
-    if len(engines) > 1 or engines[0].lower() == "all":
-        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf (or one release)", arg="engine")
+    engines = _one_engine(engine)
     if cache.max_model_len is None:
         raise InputError("fit needs max_model_len: the tokens of each request (32k)", arg="max_model_len")
     question = CapacityRequest(model=model, cache=cache, settings=settings, memory=memory)
+    searched: dict[str, Any] = dict(
+        concurrency=cache.batch, gpu=[g for g in gpu.split(",") if g.strip()] if gpu else None, max_gpus=max_gpus,
+        kv_dtype=listed(kv_dtype, "kv_dtype", "auto"), gpus_per_node=8 if gpus_per_node is None else gpus_per_node,
+        nodes=nodes, max_replicas=max_replicas, prices=read_prices(prices) if prices else None)
+    if disaggregated:
+        return _disaggregated(question, pd_ratio, fmt, engines[0], searched)
     with progress("fitting") as step:
-        result = run(question, concurrency=cache.batch, gpu=[g for g in gpu.split(",") if g.strip()] if gpu else None,
-                     engine=engines[0], kv_dtype=listed(kv_dtype, "kv_dtype", "auto"), gpus_per_node=8 if gpus_per_node is None else gpus_per_node,
-                     max_gpus=max_gpus, nodes=nodes,
-                     max_replicas=max_replicas, prices=read_prices(prices) if prices else None, progress=step)
+        result = run(question, engine=engines[0], progress=step, **searched)
     payload = fit_payload(result)
     if fmt == "yaml":
         print(yaml_text(fit_manifest(payload)), end="")
     else:
         best = payload.best
         launch = [f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}: {best.command}"] \
-            if fmt == "table" and best is not None and best.command else None
-        told = [*([result.why] if result.why and fmt == "table" else []), *(launch or [])]
-        emit(payload, fmt == "json", fit_tables, told or None, notes=result.notes)
+            if fmt == "table" and best is not None and best.command else []
+        emit(payload, fmt == "json", fit_tables, [*([result.why] if result.why and fmt == "table" else []), *launch]
+             or None, notes=result.notes)
     if result.best is None:
+        raise typer.Exit(1)
+
+
+def _one_engine(engine: list[str] | None) -> tuple[str, ...]:
+    engines = listed(engine, "engine", "vllm")
+    if len(engines) > 1 or engines[0].lower() == "all":
+        raise InputError("fit takes one engine: vllm, sglang, trtllm or hf (or one release)", arg="engine")
+    return engines
+
+
+def _disaggregated(question: CapacityRequest, ratio: str, fmt: str, engine: str, options: dict[str, Any]) -> None:
+    """fit --disaggregated: fit's answer for the decode side and the two pools (exit 1 when none holds the load)."""
+    from kvplan.planning.disaggregated import disaggregated, parse_ratio
+    from kvplan.render.disaggregated import disaggregated_json, disaggregated_lines
+    from kvplan.render.fit import fit_payload, fit_tables
+    from kvplan.render.payload import plain
+
+    if fmt == "yaml":
+        raise InputError("--disaggregated: choose table or json", arg="format")
+    found = disaggregated(question, ratio=parse_ratio(ratio), engine=engine, **options)
+    payload = fit_payload(found.fitted)
+    if fmt == "json":
+        data = plain(payload)
+        emit({**(data if isinstance(data, dict) else {}), "disaggregated": disaggregated_json(found)}, True,
+             fit_tables, notes=found.fitted.notes)
+    else:
+        emit(payload, False, fit_tables, disaggregated_lines(found), notes=found.fitted.notes)
+    if found.decode is None or not found.decode.replicas:
         raise typer.Exit(1)

@@ -78,3 +78,23 @@ def test_an_unknown_role_is_bad_input() -> None:
     with pytest.raises(InputError) as err:
         Settings.of(role="both")
     assert err.value.arg_names == ("role",)
+
+
+def test_fit_disaggregated_pools_and_their_commands_read_back(run_cli: Any) -> None:
+    import shlex
+
+    code, out, err = run_cli("fit", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "32k", "--concurrency", "64",
+                             "--engine", "sglang", "--disaggregated", "--pd-ratio", "1:2", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)["disaggregated"]
+    prefill, decode = d["prefill"], d["decode"]
+    # the decode pool holds the load with its reserve: replicas = ceil(64 / requests per replica); prefill 1:2 of it
+    assert decode["replicas"] == -(-64 // decode["requests_per_replica"])
+    assert prefill["replicas"] == -(-decode["replicas"] // 2) and d["ratio"] == "1:2"
+    assert decode["transfer"]["reserve_tokens_per_request"] == 512 and prefill["transfer"]["reserve_tokens_per_request"] == 0
+    for pool in (prefill, decode):
+        assert pool["kv_budget_bytes_per_gpu"] > 0 and pool["transfer"]["transfer_bytes_per_request"] > 0
+        code, out, err = run_cli("capacity", "--gpu", "H100", "--json", "--", *shlex.split(pool["command"]))
+        assert code == 0, err
+        again = json.loads(out)
+        assert again["role"] == pool["transfer"] and again["kv_tokens"] == pool["kv_tokens"]
