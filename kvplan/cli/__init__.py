@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("kvplan.cli.report", "report"),
     "engines": ("kvplan.cli.engines", "engines"),
     "schema": ("kvplan.cli.schema", "schema"),
+    "mcp": ("kvplan.cli.mcp", "mcp"),
 }
 
 
