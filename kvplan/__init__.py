@@ -6,6 +6,8 @@
     r.bytes_per_sequence_per_gpu
     c = kvplan.capacity("Qwen/Qwen3-8B", gpu="H100", tp=2, gpu_memory_utilization=0.9)
     c.plan.kv_tokens
+    d = kvplan.diff("Qwen/Qwen3-8B", engines=("vllm@0.25", "vllm@0.29"), gpu="H100")
+    d.changed, d.causes_of("kv_tokens")
 
 Every question is a frozen request (``CacheRequest``; with the engine knobs and the GPU, a
 ``CapacityRequest``), given whole or as its fields' keywords; each part checks itself when it is made.
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from kvplan.planning.capacity import CapacityResult
     from kvplan.planning.fit import FitResult
     from kvplan.planning.request import CapacityRequest, Memory
+    from kvplan.workflows.diff import Diff, diff
     from kvplan.workflows.sweep import Sweep
 
     load_config = load_model
@@ -46,12 +49,12 @@ _EXPORTS = {
     "CapacityResult": "kvplan.planning.capacity",
     "fit": "kvplan.api.planning", "FitResult": "kvplan.planning.fit",
     "sweep": "kvplan.api.workflows", "compare": "kvplan.api.workflows", "reconcile": "kvplan.api.workflows",
-    "Sweep": "kvplan.workflows.sweep",
+    "Sweep": "kvplan.workflows.sweep", "diff": "kvplan.workflows.diff", "Diff": "kvplan.workflows.diff",
 }
 __all__ = [
-    "CacheRequest", "CapacityError", "CapacityRequest", "CapacityResult", "ConfigError", "FitResult", "InputError",
+    "CacheRequest", "CapacityError", "CapacityRequest", "CapacityResult", "ConfigError", "Diff", "FitResult", "InputError",
     "KvCacheResult", "KvplanError", "Layout", "LayoutPolicy", "Memory", "ModelConfig", "Overrides", "Refused",
-    "Settings", "ShardingError", "Sweep", "build_layout", "capacity", "capacity_all", "compare", "fit", "kv_cache",
+    "Settings", "ShardingError", "Sweep", "build_layout", "capacity", "capacity_all", "compare", "diff", "fit", "kv_cache",
     "layer_specs", "load_config", "load_model", "reconcile", "size", "sweep",
 ]
 

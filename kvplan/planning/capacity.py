@@ -106,7 +106,7 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     profile.check_layout(request)
     blocks = profile.fp8_blocks(request)
     if blocks is not None:
-        refused = fp8_block_refusal(request.model, request.tp, blocks.release, expert_tp=blocks.expert_tp,
+        refused = fp8_block_refusal(request.model, request.tp, blocks.merged_relaxed, expert_tp=blocks.expert_tp,
                                     moe_refine=blocks.moe_refine)
         if refused:
             raise InputError(f"{refused} ({profile.version}, {blocks.source})")
@@ -148,7 +148,17 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
         budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
                          held=(-held.over_bytes, held.estimated_bytes) if held else None)
     result = _result(profile, (replace(asked, draft=request.draft), request), layout, budget, memory)
-    return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
+    found = extras.summarize(profile, request, result.plan, layout, result.budget_terms,
+                             node=(result.gpu, memory.host_memory_bytes))
+    return host_refusal(replace(result, extras=found))
+
+
+def host_refusal(result: CapacityResult) -> CapacityResult:
+    """A node that cannot hold what the replica pins in host memory refuses it (where the GPU did not)."""
+    host = result.extras.host_memory
+    if host is None or host.refusal is None or result.plan.refusal is not None:
+        return result
+    return replace(result, plan=replace(result.plan, refusal=Refusal(message=host.refusal)))
 
 
 def _result(profile: Engine, requests: tuple[Request, Resolved], layout: Layout, budget: Budget,
@@ -207,4 +217,4 @@ def failed(question: CapacityRequest, engine: str, exc: KvplanError) -> Capacity
     return CapacityResult(engine=engine, model=question.model, gpu=None, gpu_memory_bytes=None, tp=cache.tp,
                           pp=cache.pp, dcp=cache.dcp, max_model_len=question.max_model_len, weights_bytes_per_gpu=None,
                           overhead=None, kv_budget_bytes_per_gpu=(0,), plan=get_engine(engine).empty_plan(cache),
-                          notes=(f"error: {exc}",), error=str(exc))
+                          notes=(f"error: {exc}",), error=str(exc), cache=cache)
