@@ -22,7 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kvplan.api.planning import capacity, capacity_all, fit, kv_cache, size
+    from kvplan.api.planning import capacity, capacity_all, diff, fit, kv_cache, size
     from kvplan.api.workflows import compare, reconcile, sweep
     from kvplan.config import ModelConfig, load_model
     from kvplan.engines import Settings
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from kvplan.planning.capacity import CapacityResult
     from kvplan.planning.fit import FitResult
     from kvplan.planning.request import CapacityRequest, Memory
-    from kvplan.workflows.diff import Diff, diff
+    from kvplan.workflows.diff import Diff
     from kvplan.workflows.sweep import Sweep
 
     load_config = load_model
@@ -49,7 +49,7 @@ _EXPORTS = {
     "CapacityResult": "kvplan.planning.capacity",
     "fit": "kvplan.api.planning", "FitResult": "kvplan.planning.fit",
     "sweep": "kvplan.api.workflows", "compare": "kvplan.api.workflows", "reconcile": "kvplan.api.workflows",
-    "Sweep": "kvplan.workflows.sweep", "diff": "kvplan.workflows.diff", "Diff": "kvplan.workflows.diff",
+    "Sweep": "kvplan.workflows.sweep", "diff": "kvplan.api.planning", "Diff": "kvplan.workflows.diff",
 }
 __all__ = [
     "CacheRequest", "CapacityError", "CapacityRequest", "CapacityResult", "ConfigError", "Diff", "FitResult", "InputError",

@@ -185,7 +185,10 @@ LAYOUT_KNOBS = {"quant_group", "state_dtype", "ssm_state_dtype", "overrides"}
 KNOB_MODULES = {"kvplan.formulas.request", "kvplan.formulas.layout", "kvplan.formulas.layers",
                 "kvplan.formulas.per_token", "kvplan.dtypes", "kvplan.cli.options",
                 "kvplan.planning.extras.speculative",  # a draft's cache: the target's, without its overrides
-                "kvplan.cli.probe"}  # the probe's allocation shapes (their resolved dtypes)
+                "kvplan.cli.probe",  # the probe's allocation shapes (their resolved dtypes)
+                # the public functions: each command's options as keywords, the CLI options' twins (tests/api), put
+                # into the request at once (kvplan.api.request)
+                "kvplan.api.planning", "kvplan.api.workflows"}
 
 
 def knob_uses(path: Path) -> set[str]:

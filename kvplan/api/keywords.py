@@ -45,7 +45,8 @@ READERS: dict[str, v.Reader] = {
     "max_lora_rank": _INT, "max_loras": _INT, "lora_target_modules": v.optional(v.names), "max_cpu_loras": _INT,
     "limit_mm_per_prompt": _INT, "cpu_offload_bytes": v.optional(v.host_size),
     "kv_offloading_bytes": v.optional(v.host_size), "hicache_ratio": _FRACTION,
-    "lmcache_cpu_bytes": v.optional(v.host_size),
+    "lmcache_cpu_bytes": v.optional(v.host_size), "mooncake_segment_bytes": v.optional(v.host_size), "role": _TEXT,
+    "host_memory_bytes": _SIZE,
     # GPU memory
     "gpu": _TEXT, "gpu_memory_bytes": _SIZE, "kv_budget_bytes": v.optional(v.budget), "overhead_bytes": _SIZE,
     "non_torch_bytes": _SIZE, "weights_dtype": _TEXT, "quantization": _TEXT, "gpus_per_node": _INT,
@@ -64,7 +65,8 @@ ALIASES = {
     "mamba_ssm_cache_dtype": "ssm_state_dtype", "mamba_ssm_dtype": "ssm_state_dtype", "q": "quantization",
     "gpu_mem": "gpu_memory_bytes", "kv_budget": "kv_budget_bytes", "overhead": "overhead_bytes",
     "non_torch": "non_torch_bytes", "cpu_offload_gb": "cpu_offload_bytes", "kv_offloading_size": "kv_offloading_bytes",
-    "lmcache_cpu_size": "lmcache_cpu_bytes", "kv_cache_free_gpu_memory_fraction": "free_gpu_memory_fraction",
+    "lmcache_cpu_size": "lmcache_cpu_bytes", "mooncake_segment_size": "mooncake_segment_bytes",
+    "host_mem": "host_memory_bytes", "kv_cache_free_gpu_memory_fraction": "free_gpu_memory_fraction",
     "max_num_tokens": "max_num_batched_tokens", "price": "prices",
     # the plural names kvplan.workflows takes (a sweep's axes, compare's lists)
     "max_model_lens": "max_model_len", "batches": "batch", "tps": "tp", "pps": "pp", "kv_dtypes": "kv_dtype",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kvplan.planning.capacity import CapacityResult
     from kvplan.planning.fit import FitResult
     from kvplan.planning.request import CapacityRequest, Memory
+    from kvplan.workflows.diff import Diff
 
 Int = int | str  # 2 or "2"
 OptInt = int | str | None
@@ -77,6 +78,7 @@ def capacity(model: str | ModelConfig | CapacityRequest, *, engine: str = "vllm"
              max_lora_rank: OptInt = None, max_loras: OptInt = None, lora_target_modules: Names | None = None,
              max_cpu_loras: OptInt = None, limit_mm_per_prompt: OptInt = None, cpu_offload_bytes: Size = None,
              kv_offloading_bytes: Size = None, hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None,
+             mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
              gpu: str | None = None, gpu_memory_bytes: Size = None, kv_budget_bytes: Budget = None,
              overhead_bytes: Size = None, non_torch_bytes: Size = None, weights_dtype: str | None = None,
              quantization: str | None = None, cache: CacheRequest | None = None, settings: Settings | None = None,
@@ -110,7 +112,9 @@ def capacity_all(model: str | ModelConfig | CapacityRequest, *, engine: Names = 
                  num_speculative_tokens: OptInt = None, max_lora_rank: OptInt = None, max_loras: OptInt = None,
                  lora_target_modules: Names | None = None, max_cpu_loras: OptInt = None,
                  limit_mm_per_prompt: OptInt = None, cpu_offload_bytes: Size = None, kv_offloading_bytes: Size = None,
-                 hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None, gpu: str | None = None,
+                 hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None,
+                 mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
+                 gpu: str | None = None,
                  gpu_memory_bytes: Size = None, kv_budget_bytes: Budget = None, overhead_bytes: Size = None,
                  non_torch_bytes: Size = None, weights_dtype: str | None = None, quantization: str | None = None,
                  cache: CacheRequest | None = None, settings: Settings | None = None,
@@ -144,7 +148,9 @@ def fit(model: str | ModelConfig | CapacityRequest, *, batch: Int = "1", max_mod
         speculative_method: str | None = None, num_speculative_tokens: OptInt = None, max_lora_rank: OptInt = None,
         max_loras: OptInt = None, lora_target_modules: Names | None = None, max_cpu_loras: OptInt = None,
         limit_mm_per_prompt: OptInt = None, cpu_offload_bytes: Size = None, kv_offloading_bytes: Size = None,
-        hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None, gpu_memory_bytes: Size = None,
+        hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None,
+        mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
+        gpu_memory_bytes: Size = None,
         kv_budget_bytes: Budget = None, overhead_bytes: Size = None, non_torch_bytes: Size = None,
         weights_dtype: str | None = None, quantization: str | None = None,
         progress: Callable[[int, int], None] | None = None) -> FitResult:
@@ -159,6 +165,43 @@ def fit(model: str | ModelConfig | CapacityRequest, *, batch: Int = "1", max_mod
     return search(asked, concurrency=v.count("batch", batch), gpu=gpu, engine=engine, kv_dtype=kv_dtype,
                   gpus_per_node=8 if gpus_per_node is None else int(gpus_per_node), max_gpus=_int(max_gpus),
                   nodes=_int(nodes), max_replicas=_int(max_replicas), prices=_prices(prices), progress=progress)
+
+
+@documented
+@public({"engine": v.optional(v.names), "kv_dtype": v.optional(v.names)})
+def diff(model: str | ModelConfig | CapacityRequest, *, engine: Names | None = None, kv_dtype: Names | None = None,
+         revision: str | None = None, dtype: str = "auto", tp: Int = 1, pp: Int = 1, dcp: Int = 1, dp: Int = 1,
+         ep: Int = 1, max_model_len: Length = None, block_size: OptInt = None, quant_group: Int = 8,
+         state_dtype: str = "auto", ssm_state_dtype: str = "auto", attention: str | None = None,
+         kv_heads: OptInt = None, layer_types: str | None = None, window: Length = None,
+         max_num_batched_tokens: Length = None, max_num_seqs: OptInt = None, enforce_eager: bool = False,
+         gpu_memory_utilization: Fraction = None, entry_point: str = "serve", sampler: str | None = None,
+         moe_backend: str | None = None, disable_hybrid_kv_cache_manager: bool = False,
+         no_async_scheduling: bool = False, mem_fraction_static: Fraction = None,
+         free_gpu_memory_fraction: Fraction = None, speculative_model: str | None = None,
+         speculative_method: str | None = None, num_speculative_tokens: OptInt = None, max_lora_rank: OptInt = None,
+         max_loras: OptInt = None, lora_target_modules: Names | None = None, max_cpu_loras: OptInt = None,
+         limit_mm_per_prompt: OptInt = None, cpu_offload_bytes: Size = None, kv_offloading_bytes: Size = None,
+         hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None,
+         mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
+         gpu: str | None = None,
+         gpu_memory_bytes: Size = None, kv_budget_bytes: Budget = None, overhead_bytes: Size = None,
+         non_torch_bytes: Size = None, weights_dtype: str | None = None, quantization: str | None = None) -> Diff:
+    """What changes between two setups of one question, as `kvplan diff` answers: two releases or engines
+    (`engine`: two, or one for both sides) and/or two KV dtypes (`kv_dtype`: two, or one for both)."""
+    from kvplan.workflows.diff import diff as compare_sides
+
+    values = locals()
+    if not engine and not kv_dtype:
+        raise InputError("diff compares two setups: give two engines (engine=['vllm@0.25', 'vllm@0.29']) or two "
+                         "KV dtypes", arg="engine")
+    asked = question(diff, model, {k: x for k, x in values.items() if k not in ("engine", "kv_dtype")})
+    return compare_sides(asked, engines=_pair(engine, "vllm"), kv_dtypes=_pair(kv_dtype, asked.cache.kv_dtype))
+
+
+def _pair(names: Names | None, default: str) -> tuple[str, str]:
+    items = tuple(names or (default,))
+    return (items[0], items[-1]) if len(items) <= 2 else (items[0], items[1])
 
 
 def _int(value: OptInt) -> int | None:

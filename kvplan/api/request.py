@@ -21,8 +21,8 @@ from kvplan.planning.request import CapacityRequest, capacity_request
 OVERRIDE_KEYS = ("attention", "kv_heads", "layer_types", "window")
 MODEL_KEYS = ("revision", "dtype")
 # keywords that are no field of the question (the function's own) or say a field another way
-NOT_FIELDS = frozenset({"model", "request", "engine", "gpus_per_node", "max_replicas", "max_gpus", "nodes", "prices", "progress",
-                        *OVERRIDE_KEYS, *MODEL_KEYS})
+NOT_FIELDS = frozenset({"model", "request", "engine", "gpus_per_node", "max_replicas", "max_gpus", "nodes", "prices",
+                        "progress", *OVERRIDE_KEYS, *MODEL_KEYS})
 
 
 def load(model: Any, revision: str | None = None, dtype: str = "auto", *, request: bool = True) -> Any:
@@ -52,8 +52,8 @@ def defaults(func: Callable[..., Any]) -> dict[str, Any]:
 def changed(func: Callable[..., Any], values: Mapping[str, Any]) -> dict[str, Any]:
     """The keywords away from `func`'s defaults."""
     known = defaults(func)
-    return {k: x for k, x in values.items() if k in known and k not in ("model", "models", "request", "log") and x is not known[k]
-            and x != known[k]}
+    return {k: x for k, x in values.items()
+            if k in known and k not in ("model", "models", "request", "log") and x is not known[k] and x != known[k]}
 
 
 def overrides(given: Mapping[str, Any]) -> Overrides | None:

@@ -65,7 +65,9 @@ def sweep(models: str | ModelConfig | Sequence[str | ModelConfig], *, max_model_
           num_speculative_tokens: OptInt = None, max_lora_rank: OptInt = None, max_loras: OptInt = None,
           lora_target_modules: Names | None = None, max_cpu_loras: OptInt = None, limit_mm_per_prompt: OptInt = None,
           cpu_offload_bytes: Size = None, kv_offloading_bytes: Size = None, hicache_ratio: Fraction = None,
-          lmcache_cpu_bytes: Size = None, gpu: str | None = None, gpu_memory_bytes: Size = None,
+          lmcache_cpu_bytes: Size = None,
+          mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
+          gpu: str | None = None, gpu_memory_bytes: Size = None,
           kv_budget_bytes: Budget = None, overhead_bytes: Size = None, non_torch_bytes: Size = None,
           weights_dtype: str | None = None, quantization: str | None = None,
           progress: Callable[[int, int], None] | None = None) -> Sweep:
@@ -99,7 +101,9 @@ def compare(models: Sequence[str | ModelConfig], *, kv_dtype: Names | None = Non
             num_speculative_tokens: OptInt = None, max_lora_rank: OptInt = None, max_loras: OptInt = None,
             lora_target_modules: Names | None = None, max_cpu_loras: OptInt = None,
             limit_mm_per_prompt: OptInt = None, cpu_offload_bytes: Size = None, kv_offloading_bytes: Size = None,
-            hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None, gpu: str | None = None,
+            hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None,
+            mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
+            gpu: str | None = None,
             gpu_memory_bytes: Size = None, kv_budget_bytes: Budget = None, overhead_bytes: Size = None,
             non_torch_bytes: Size = None, weights_dtype: str | None = None,
             quantization: str | None = None) -> Comparison:
@@ -149,7 +153,9 @@ def reconcile(log: str | Path | StartupLog, *, model: str | None = None, engine:
               num_speculative_tokens: OptInt = None, max_lora_rank: OptInt = None, max_loras: OptInt = None,
               lora_target_modules: Names | None = None, max_cpu_loras: OptInt = None,
               limit_mm_per_prompt: OptInt = None, cpu_offload_bytes: Size = None, kv_offloading_bytes: Size = None,
-              hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None, gpu: str | None = None,
+              hicache_ratio: Fraction = None, lmcache_cpu_bytes: Size = None,
+              mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
+              gpu: str | None = None,
               gpu_memory_bytes: Size = None, kv_budget_bytes: Budget = None, weights_dtype: str | None = None,
               quantization: str | None = None) -> Reconciliation:
     """Every KV number an engine's start-up log prints, recomputed, as `kvplan reconcile` checks it (``.ok``). A

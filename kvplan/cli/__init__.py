@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reconcile": ("kvplan.cli.reconcile", "reconcile"),
     "report": ("kvplan.cli.report", "report"),
     "engines": ("kvplan.cli.engines", "engines"),
+    "schema": ("kvplan.cli.schema", "schema"),
+    "mcp": ("kvplan.cli.mcp", "mcp"),
 }
 
 

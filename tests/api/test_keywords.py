@@ -15,6 +15,7 @@ from kvplan.api.docs import PARAMETERS
 from kvplan.api.keywords import ALIASES, keyword_of
 from kvplan.cli.capacity import capacity as capacity_command
 from kvplan.cli.compare import compare as compare_command
+from kvplan.cli.diff import diff as diff_command
 from kvplan.cli.fit import fit as fit_command
 from kvplan.cli.options import FLAG_ALIASES
 from kvplan.cli.reconcile import reconcile as reconcile_command
@@ -30,6 +31,7 @@ PAIRS = [
     pytest.param(kvplan.sweep, sweep_command, id="sweep"),
     pytest.param(kvplan.compare, compare_command, id="compare"),
     pytest.param(kvplan.reconcile, reconcile_command, id="reconcile"),
+    pytest.param(kvplan.diff, diff_command, id="diff"),
 ]
 # The command's output, its positional arguments, and what shapes only the printed answer.
 NOT_LIBRARY = {"json", "explain", "plot", "format", "csv", "kvplan_context", "model", "models", "logfile"}

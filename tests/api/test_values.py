@@ -137,3 +137,15 @@ def test_a_request_keeps_its_values_under_default_keywords() -> None:
     asked = kvplan.CapacityRequest(model=kvplan.load_model(QWEN), cache=kvplan.CacheRequest(tp=2))
     assert kvplan.capacity(asked, gpu="H100").tp == 2
     assert kvplan.capacity(asked, gpu="H100", tp=4).tp == 4
+
+
+def test_diff_takes_the_cli_forms() -> None:
+    from kvplan.workflows.diff import diff as sides
+
+    typed = kvplan.diff(QWEN, engine="vllm@0.25,vllm@0.29", gpu="H100", max_model_len="32k")
+    asked = kvplan.CapacityRequest(model=kvplan.load_model(QWEN), cache=kvplan.CacheRequest(max_model_len=32768),
+                                   memory=kvplan.Memory(gpu="H100"))
+    plain = sides(asked, engines=("vllm@0.25", "vllm@0.29"))
+    assert (typed.a.plan, typed.b.plan) == (plain.a.plan, plain.b.plan)
+    with pytest.raises(kvplan.InputError, match="diff compares two setups"):
+        kvplan.diff(QWEN, gpu="H100")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib", "huggingface_hub")
+HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib", "huggingface_hub", "mcp", "jsonschema")
 
 
 def _modules_after(code: str) -> set[str]:
