@@ -53,6 +53,7 @@ GPUS: dict[str, str | float] = {
     # issue 29, part 3
     "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": "GB10",
     "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt": "A100-80G", "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": "A100-80G",
+    "vllm-v0180-qwen35-9b-fp8kv-l40s-modal": "L40S",
 }
 _BNB = "kvplan counts no bitsandbytes weights (Unsloth's dynamic 4-bit keeps some layers in 16 bits)"
 _STAND_IN = "a quantized checkpoint the stand-in's bf16 weights do not represent"
@@ -82,8 +83,11 @@ INCOMPLETE: dict[str, str] = {
     "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": "an author's excerpt: release not printed",
     "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": _STAND_IN,
     "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": _STAND_IN,
+    "vllm-v0202-gemma4-26b-a4b-nvfp4-fp8kv-256k-rtx5090-wsl": _STAND_IN,
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": _STAND_IN,
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-8k-rtx5090-wsl": _STAND_IN,
 }
-# the logs whose budget kvplan's estimate puts within 1% of usable memory today (14 of 27, after the release rows of
+# the logs whose budget kvplan's estimate puts within 1% of usable memory today (17 of 37, after the release rows of
 # issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
 # default path (sort for 0.10) is assumed; tools/log_budgets.py reads the inputs of tests/data/logs/
 # budget-inputs-vllm.json, where the 0.10 Qwen2-7B runs are inferred to have used FlashInfer's sampler (their
@@ -98,6 +102,7 @@ WITHIN_1_PERCENT = {
     "vllm-v0190-qwen35-9b-l40s",  # the Qwen3.5 tower's profile run (issue 29)
     "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv",  # MTP x2 on two GB10s (issue 29)
     "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt",  # MXFP4 through Marlin on an A100 (issue 29)
+    "vllm-v0180-qwen35-9b-fp8kv-l40s-modal",  # the Qwen3.5 tower's profile run, fp8 KV (issue 29)
 }
 
 
