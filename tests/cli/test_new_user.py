@@ -130,6 +130,11 @@ def test_a_bad_vllm_config_file_is_one_line(run_cli: Any, tmp_path: Path, name: 
     # nan passed `tolerance < 0`; checked before torch is needed
     pytest.param(["probe", "--model", LLAMA, "--device", "cpu", "--tolerance", "nan"],
                  ["--tolerance must be a number >= 0"], id="probe-tolerance-nan"),
+    # found running 64 more bad inputs through every command: a ValueError traceback from round(), exit 1
+    pytest.param(["capacity", LLAMA, "--engine", "sglang", "--hicache-ratio", "nan"],
+                 ["--hicache-ratio must be positive, got nan"], id="hicache-ratio-nan"),
+    pytest.param(["capacity", LLAMA, "--engine", "sglang", "--hicache-ratio", "inf"],
+                 ["--hicache-ratio must be positive, got inf"], id="hicache-ratio-inf"),
 ])
 def test_more_bad_input_is_one_line(run_cli: Any, args: list[str], needles: list[str]) -> None:
     line = one_error_line(*run_cli(*args))
