@@ -54,7 +54,7 @@ def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, 
     speculative draft, LoRA slots, the encoder cache; and the host tier behind it.
 
     A launch command after -- is read with the flags of the --engine release (default: its engine's newest);
-    every answer carries the command to launch it with (docs/launch.md)."""
+    every answer carries the command to launch it with (the launch page of the documentation)."""
     fmt = output_format(format, json)
     if plot:  # before any work: a bad path or a missing matplotlib is one line, not a table then a failure
         from kvplan.render.plot import check_plot_path
@@ -114,7 +114,9 @@ def _show(results: list[Any], fmt: str, explain: bool, launch: Any, gpus_per_nod
               end="")
         return any(p.refusal for p in payloads)
     if fmt == "table":  # after the tables and --explain, before the notes
-        lines = [*(lines or []), *(f"launch{f' ({label})' if label else ''}: {p.command}"
+        from kvplan.render.tables import CommandLine
+
+        lines = [*(lines or []), *(CommandLine(f"launch{f' ({label})' if label else ''}", p.command)
                                    for label, p in zip(labels, payloads, strict=True) if p.command)]
     emit(payloads if len(payloads) > 1 else payloads[0], fmt == "json", capacity_tables, lines or None,
          notes=[(label, n) for label, p in zip(labels, payloads, strict=True) for n in p.notes])

@@ -70,7 +70,7 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
     from rich.console import Console
     from rich.text import Text
 
-    from kvplan.render.tables import wrap_line
+    from kvplan.render.tables import CommandLine, shell_lines, wrap_line
 
     width = None if sys.stdout.isatty() else terminal_width(sys.stderr)
     console = Console(highlight=False, emoji=False, width=width if width or sys.stdout.isatty() else PIPE_WIDTH)
@@ -80,5 +80,9 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
             table = Text("\n".join(wrap_line(table.plain, console.width)), style=table.style)
         console.print(table, soft_wrap=isinstance(table, Text))
     for line in explain or []:
-        console.print(line, markup=False)
+        if isinstance(line, CommandLine):  # a command to paste: whole, or cut with ` \` continuations
+            for part in shell_lines(line, console.width if known else None):
+                console.print(part, markup=False, soft_wrap=True)
+        else:
+            console.print(line, markup=False)
     print_notes(notes, as_json)

@@ -76,6 +76,7 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     from kvplan.cli.progress import progress
     from kvplan.planning.fit import fit as run
     from kvplan.render.fit import fit_payload, fit_tables
+    from kvplan.render.tables import CommandLine
 
     fmt = output_format(format, json)
     engines = _one_engine(engine)
@@ -95,10 +96,10 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
         print(yaml_text(fit_manifest(payload)), end="")
     else:
         best = payload.best
-        launch = [f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}: {best.command}"] \
-            if fmt == "table" and best is not None and best.command else []
-        emit(payload, fmt == "json", fit_tables, [*([result.why] if result.why and fmt == "table" else []), *launch]
-             or None, notes=result.notes)
+        launch = [CommandLine(f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}", best.command)] \
+            if fmt == "table" and best is not None and best.command else None
+        told = [*([result.why] if result.why and fmt == "table" else []), *(launch or [])]
+        emit(payload, fmt == "json", fit_tables, told or None, notes=result.notes)
     if result.best is None:
         raise typer.Exit(1)
 

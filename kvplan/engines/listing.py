@@ -81,6 +81,15 @@ def _selected(engines: list[str] | None) -> tuple[set[str], set[tuple[str, str]]
     return names, rows
 
 
+def _unchanged(row: object, previous: object) -> tuple[ReleaseChange, ...]:
+    """A later release whose row differs from the one before in nothing kvplan models (0.6.6 after 0.6.5) says
+    so; it is not a "first release" (kvplan engines read every empty list as that)."""
+    if previous is None:
+        return ()
+    return (ReleaseChange(rule="no rule kvplan models changed from the release before",
+                          source=str(getattr(row, "source", ""))),)
+
+
 def engine_releases(engines: list[str] | None = None) -> list[ReleaseInfo]:
     """Every release row of the engines asked (all by default), oldest first within an engine."""
     names, releases = _selected(engines)
@@ -97,7 +106,7 @@ def engine_releases(engines: list[str] | None = None) -> list[ReleaseInfo]:
                 rule="no rule kvplan follows changed (the release before's row)", source=str(getattr(row, "source", ""))),)
             info = ReleaseInfo(engine=engine, name=f"{engine}@{key}", key=key, label=label,
                                newest=engine in called, source=str(getattr(row, "source", "") or ""),
-                               changes=own or _diff(row, previous), aliases=tuple(n for n in called if "@" in n
+                               changes=own or _diff(row, previous) or _unchanged(row, previous), aliases=tuple(n for n in called if "@" in n
                                                                                   and n != f"{engine}@{key}"))
             previous = row
             if engine in names or (module, key) in releases:

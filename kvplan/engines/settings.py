@@ -43,7 +43,8 @@ def _positive(obj: object, *names: str, zero: bool = False) -> None:
         value = getattr(obj, name)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not zero):
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf")
+                or (value == 0 and not zero)):  # nan passed `value < 0` (a ValueError in round() later)
             raise InputError(f"{name} must be {'0 or more' if zero else 'positive'}, got {value}", arg=name)
 
 

@@ -55,3 +55,17 @@ def engines_tables(payload: EnginesPayload) -> list[Table]:
                 table.add_row(name if i == 0 else "", change.rule, change.source)
         tables.append(table)
     return tables
+
+
+def engines_summary(payload: EnginesPayload) -> list[Table]:
+    """`kvplan engines` without a release asked: one row per engine (the rules of each release: --release NAME,
+    --engine NAME or --json)."""
+    table = Table(title="engine releases kvplan follows (each one's rules: --release NAME)",
+                  title_justify="left")
+    for header in ("engine", "releases", "oldest", "newest (default)", "rules"):
+        table.add_column(header, justify="right" if header in ("releases", "rules") else "left")
+    for engine in payload.engines:
+        rows = engine.releases
+        newest = next((r.name for r in rows if r.newest), rows[-1].name)
+        table.add_row(engine.engine, f"{len(rows):,}", rows[0].name, newest, f"{sum(len(r.changes) for r in rows):,}")
+    return [table]

@@ -153,6 +153,41 @@ def wrap_line(text: str, width: int, indent: str = "  ") -> list[str]:
     return out
 
 
+class CommandLine(str):
+    """A command to paste, after its label (`launch: vllm serve ...`): printed by `shell_lines`, never wrapped by
+    the console (a real newline inside it would run half the command)."""
+
+    label: str
+    command: str
+
+    def __new__(cls, label: str, command: str) -> CommandLine:
+        line = super().__new__(cls, f"{label}: {command}")
+        line.label, line.command = label, command
+        return line
+
+
+def shell_lines(line: CommandLine, width: int | None, indent: str = "  ") -> list[str]:
+    """The command on one logical line where no width is known (a terminal soft-wraps it, and a copy keeps it
+    whole); else cut between shell words, a flag kept with its value, every line but the last ending in ` \\`
+    (a shell joins them back). A word longer than a line stands alone on its line."""
+    import shlex
+
+    if width is None or cell_width(line) <= width:
+        return [str(line)]
+    pieces: list[list[str]] = []
+    for word in shlex.split(line.command):
+        flag = bool(pieces) and len(pieces[-1]) == 1 and pieces[-1][0].startswith("-")
+        pieces[-1:] = [[*pieces[-1], word]] if flag and not word.startswith("-") else [*pieces[-1:], [word]]
+    out, current = [], f"{line.label}:"
+    for piece in (" ".join(map(shlex.quote, p)) for p in pieces):
+        if current.strip() and not current.endswith(":") and cell_width(f"{current} {piece} \\") > width:
+            out.append(f"{current} \\")
+            current = indent + piece
+        else:
+            current = f"{current} {piece}" if current.strip() else indent + piece
+    return [*out, current]
+
+
 def pack(items: list[str], width: int) -> list[str]:
     """Items joined by SEPARATOR into lines of at most `width` cells; an item longer than a line stands alone
     (the terminal then wraps it between words)."""

@@ -130,6 +130,11 @@ def test_a_bad_vllm_config_file_is_one_line(run_cli: Any, tmp_path: Path, name: 
     # nan passed `tolerance < 0`; checked before torch is needed
     pytest.param(["probe", "--model", LLAMA, "--device", "cpu", "--tolerance", "nan"],
                  ["--tolerance must be a number >= 0"], id="probe-tolerance-nan"),
+    # found running 64 more bad inputs through every command: a ValueError traceback from round(), exit 1
+    pytest.param(["capacity", LLAMA, "--engine", "sglang", "--hicache-ratio", "nan"],
+                 ["--hicache-ratio must be positive, got nan"], id="hicache-ratio-nan"),
+    pytest.param(["capacity", LLAMA, "--engine", "sglang", "--hicache-ratio", "inf"],
+                 ["--hicache-ratio must be positive, got inf"], id="hicache-ratio-inf"),
 ])
 def test_more_bad_input_is_one_line(run_cli: Any, args: list[str], needles: list[str]) -> None:
     line = one_error_line(*run_cli(*args))
@@ -155,3 +160,26 @@ def test_a_refused_kv_dtype_column_is_named_and_shows_no_numbers(run_cli: Any) -
     assert "vllm int4" in header, header
     concurrency = next(line for line in out.splitlines() if "concurrency @" in line)
     assert concurrency.count("x") == 1 and concurrency.rstrip("│ ").endswith("-"), concurrency
+
+
+def test_engines_is_a_summary_at_80_columns(run_cli: Any) -> None:
+    # was 645 lines of per-release cards at 80 columns; the cards are one --release (or --engine) away
+    code, out, err = run_cli("engines")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) < 15 and max(map(len, lines)) <= 80, out
+    assert all(any(line.startswith(f"│ {name} ") for line in lines) for name in ("vllm", "sglang", "trtllm", "hf"))
+    code, out, err = run_cli("engines", "--release", "vllm@0.20")
+    assert code == 0 and "vllm@0.20" in out and "vllm@0.19" not in out, err
+
+
+def test_only_an_engines_first_release_is_called_first(run_cli: Any) -> None:
+    # vLLM 0.6.6 (no rule changed from 0.6.5) was "first release kvplan follows", as was 0.6.4
+    code, out, err = run_cli("engines", "--json")
+    assert code == 0, err
+    for engine in json.loads(out)["engines"]:
+        firsts = [r["name"] for r in engine["releases"] if not r["changes"] or
+                  r["changes"][0]["rule"] == "first release kvplan follows"]
+        assert firsts in ([], [engine["releases"][0]["name"]]), firsts
+        later = engine["releases"][1:]
+        assert all(r["changes"] for r in later), [r["name"] for r in later if not r["changes"]]
