@@ -18,7 +18,7 @@ MAX_FUNCTION_LINES = 40
 
 # Bottom to top. A module may import its own layer and the layers below it.
 LAYERS = ("errors", "records", "units", "dtypes", "specs", "config", "formulas", "engines", "planning", "launch",
-          "reconcile", "workflows", "probe", "render", "cli")
+          "reconcile", "workflows", "api", "probe", "render", "cli")
 TOP_LEVEL = {"__init__", "__main__"}  # the public API and `python -m kvplan` may import anything
 
 

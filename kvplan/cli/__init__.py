@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "capacity": ("kvplan.cli.capacity", "capacity"),
     "fit": ("kvplan.cli.fit", "fit"),
     "compare": ("kvplan.cli.compare", "compare"),
+    "diff": ("kvplan.cli.diff", "diff"),
     "sweep": ("kvplan.cli.sweep", "sweep"),
     "waste": ("kvplan.cli.waste", "waste"),
     "probe": ("kvplan.cli.probe", "probe"),

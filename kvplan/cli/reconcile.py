@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,7 +15,9 @@ from kvplan.cli.options import Json, KvDtypeOrNone, ModelOrNone, cache_options, 
 from kvplan.errors import InputError
 from kvplan.formulas.request import CacheRequest
 
-MAX_LOG_BYTES = 64 * 1024**2  # a start-up log is kilobytes; a bigger file is not one
+if TYPE_CHECKING:
+    from kvplan.reconcile.parse import StartupLog
+
 # capacity's cache options but the batch (a log holds no batch); the KV dtype: one, or the log's
 ReconcileCache = Annotated[CacheRequest, Expand(cache_options, without=("batch", "kv_dtype"))]
 # capacity's memory options but overhead/non-torch: they replace budget estimates, and reconcile recomputes the
@@ -23,13 +26,19 @@ ReconcileMemory = Annotated[Any, Expand(memory_options, without=("overhead_bytes
 CACHE_FIELDS = ("tp", "pp", "dcp", "dp", "ep", "max_model_len", "block_size")  # those a log may state
 
 
-def read_log(name: str) -> str:
-    """The log's text: a file, or standard input for '-' (undecodable bytes become U+FFFD)."""
+def read_log(name: str, engine: str | None) -> StartupLog:
+    """The log's start-up records: a file, or standard input for '-', read in one pass (undecodable bytes become
+    U+FFFD)."""
+    from kvplan.reconcile.scan import read_startup_log
+
     try:
         if name == "-":
-            return sys.stdin.read(MAX_LOG_BYTES)
+            stdin = getattr(sys.stdin, "buffer", None)
+            if stdin is None:  # a text stream without bytes beneath it (an embedding program's)
+                return read_startup_log(io.BytesIO(sys.stdin.read().encode("utf-8", errors="replace")), engine)
+            return read_startup_log(stdin, engine)
         with Path(name).open("rb") as handle:
-            return handle.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")
+            return read_startup_log(handle, engine)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"cannot read the log {name}: {reason}") from None
@@ -48,7 +57,7 @@ def reconcile(logfile: Log, cache: ReconcileCache, settings: EngineArgs, memory:
     (the engine: recognized from the log; a release, vllm@0.25, gives the rules where the log prints no
     version)."""
     from kvplan.cli.common import emit
-    from kvplan.reconcile import Options, parse_log
+    from kvplan.reconcile import Options
     from kvplan.reconcile import reconcile as run
     from kvplan.render.reconcile import reconcile_payload, reconcile_tables
 
@@ -60,7 +69,7 @@ def reconcile(logfile: Log, cache: ReconcileCache, settings: EngineArgs, memory:
     given = {name: getattr(cache, name) for name in sorted(given_options() & set(CACHE_FIELDS))}
     options = Options(model=model, engine=engines[0] if engines else None, kv_dtype=kv_dtype,
                       cache=cache, settings=settings, memory=memory, **given)
-    result = run(parse_log(read_log(logfile), engines[0] if engines else None), options)
+    result = run(read_log(logfile, engines[0] if engines else None), options)
     emit(reconcile_payload(result), json, reconcile_tables)
     if not result.ok:
         raise typer.Exit(1)

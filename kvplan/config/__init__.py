@@ -1,12 +1,14 @@
 """Reading model configs: resolution (path, bundled id, HF cache, hub) and normalization.
 
-The only package that reads files. A name is resolved and its file read on every call; a small
+The only package that reads files. A name is resolved on every call, and its file read (a bundled one: read again
+when its size, modification time or inode changed); a small
 file's parse is cached on its bytes (``hf.load_file``), so sweeps and comparisons that name a model
 many times parse it once, and an edited file is never served stale.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -45,12 +47,19 @@ def _read(path: Path, model_id: str) -> ModelConfig:
     """A bundled config from its pre-normalized file (kvplan.config.index) while the config is unchanged;
     any other file (or a changed one) parsed and validated by kvplan.config.hf."""
     if bundled_index().get(model_id) == path:
-        model = _indexed(path, path.read_bytes(), model_id)
+        stat = os.stat(path)
+        model = _bundled(path, model_id, stat.st_size, stat.st_mtime_ns, stat.st_ino)
         if model is not None:
             return model
     from kvplan.config.hf import load_file
 
     return load_file(path, model_id=model_id)
+
+
+@lru_cache(maxsize=256)
+def _bundled(path: Path, model_id: str, size: int, modified_ns: int, inode: int) -> ModelConfig | None:
+    """A bundled config, read again only when its file changed (its size, modification time or inode)."""
+    return _indexed(path, path.read_bytes(), model_id)
 
 
 @lru_cache(maxsize=256)

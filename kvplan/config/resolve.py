@@ -60,8 +60,10 @@ def _variant_key(name: str) -> str:
     return key
 
 
+@lru_cache(maxsize=1024)
 def find_bundled(name: str) -> str | None:
-    """Case-insensitive id or org-less name, an alias, then the name without -hf/-instruct/...."""
+    """Case-insensitive id or org-less name, an alias, then the name without -hf/-instruct/.... Remembered per
+    name: the bundled index is read once a process."""
     index = bundled_index()
     wanted = name.strip().strip("/").lower()
     by_short = {k.rpartition("/")[2]: v for k, v in MODEL_ID_ALIASES.items()}
@@ -141,8 +143,8 @@ def existing_path(name: str) -> Path | None:
     """The file or folder `name` names, if it exists; a name no file system accepts (too long,
     an unknown ~user, a NUL byte) names nothing, so it is looked up as a model id instead."""
     try:
-        path = Path(name).expanduser()
-        return path if path.exists() else None
+        full = os.path.expanduser(name)  # os.path, not Path: no object built for the common answer, "none"
+        return Path(full) if os.path.exists(full) else None
     except (OSError, RuntimeError, ValueError):
         return None
 

@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from kvplan.engines import ALIASES, ENGINE_NAMES, REGISTRY, _lookup
+from kvplan.engines import ALIASES, ENGINE_NAMES, _lookup, registry
 from kvplan.engines.version import Version
 from kvplan.errors import InputError
 
@@ -73,7 +73,7 @@ def _selected(engines: list[str] | None) -> tuple[set[str], set[tuple[str, str]]
                 names |= set(ENGINE_NAMES)
             elif found is None:
                 raise InputError(f"unknown engine {one!r}; choose one of: {', '.join(ENGINE_NAMES)}, all, or a release "
-                                 f"({', '.join(n for n in REGISTRY if '@' in n)})", arg="engine")
+                                 f"({', '.join(n for n in registry() if '@' in n)})", arg="engine")
             elif "@" in one:
                 rows.add((found[0], found[2]))
             else:
@@ -85,7 +85,7 @@ def engine_releases(engines: list[str] | None = None) -> list[ReleaseInfo]:
     """Every release row of the engines asked (all by default), oldest first within an engine."""
     names, releases = _selected(engines)
     rows: dict[tuple[str, str, str], list[str]] = {}
-    for name, target in REGISTRY.items():
+    for name, target in registry().items():
         rows.setdefault(target, []).append(name)
     out: list[ReleaseInfo] = []
     for engine in ENGINE_NAMES:

@@ -37,6 +37,10 @@ from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
 from kvplan.units import cdiv
 
 DP_SIZES = (2, 4, 8, 16, 32, 64)  # the data-parallel sizes `kvplan fit` tries
+NCCL_SHM_BYTES = 1024**3  # kvplan's allowance for NCCL's shared-memory segments (its SHM transport and proxy),
+# not read from code: a container's default 64 MiB /dev/shm is what NCCL's "Error while creating shared memory
+# segment" reports
+NCCL_SHM_RULE = "1 GiB allowance for NCCL's shared-memory segments (an estimate, not read from code)"
 # DeepSeek-V4's compressed caches: kvplan models them as vLLM lays them out
 COMPRESSED_PARTS = (CompressedMLA, SlidingMLA, CompressorState)
 
@@ -64,6 +68,10 @@ class Engine(Protocol):
     takes_kv_budget: bool  # a KV budget can be given to it (vLLM --kv-cache-memory-bytes), no fraction of the GPU
     loaded_kinds: tuple[TermKind, ...]  # the budget terms its logged weight-loading figure measures
     launch_release: str | None  # the release whose parser its launch command is read and written with (None: none)
+    host_tiers: frozenset[str]  # the host KV tiers it connects to (kvplan.engines.host_tier.CONNECTORS)
+    native_host_tier: str | None  # the one its own offloading size means (kv_offloading_bytes; None: none)
+    kv_transfer: str | None  # the prefill -> decode KV transfer its launch command names (None: kvplan writes none)
+    decode_reserve_tokens: int  # tokens a decode instance holds back per request beyond its prompt
 
     def resolve(self, request: Request) -> Resolved: ...
 
@@ -97,6 +105,8 @@ class Engine(Protocol):
 
     def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None: ...
 
+    def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]: ...
+
 
 class EngineBase:
     """What an engine does unless it says otherwise: no decode context parallel, DeepSeek-V4's compressed caches
@@ -116,6 +126,10 @@ class EngineBase:
     takes_kv_budget = False
     fraction_default: str | None = None  # the report's note where its memory fraction is left to the release
     loaded_kinds: tuple[TermKind, ...] = ("weights", "weights_extra", "lora")
+    host_tiers: frozenset[str] = frozenset()
+    native_host_tier: str | None = None
+    kv_transfer: str | None = None
+    decode_reserve_tokens = 0
 
     def check_layout(self, request: Request) -> None:
         """What it refuses before its layout is built (exit 2)."""
@@ -164,3 +178,7 @@ class EngineBase:
     def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None:
         """The line it prints with its KV budget before its plan's `log_lines` (None: it prints none)."""
         return None
+
+    def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]:
+        """The /dev/shm its processes on one node map (bytes, the rule): NCCL's allowance unless it says more."""
+        return NCCL_SHM_BYTES, NCCL_SHM_RULE

@@ -8,6 +8,7 @@ batches costs a few multiplications.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from kvplan.config.model import ModelConfig
@@ -30,6 +31,11 @@ class KvCacheResult(NamedTuple):
     max_model_len: int  # tokens per sequence
     batch: int
     notes: tuple[str, ...] = ()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The notes that warn (each without its "warning: " prefix)."""
+        return tuple(n.removeprefix("warning: ") for n in self.notes if n.startswith("warning:"))
 
     @property
     def model(self) -> ModelConfig:
@@ -111,6 +117,22 @@ def kv_cache(model: ModelConfig | str, request: CacheRequest | None = None, **fi
 
         model = load_model(model)
     request = cache_request(request, **fields)
+    seen = _BY_IDENTITY.get((id(model), id(request)))
+    if seen is not None and seen[0] is model and seen[1] is request:  # the same objects asked again: no hashing
+        return seen[2]
+    if len(_BY_IDENTITY) >= 4096:
+        _BY_IDENTITY.clear()
+    result = _sized(model, request)
+    _BY_IDENTITY[(id(model), id(request))] = (model, request, result)  # held: their ids stay theirs
+    return result
+
+
+_BY_IDENTITY: dict[tuple[int, int], tuple[ModelConfig, CacheRequest, KvCacheResult]] = {}
+
+
+@lru_cache(maxsize=4096)
+def _sized(model: ModelConfig, request: CacheRequest) -> KvCacheResult:
+    """One answer per frozen (model, request): a loop asking again is a dictionary look-up."""
     layout = build_layout(model, request)
     length, most = request.max_model_len, model.max_model_len
     if length and most and length <= most:  # the hot path: a length within the model's

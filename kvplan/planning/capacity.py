@@ -28,7 +28,7 @@ from kvplan.engines import (
     Settings,
     get_engine,
 )
-from kvplan.errors import InputError, KvplanError
+from kvplan.errors import CapacityError, InputError, KvplanError, Refused
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning import extras, given_budget
@@ -74,6 +74,25 @@ class CapacityResult:
     def refusal(self) -> Refusal | None:
         """The engine's "no" (it would not start with this memory); the numbers are still the answer."""
         return self.plan.refusal
+
+    @property
+    def verdict(self) -> str:
+        """"starts", "refuses" (the engine would not start with this memory) or "error" (no answer)."""
+        return "error" if self.error is not None else "refuses" if self.refusal is not None else "starts"
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The notes that warn (each without its "warning: " prefix)."""
+        return tuple(n.removeprefix("warning: ") for n in self.notes if n.startswith("warning:"))
+
+    def raise_for_refusal(self) -> CapacityResult:
+        """This answer, or ``Refused`` (a CapacityError) when the engine would refuse, ``CapacityError`` when
+        there is no answer: for a script that wants an exception."""
+        if self.error is not None:
+            raise CapacityError(f"{self.engine}: {self.error}")
+        if self.refusal is not None:
+            raise Refused(f"{self.engine} refuses to start: {self.refusal.message}", self)
+        return self
 
     @property
     def within_estimate(self) -> bool:
@@ -129,7 +148,17 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
         budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
                          held=(-held.over_bytes, held.estimated_bytes) if held else None)
     result = _result(profile, (replace(asked, draft=request.draft), request), layout, budget, memory)
-    return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
+    found = extras.summarize(profile, request, result.plan, layout, result.budget_terms,
+                             node=(result.gpu, memory.host_memory_bytes))
+    return host_refusal(replace(result, extras=found))
+
+
+def host_refusal(result: CapacityResult) -> CapacityResult:
+    """A node that cannot hold what the replica pins in host memory refuses it (where the GPU did not)."""
+    host = result.extras.host_memory
+    if host is None or host.refusal is None or result.plan.refusal is not None:
+        return result
+    return replace(result, plan=replace(result.plan, refusal=Refusal(message=host.refusal)))
 
 
 def _result(profile: Engine, requests: tuple[Request, Resolved], layout: Layout, budget: Budget,

@@ -114,6 +114,24 @@ class FitResult:
     considered: tuple[str, ...] = ()  # every layout searched, with the nodes of one replica
     catalog: bool = False  # no GPU was named: every GPU type of the catalog was searched
 
+    @property
+    def verdict(self) -> str:
+        """"fits" (a setup serves the load) or "refuses" (none does; the closest are the candidates)."""
+        return "fits" if self.best is not None else "refuses"
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(n.removeprefix("warning: ") for n in self.notes if n.startswith("warning:"))
+
+    def raise_for_refusal(self) -> FitResult:
+        """This answer, or ``Refused`` when no setup serves the load."""
+        if self.best is None:
+            from kvplan.errors import Refused
+
+            raise Refused(f"no setup of {self.engine} serves {self.concurrency} requests of {self.context:,} tokens "
+                          f"of {self.model_id} on {', '.join(self.gpus)}", self)
+        return self
+
 
 @dataclass(frozen=True, kw_only=True)
 class Load:

@@ -14,13 +14,16 @@ A record keeps the number of its first physical line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 from kvplan.errors import InputError
 from kvplan.reconcile.formats import FORMATS
 from kvplan.reconcile.lines import EngineFormat
+from kvplan.reconcile.needles import needles
+from kvplan.reconcile.sites import LABELS
 
 GIB = 1 << 30
 _UNITS = (("_gib", "GiB"), ("_bytes", "B"))
@@ -95,14 +98,9 @@ class StartupLog:
         return tuple(r for r in self.records if r.kind == kind)
 
 
-def _scores(lines: list[str]) -> dict[str, int]:
-    return {name: sum(1 for line in lines if any(p.search(line) for p in fmt.detect)) for name, fmt in FORMATS.items()}
-
-
-def detect_engine(lines: list[str], forced: str | None = None) -> EngineFormat:
-    """The engine whose lines the log holds most of (or the one forced: an engine, or a release of one, vllm@0.25,
-    whose log it must be)."""
-    scores = _scores(lines)
+def detect_engine(scores: dict[str, int], forced: str | None = None) -> EngineFormat:
+    """The engine whose lines the log holds most of (`scores`: how many lines of each engine's the log holds), or
+    the one forced: an engine, or a release of one, vllm@0.25, whose log it must be."""
     best = max(scores, key=lambda name: scores[name])
     if forced is not None:
         key = forced.strip().lower().partition("@")[0].replace("-", "").replace("tensorrtllm", "trtllm")
@@ -152,56 +150,137 @@ def rank_key(worker: str | None) -> tuple[int, ...]:
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first physical line number, text) of each record, colour codes stripped and wrapped records joined."""
-    out: list[tuple[int, str]] = []
-    previous = ""
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = _ANSI.sub("", raw)
-        if out and not _RECORD.search(line) and (line[:1].isspace() or len(previous) >= WRAP_COLUMNS):
-            first, joined = out[-1]
-            out[-1] = (first, f"{joined.rstrip()} {line.strip()}" if line[:1].isspace() else joined + line)
-        else:
-            out.append((number, line))
-        previous = line
-    return out
+    reader = LogReader(keep=True)
+    reader.feed(1, text)
+    reader.finish()
+    return reader.kept
 
 
-def parse_records(lines: list[tuple[int, str]], fmt: EngineFormat) -> tuple[Record, ...]:
-    out = []
-    for seq, (number, line) in enumerate(lines):
-        for pattern in fmt.numbers:
-            found = pattern.regex.search(line)
-            if found is None:
-                continue
-            values = tuple(_number(k, v, pattern.decimals) for k, v in found.groupdict().items() if v is not None)
-            source = _SOURCE.search(line)
-            out.append(Record(pattern.kind, number, worker_of(line, fmt), values, pattern.site,
-                              source.group(1) if source else None, seq))
-    return tuple(out)
+@dataclass(slots=True)
+class _Seen:
+    """What one engine's patterns found in the lines read."""
+
+    score: int = 0  # lines that only this engine prints (its `detect` patterns)
+    records: list[Record] = field(default_factory=list)
+    settings: dict[int, str] = field(default_factory=dict)  # setting pattern's index -> its first line's value
+    versions: dict[int, str] = field(default_factory=dict)  # version pattern's index -> its first line's version
+    markers: set[str] = field(default_factory=set)
 
 
-def parse_settings(lines: list[str], fmt: EngineFormat) -> tuple[tuple[str, str], ...]:
+@lru_cache(maxsize=1)
+def _needles() -> tuple[str, ...]:
+    """Every literal a line must hold for any pattern of any engine to match it (``needles.py``)."""
+    patterns = [*LABELS.values(), *(re.compile(re.escape(m)) for f in FORMATS.values() for m in f.markers)]
+    for fmt in FORMATS.values():
+        patterns += [*fmt.detect, *fmt.versions, *(p.regex for p in fmt.numbers), *(p.regex for p in fmt.settings)]
+    found = {n for p in patterns for n in needles(p)}
+    return tuple(sorted(n for n in found if not any(m != n and m in n for m in found)))  # "" keeps every line
+
+
+def states_a_number(line: str) -> bool:
+    """Whether a line is a KV-number line of some engine (``scan.py`` reads the text around such lines)."""
+    line = _ANSI.sub("", line)
+    return any(p.regex.search(line) for f in FORMATS.values() for p in f.numbers)
+
+
+class LogReader:
+    """A log read in pieces, in order: records joined across the pieces, each record matched against every engine's
+    table once (only where it holds one of the tables' literals). ``finish`` then ``startup_log`` give the result."""
+
+    def __init__(self, keep: bool = False) -> None:
+        self.seen = {name: _Seen() for name in FORMATS}
+        self.sites: dict[tuple[str, str], None] = {}  # (site, message) of each line read, first seen first
+        self.kept: list[tuple[int, str]] = []  # every record, where `keep` (logical_lines)
+        self._keep, self._seq, self._previous = keep, 0, ""
+        self._pending: tuple[int, str] | None = None
+
+    def feed(self, first_line: int, text: str, after_gap: bool = False) -> None:
+        """Lines `first_line`... of the log; `after_gap`: lines were skipped before them (a record ends there, and
+        the next record is not the one after it)."""
+        if after_gap:
+            self.finish()
+            self._seq, self._previous = self._seq + 1, ""
+        if "\x1b" in text or "#033[" in text:
+            text = _ANSI.sub("", text)
+        for number, line in enumerate(text.splitlines(), start=first_line):
+            pending = self._pending
+            if pending and (line[:1].isspace() or len(self._previous) >= WRAP_COLUMNS) and not _RECORD.search(line):
+                first, joined = pending
+                self._pending = (first, f"{joined.rstrip()} {line.strip()}" if line[:1].isspace() else joined + line)
+            else:
+                self.finish()
+                self._pending = (number, line)
+            self._previous = line
+
+    def finish(self) -> None:
+        """Read the record still open (the log, or a piece before a gap, ended)."""
+        if self._pending is None:
+            return
+        number, line = self._pending
+        self._pending = None
+        if self._keep:
+            self.kept.append((number, line))
+        if any(map(line.__contains__, _needles())):
+            self._read(number, line, self._seq)
+        self._seq += 1
+
+    def _read(self, number: int, line: str, seq: int) -> None:
+        for fmt in FORMATS.values():
+            seen = self.seen[fmt.engine]
+            seen.score += any(p.search(line) for p in fmt.detect)
+            for pattern in fmt.numbers:
+                if found := pattern.regex.search(line):
+                    values = tuple(_number(k, v, pattern.decimals) for k, v in found.groupdict().items() if v is not None)
+                    source = _SOURCE.search(line)
+                    seen.records.append(Record(pattern.kind, number, worker_of(line, fmt), values, pattern.site,
+                                               source.group(1) if source else None, seq))
+            for i, setting in enumerate(fmt.settings):
+                if i not in seen.settings and (hit := setting.regex.search(line)):
+                    seen.settings[i] = setting.value or hit.group(1)
+            for i, version in enumerate(fmt.versions):
+                if i not in seen.versions and (hit := version.search(line)):
+                    seen.versions[i] = hit.group(1).removeprefix("v")
+            seen.markers.update(m for m in fmt.markers if m in line)
+        if site := _SITE.search(line):
+            self.sites[(site.group(1), site.group(2).strip())] = None
+
+    def startup_log(self, engine: str | None = None) -> StartupLog:
+        """What the lines read say; `engine` (vllm, or a release: vllm@0.25) names the engine instead of recognizing
+        it; a log with two engines' start-ups is refused."""
+        self.finish()
+        fmt = detect_engine({name: seen.score for name, seen in self.seen.items()}, engine)
+        seen = self.seen[fmt.engine]
+        records = tuple(seen.records)
+        if records:
+            self._single_engine(fmt, records)
+        return StartupLog(engine=fmt.engine, label=fmt.label, version=next(iter(
+                              seen.versions[i] for i in sorted(seen.versions)), None),
+                          settings=_settings(fmt, seen.settings), records=records, sites=tuple(self.sites),
+                          markers=tuple(m for m in fmt.markers if m in seen.markers))
+
+    def _single_engine(self, fmt: EngineFormat, records: tuple[Record, ...]) -> None:
+        """Refuse a log that also holds another engine's start-up: its KV lines and lines only that engine prints.
+        Which lines belong to which start-up cannot be told apart reliably (two servers may write to one file, and
+        a setting one engine prints may match another's pattern), so none is guessed: one engine's log at a time."""
+        for other in FORMATS.values():
+            theirs = tuple(self.seen[other.engine].records)
+            if other is not fmt and theirs and self.seen[other.engine].score:
+                raise InputError(f"the log holds two engines' start-ups: {fmt.label} (KV numbers on {_span(records)}) "
+                                 f"and {other.label} (KV numbers on {_span(theirs)}); reconcile reads one engine's "
+                                 "start-up log: give each part on its own")
+
+
+def _settings(fmt: EngineFormat, first: dict[int, str]) -> tuple[tuple[str, str], ...]:
     """Each setting from the first of its patterns (in table order) that any line matches; a warning that is
     itself the evidence sets the pattern's value."""
     found: dict[str, str] = {}
-    for pattern in fmt.settings:
-        if pattern.setting in found:
+    for i, pattern in enumerate(fmt.settings):
+        if pattern.setting in found or i not in first:
             continue
-        hit = next((h for line in lines if (h := pattern.regex.search(line))), None)
-        if hit is None:
-            continue
-        value = pattern.value or hit.group(1)
+        value = first[i]
         if value != "None":
             found[pattern.setting] = str(Decimal(value) / 100) if pattern.percent else value
     return tuple(found.items())
-
-
-def parse_version(lines: list[str], fmt: EngineFormat) -> str | None:
-    for pattern in fmt.versions:
-        for line in lines:
-            hit = pattern.search(line)
-            if hit:
-                return hit.group(1).removeprefix("v")
-    return None
 
 
 def _span(records: tuple[Record, ...]) -> str:
@@ -209,30 +288,9 @@ def _span(records: tuple[Record, ...]) -> str:
     return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
-def single_engine(numbered: list[tuple[int, str]], fmt: EngineFormat, records: tuple[Record, ...]) -> None:
-    """Refuse a log that also holds another engine's start-up: its KV lines and lines only that engine prints.
-    Which lines belong to which start-up cannot be told apart reliably (two servers may write to one file, and a
-    setting one engine prints may match another's pattern), so none is guessed: one engine's log at a time."""
-    for other in FORMATS.values():
-        if other is fmt:
-            continue
-        theirs = parse_records(numbered, other)
-        if theirs and any(p.search(line) for _, line in numbered for p in other.detect):
-            raise InputError(f"the log holds two engines' start-ups: {fmt.label} (KV numbers on {_span(records)}) and "
-                             f"{other.label} (KV numbers on {_span(theirs)}); reconcile reads one engine's start-up "
-                             "log: give each part on its own")
-
-
 def parse_log(text: str, engine: str | None = None) -> StartupLog:
     """A start-up log (any excerpt of one) -> its engine, version, settings and KV numbers. `engine` (vllm, or a
     release: vllm@0.25) names the engine instead of recognizing it; a log with two engines' start-ups is refused."""
-    numbered = logical_lines(text)
-    lines = [line for _, line in numbered]
-    fmt = detect_engine(lines, engine)
-    records = parse_records(numbered, fmt)
-    if records:
-        single_engine(numbered, fmt, records)
-    sites = tuple((hit.group(1), hit.group(2).strip()) for line in lines if (hit := _SITE.search(line)))
-    return StartupLog(engine=fmt.engine, label=fmt.label, version=parse_version(lines, fmt),
-                      settings=parse_settings(lines, fmt), records=records, sites=sites,
-                      markers=tuple(m for m in fmt.markers if any(m in line for line in lines)))
+    reader = LogReader()
+    reader.feed(1, text)
+    return reader.startup_log(engine)

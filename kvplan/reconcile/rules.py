@@ -31,6 +31,7 @@ class VllmRules:
     workers: Literal["min-max", "own", "min"]  # which budget a token line speaks for (see token_checks)
     source: str
     dcp: bool = False  # the token line is multiplied by the decode-context-parallel size
+    patch_tokens: bool = False  # a patch release printing a later minor's token line (its planner row does not)
 
 
 V0_RULES = VllmRules((0, 0), "V0 engine", "blocks", "tokens", "min",
@@ -50,7 +51,7 @@ VLLM_RULES: tuple[VllmRules, ...] = (
               "vllm/v1/core/kv_cache_utils.py:1254-1296 (0.12.0): one line after the minimum, × pcp × dcp", dcp=True),
     VllmRules((0, 20, 1), "0.20.1-0.20", "concurrency", "blocks", "min",
               "vllm/v1/core/kv_cache_utils.py:1694-1712 (0.20.1, 0.20.2): the patch releases print 0.21's "
-              "int(concurrency × max_model_len)"),
+              "int(concurrency × max_model_len)", patch_tokens=True),
     VllmRules((0, 21, 0), "0.21+", "concurrency", "blocks", "min",
               "vllm/v1/core/kv_cache_utils.py:1686-1715 (0.21.0), 1861-1875 (0.28.0, one line), 1131-1154 (0.33.0): "
               "int(concurrency × max_model_len)"),

@@ -12,8 +12,9 @@ from kvplan.engines import get_engine
 from kvplan.engines.settings import MOE_BACKENDS
 from kvplan.errors import InputError
 from kvplan.planning.gpus import lookup_gpu
+from kvplan.reconcile.formats import FORMATS
 from kvplan.reconcile.parse import StartupLog
-from kvplan.reconcile.rules import release
+from kvplan.reconcile.rules import vllm_rules
 
 SPEC_DRAFTING = ("draft_model", "eagle", "eagle3")  # methods whose speculative model is a checkpoint of its own
 
@@ -64,8 +65,8 @@ def _speculative(log: StartupLog) -> dict[str, Any]:
 def _token_log(log: StartupLog) -> dict[str, Any]:
     """vLLM 0.20.1 and 0.20.2 print 0.21's "GPU KV cache size", int(concurrency × max_model_len) (0.20.1
     v1/core/kv_cache_utils.py:1694-1712), where 0.20.0 printed num_blocks // groups × block (kvplan's 0.20 row)."""
-    found = release(log.version) if log.engine == "vllm" else None
-    return {"legacy_token_log": False} if found is not None and (0, 20, 1) <= found < (0, 21) else {}
+    patch = FORMATS[log.engine].dated_by_sites and vllm_rules(log)[0].patch_tokens
+    return {"legacy_token_log": False} if patch else {}
 
 
 def stated_settings(log: StartupLog) -> dict[str, Any]:

@@ -55,7 +55,9 @@ def test_without_its_file_a_bundled_config_loads_through_the_parser(monkeypatch:
     from kvplan import config
 
     config._indexed.cache_clear()
+    config._bundled.cache_clear()
     monkeypatch.setattr(index_module, "INDEX_DIR", tmp_path)  # no files there
     model = load_model("Qwen/Qwen3-8B")
     config._indexed.cache_clear()
+    config._bundled.cache_clear()
     assert model == _fresh("Qwen/Qwen3-8B") and model.num_layers == 36

@@ -12,6 +12,8 @@ import pytest
 from collected_logs import COLLECTED
 
 from kvplan.engines import get_engine
+from kvplan.engines.version import Version
+from kvplan.engines.vllm.rows_late import NEWEST
 from kvplan.errors import InputError
 from kvplan.reconcile import Options, Reconciliation, parse_log, reconcile
 from kvplan.reconcile import inputs as inputs_module
@@ -351,8 +353,9 @@ def test_the_engine_release_is_used_when_the_registry_has_it() -> None:
     assert get_engine("vllm@0.11.0").version == get_engine("vllm@0.11").version
     assert get_engine(profile_name("vllm", "0.6.4.dev")[0]).version == get_engine("vllm@0.6.4").version
     assert profile_name("vllm", "0.19.0") == ("vllm@0.19.0", None)  # every minor from 0.8 has a row (issue 21)
-    name, note = profile_name("vllm", "0.34.0")  # no 0.34 row: the newest profile, said in a note
-    assert name == "vllm" and note and "no vllm 0.34.0 profile" in note
+    beyond = f"0.{Version.parse(NEWEST).parts[1] + 1}.0"  # the minor after the newest row has no row
+    name, note = profile_name("vllm", beyond)  # the newest profile, said in a note
+    assert name == "vllm" and note and f"no vllm {beyond} profile" in note
     assert profile_name("vllm", None) == ("vllm", None)
 
 

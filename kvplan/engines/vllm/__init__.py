@@ -18,7 +18,7 @@ from kvplan.engines.base import EnginePlan, Refusal, Request, Resolved, resolved
 from kvplan.engines.protocol import DP_SIZES, EngineBase, Fp8BlockCheck
 from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, WeightSplit, term_bytes
 from kvplan.engines.settings import Settings
-from kvplan.engines.vllm import checks, families, parallel, refusals, speculative
+from kvplan.engines.vllm import checks, families, parallel, refusals, shm, speculative
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.releases import NEWEST, budget_rules, chunks_prefill, release, resolve
 from kvplan.engines.vllm.spelling import SPELLING
@@ -47,12 +47,20 @@ class VllmEngine(EngineBase):
     # vLLM loads a speculative drafter inside the same measured block as the weights (0.25.0
     # v1/worker/gpu_model_runner.py:5219-5235, "Model loading took" printed at :5305): its weights are in the figure
     loaded_kinds = ("weights", "weights_extra", "lora", "draft_weights")
+    host_tiers = frozenset({"vllm_native", "lmcache"})  # --kv-offloading-size; LMCacheConnectorV1
+    native_host_tier = "vllm_native"
+    kv_transfer = "NixlConnector"  # --kv-transfer-config kv_role kv_producer / kv_consumer (0.25.0 config/kv_transfer.py:11-13)
 
     def __init__(self, release_key: str = NEWEST) -> None:
         self.release = release(release_key)
         self.version = self.release.label
         self.supports_dcp = self.release.decode_context_parallel
         self.launch_release = self.release.release or None  # the release its row was read from (none: V0 rows)
+
+    def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]:
+        queues = shm.message_queues(ranks_per_node)
+        nccl, rule = super().shm_bytes(ranks_per_node)
+        return queues + nccl, f"message queues {queues:,} B (vLLM 0.25.0 shm_broadcast.py, {ranks_per_node} ranks) + {rule}"
 
     def resolve(self, request: Request) -> Resolved:
         speculative.check(self.release, request)
