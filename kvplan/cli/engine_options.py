@@ -55,7 +55,7 @@ NoAsync = Annotated[bool, switch("--no-async-scheduling", "vLLM: one batch fewer
 
 # GPU memory.
 GPU = option("--gpu", "GPU type: H100, H200, A100-80G, L40S, ... (default H100); a comma list where a command "
-             "ranks them (fit); probe: the local CUDA device's index.", MEMORY, "GPU", autocompletion=gpus_completed)
+             "ranks them (fit: default every GPU of the catalog); probe: the local CUDA device's index.", MEMORY, "GPU", autocompletion=gpus_completed)
 Gpu = Annotated[str | None, GPU]
 GpuIndex = Annotated[int | None, GPU]
 GpuMem = Annotated[str | None, option("--gpu-mem", "The GPU's memory instead of the catalog's, e.g. 79GiB.",

@@ -69,7 +69,8 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     """Cheapest setups serving --batch requests (also --concurrency) of --max-model-len tokens: GPU type,
     replicas × layout (TP × PP; for a model with experts also DP attention + EP), KV dtype.
 
-    Ranking: cost per hour (--price; unpriced last), GPUs, fewer PP stages, precise KV dtype, requests, smaller TP.
+    Without --gpu, every GPU type of the catalog. Ranking: cost per hour (--price; unpriced last), GPUs, fewer PP
+    stages, precise KV dtype, requests, smaller TP.
     --kv-cache-dtype takes a comma list or any (auto and fp8). A draft model, LoRA slots, ... beside the KV cache
     are in every layout tried. Exit 0 when a setup serves the load; 1 when none does (the closest are shown).
     """

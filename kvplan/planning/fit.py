@@ -29,8 +29,8 @@ from kvplan.engines import DEFAULT_ENGINE, Engine, get_engine
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.request import Parallel
 from kvplan.planning.capacity import CapacityResult, plan_capacity
-from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.layouts import Planned, gpus_allowed, limiting_stage, shape_label, shapes, why
+from kvplan.planning.prices import gpu_types, price_notes, price_table
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.planning.search import Setup, bounded_setups, walk
 from kvplan.units import cdiv, format_floor
@@ -111,7 +111,8 @@ class FitResult:
     ranking: str = RANKING
     notes: tuple[str, ...] = ()
     why: str | None = None  # the winner against the best layout of the other family on the same GPUs
-    considered: tuple[str, ...] = ()  # every layout tried, with the nodes of one replica
+    considered: tuple[str, ...] = ()  # every layout searched, with the nodes of one replica
+    catalog: bool = False  # no GPU was named: every GPU type of the catalog was searched
 
     @property
     def verdict(self) -> str:
@@ -186,24 +187,6 @@ def rank_key(c: Candidate, dtypes: Sequence[str]) -> tuple[Any, ...]:
     return cost is None, cost or 0.0, c.num_gpus, c.pp, dtypes.index(c.kv_dtype), -c.requests, c.tp
 
 
-def _gpu_list(gpu: str | Sequence[str] | None, prices: Mapping[str, float]) -> tuple[str, ...]:
-    """Catalog names of the GPU types asked (default: the priced ones, else H100); unknown or ambiguous names
-    raise here, before any planning."""
-    names = [gpu] if isinstance(gpu, str) else list(gpu or prices or ["H100"])
-    if not names:
-        raise InputError("gpu: name at least one GPU type", arg="gpu")
-    return tuple(dict.fromkeys(lookup_gpu(n).name for n in names))
-
-
-def _price_table(prices: Mapping[str, float] | None) -> dict[str, float]:
-    out = {}
-    for name, price in (prices or {}).items():
-        if not price >= 0:  # also refuses NaN
-            raise InputError(f"prices: {name}={price} is not a price per GPU-hour (a number ≥ 0)", arg="prices")
-        out[lookup_gpu(name).name] = float(price)
-    return out
-
-
 def _check(question: CapacityRequest, load: Load, gpus_per_node: int) -> None:
     for name, value in (("concurrency", load.concurrency), ("gpus_per_node", gpus_per_node),
                         ("max_gpus", load.max_gpus),
@@ -236,12 +219,13 @@ def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: st
         max_gpus: int | None = None, max_replicas: int | None = None, prices: Mapping[str, float] | None = None,
         nodes: int | None = None, progress: Callable[[int, int], None] | None = None, **options: Any) -> FitResult:
     """Every (GPU type, layout, KV dtype) with the replicas it needs to serve `concurrency` requests of the
-    request's max_model_len; ranked by RANKING. The question is a CapacityRequest, or a model and its fields as
+    request's max_model_len; ranked by RANKING. `gpu`: one GPU type or several (default: every GPU of the catalog;
+    H100 with gpu_memory_bytes). The question is a CapacityRequest, or a model and its fields as
     keywords (everything but the GPU, the layout and KV dtype is the same in every setup). `kv_dtype`: one, a list
     (tried in turn; earlier is preferred on a tie), or "any" (auto, then fp8); default: the request's. `nodes`:
     the most nodes of `gpus_per_node` GPUs in all (default 8, or max_gpus's)."""
-    question, price = capacity_request(model, **options), _price_table(prices)
-    gpus = _gpu_list(gpu, price)
+    question, price = capacity_request(model, **options), price_table(prices)
+    gpus, catalog = gpu_types(gpu, one=question.memory.gpu_memory_bytes is not None)
     dtypes = _kv_dtypes(question.cache.kv_dtype if kv_dtype is None else kv_dtype)
     load = Load(context=question.cache.max_model_len or 0, concurrency=concurrency,
                 max_gpus=gpus_allowed(max_gpus, nodes, gpus_per_node), max_replicas=max_replicas)
@@ -258,7 +242,8 @@ def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: st
                      concurrency=concurrency, gpus_per_node=gpus_per_node, max_gpus=load.max_gpus,
                      max_replicas=max_replicas, best=good[0] if good else None, candidates=tuple((good + bad)[:MAX_SHOWN]),
                      num_evaluated=len(found), num_skipped=skipped, ranking=RANKING if price else RANKING_BY_GPUS,
-                     notes=_notes(gpus, price, load, bool(good), estimated=question.memory.overhead_bytes is None),
+                     notes=_notes((gpus, price, catalog), load, bool(good), estimated=question.memory.overhead_bytes is None),
+                     catalog=catalog,
                      why=_why(good[0], [*good, *bad]) if good else None,
                      considered=tuple(dict.fromkeys(f"{shape_label(s)} on {n} node{'s' * (n > 1)}" for s in space
                                                     for n in [cdiv(profile.replica_gpus(s), gpus_per_node)])))
@@ -300,13 +285,11 @@ def _why(best: Candidate, ranked: Sequence[Candidate]) -> str | None:
     return why(planned(best), [planned(c) for c in ranked if c.result is not None and c.result.plan.refusal is None])
 
 
-def _notes(gpus: Sequence[str], price: Mapping[str, float], load: Load, any_fits: bool,
+def _notes(asked: tuple[Sequence[str], Mapping[str, float], bool], load: Load, any_fits: bool,
            estimated: bool) -> tuple[str, ...]:
     notes = ["KV budgets subtract kvplan's overhead estimate from each GPU; give the measured overhead for exact "
              "numbers"] if estimated else []
-    unpriced = [g for g in gpus if g not in price]
-    if price and unpriced:
-        notes.append(f"no price for {', '.join(unpriced)}: those setups rank after the priced ones")
+    notes += price_notes(*asked)
     if not any_fits:
         n = load.max_replicas
         replicas = f" and {n} replica{'s' * (n != 1)}" if n else ""

@@ -3,7 +3,8 @@
 Files: TOML (``H100 = 2.49`` lines, at the top or under a ``[prices]`` table) or CSV (``gpu,price``
 rows; a header row and ``#`` comments are skipped). A price is a number ≥ 0, with an optional
 leading ``$``. GPU names are any name ``--gpu`` takes; they are resolved when fit runs.
-This module parses text only: the CLI reads the file.
+This module parses text only (the CLI reads the file), and says which GPU types `fit` searches: those named, else
+every GPU of the catalog, ranked by cost where priced (``price_notes`` says which).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import csv
 import io
 import math
 import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kvplan.errors import InputError
+from kvplan.planning.gpus import gpu_names, lookup_gpu
 
 
 def _price(name: str, value: Any) -> float:
@@ -74,3 +77,37 @@ def prices_from_csv(text: str) -> dict[str, float]:
 def prices_from_file_text(text: str, suffix: str) -> dict[str, float]:
     """A price file's text, by its suffix: .toml, else CSV."""
     return prices_from_toml(text) if suffix.lower() == ".toml" else prices_from_csv(text)
+
+
+def price_table(prices: Mapping[str, float] | None) -> dict[str, float]:
+    """Prices by catalog name; a name the catalog lacks, or a price below 0 (or NaN), is refused."""
+    out = {}
+    for name, price in (prices or {}).items():
+        if not price >= 0:  # also refuses NaN
+            raise InputError(f"prices: {name}={price} is not a price per GPU-hour (a number ≥ 0)", arg="prices")
+        out[lookup_gpu(name).name] = float(price)
+    return out
+
+
+def gpu_types(gpu: str | Sequence[str] | None, *, one: bool = False) -> tuple[tuple[str, ...], bool]:
+    """Catalog names of the GPU types asked, and whether they are the whole catalog: none named, every GPU of the
+    catalog (an H100 where `one`: a given GPU memory describes one GPU). Unknown or ambiguous names raise here,
+    before any planning."""
+    if gpu is None or (not isinstance(gpu, str) and not list(gpu)):
+        return ("H100-SXM",) if one else tuple(gpu_names()), not one
+    names = [gpu] if isinstance(gpu, str) else list(gpu)
+    return tuple(dict.fromkeys(lookup_gpu(n).name for n in names)), False
+
+
+def price_notes(gpus: Sequence[str], price: Mapping[str, float], catalog: bool) -> list[str]:
+    """What the ranking rests on: which GPU types were searched, which are ranked by cost and which after them."""
+    unpriced = [g for g in gpus if g not in price]
+    if catalog:
+        if not price:
+            return [f"no --gpu: every GPU type of the catalog ({len(gpus)}) searched and ranked by GPUs; give --price "
+                    "to rank by cost per hour"]
+        return [f"no --gpu: every GPU type of the catalog ({len(gpus)}) searched; ranked by cost per hour where "
+                f"priced ({', '.join(g for g in gpus if g in price)}), the other {len(unpriced)} after them by GPUs"]
+    if price and unpriced:
+        return [f"no price for {', '.join(unpriced)}: those setups rank after the priced ones"]
+    return []

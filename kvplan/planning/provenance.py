@@ -200,7 +200,13 @@ def _rope_unread(model: ModelConfig) -> list[str]:
 
 def rotary_reasons(model: ModelConfig) -> tuple[str, ...]:
     """Why the rotary caches are an estimate: a rope field the count does not read (a second rope theta: a cache of
-    its own), a rope type whose positions it does not know (empty: exact)."""
+    its own), a rope type whose positions it does not know (empty: exact). Once per config content (fit's budgets
+    ask it for every setup)."""
+    return _rotary_reasons(model, content_key(model))
+
+
+@lru_cache(maxsize=64)
+def _rotary_reasons(model: ModelConfig, _key: str) -> tuple[str, ...]:
     out = [f"{k} {_shown(model.raw[k])} not read (a rope field the caches do not follow; a second theta builds a cache of its own)"
            for k in _rope_unread(model)]
     params = [p for p in (model.raw.get("rope_parameters"), model.field("rope_scaling")) if isinstance(p, dict)]

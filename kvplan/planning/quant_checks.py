@@ -19,10 +19,12 @@ The first layer that fails refuses the start; kvplan walks the layers in order.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import KvplanError
+from kvplan.planning.weights.formats import content_key
 from kvplan.planning.weights.parts import Part, model_parts
 
 MERGED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "gate_proj", "up_proj", "linear_attn.")
@@ -91,6 +93,13 @@ def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int
 
 def fp8_block_refusal(model: ModelConfig, tp: int, merged_relaxed: bool, expert_tp: int | None = None, *,
                       moe_refine: bool = False) -> str | None:
+    """_fp8_block_refusal, once per config content and sizes (fit asks it for every setup)."""
+    return _fp8_block_refusal(model, content_key(model), tp, merged_relaxed, expert_tp, moe_refine)
+
+
+@lru_cache(maxsize=256)
+def _fp8_block_refusal(model: ModelConfig, _key: str, tp: int, merged_relaxed: bool, expert_tp: int | None,
+                       moe_refine: bool) -> str | None:
     """vLLM's message for the first layer whose FP8 weight blocks do not divide at `tp` (the experts at `expert_tp`:
     vLLM's MoE TP, dp × tp; None: whole experts under expert parallel); None when all do. `moe_refine`: the
     release refines an expert block grid that does not divide (VllmRelease.fp8_moe_refine); `merged_relaxed`: a
@@ -113,6 +122,12 @@ def fp8_block_refusal(model: ModelConfig, tp: int, merged_relaxed: bool, expert_
 
 
 def moe_refined_scale_bytes(model: ModelConfig, expert_tp: int) -> tuple[int, int]:
+    """_moe_refined_scale_bytes, once per config content and expert TP (asked for every PP stage of every setup)."""
+    return _moe_refined_scale_bytes(model, content_key(model), expert_tp)
+
+
+@lru_cache(maxsize=256)
+def _moe_refined_scale_bytes(model: ModelConfig, _key: str, expert_tp: int) -> tuple[int, int]:
     """(refined block, bytes the refined fp32 scale grid adds on one GPU over the checkpoint's) of a block-FP8 MoE
     whose blocks vLLM 0.29+ refines at `expert_tp`; (0, 0) when it does not."""
     block = block_shape(model)

@@ -88,6 +88,7 @@ class FitPayload:
     considered: tuple[str, ...] = ()  # every layout searched (`DP 16 + EP 16 (TP 1) on 2 nodes`)
     num_skipped: int = 0  # setups not planned: their bound showed they could not be shown (planning/search.py)
     num_setups: int = 0  # the whole space searched: num_evaluated + num_skipped
+    catalog: bool = False  # no GPU was named: every GPU type of the catalog was searched
 
 
 def fit_payload(result: FitResult) -> FitPayload:
@@ -98,7 +99,7 @@ def fit_payload(result: FitResult) -> FitPayload:
                       fits=best is not None, best=None if best is None else setup_payload(best),
                       alternatives=tuple(setup_payload(c) for c in result.candidates), notes=result.notes,
                       why=result.why, considered=result.considered, num_skipped=result.num_skipped,
-                      num_setups=result.num_evaluated + result.num_skipped)
+                      num_setups=result.num_evaluated + result.num_skipped, catalog=result.catalog)
 
 
 def setup_text(c: SetupPayload) -> str:
@@ -149,4 +150,5 @@ def searched(payload: FitPayload, rows: int) -> str:
     total = payload.num_evaluated + payload.num_skipped
     planned = f" ({payload.num_evaluated:,} planned; the others could not rank among those shown)" \
         if payload.num_skipped else ""
-    return f"{rows} of {total:,} setups shown{planned} on {', '.join(payload.gpus)}"
+    gpus = f"every GPU type of the catalog ({len(payload.gpus)})" if payload.catalog else ", ".join(payload.gpus)
+    return f"{rows} of {total:,} setups shown{planned} on {gpus}"

@@ -13,6 +13,7 @@ import pytest
 
 from kvplan.errors import InputError
 from kvplan.planning.fit import fit
+from kvplan.planning.gpus import gpu_names
 
 GIB = 2**30
 
@@ -140,9 +141,18 @@ def test_an_unpriced_gpu_ranks_after_the_priced_ones(model: Any) -> None:
     assert any("no price for H200" in n for n in r.notes)
 
 
-def test_the_default_gpus_are_the_priced_ones(model: Any) -> None:
+def test_the_default_gpus_are_the_whole_catalog(model: Any) -> None:
+    # issue 33: without a GPU named, every GPU type of the catalog; the priced ones rank first, by cost
     r = fit(model("meta-llama/Llama-3.1-8B"), max_model_len=8192, concurrency=4, prices={"A100-80G": 1.8, "L4": 0.4})
-    assert r.gpus == ("A100-80G", "L4")
+    assert r.gpus == tuple(gpu_names()) and r.catalog
+    # one L4: 22.05 GiB × 0.92 − 14.96 GiB of weights − the overhead estimate ≈ 4.1 GiB, 4 requests of 1 GiB, $0.40/h
+    assert r.best is not None and (r.best.gpu, r.best.num_gpus, r.best.cost_per_hour) == ("L4", 1, 0.4)
+    assert r.notes[-1] == (f"no --gpu: every GPU type of the catalog ({len(gpu_names())}) searched; ranked by cost per "
+                           f"hour where priced (A100-80G, L4), the other {len(gpu_names()) - 2} after them by GPUs")
+    plain = fit(model("meta-llama/Llama-3.1-8B"), max_model_len=8192, concurrency=4)
+    assert plain.catalog and plain.ranking.startswith("GPUs") and "give --price" in plain.notes[-1]
+    one = fit(model("meta-llama/Llama-3.1-8B"), max_model_len=8192, concurrency=4, gpu_memory_bytes=40 * GIB)
+    assert one.gpus == ("H100-SXM",) and not one.catalog  # a given memory is one GPU's
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -185,7 +195,7 @@ def test_fit_cli_with_prices_from_a_file(run_cli: Any, tmp_path: Any) -> None:
                              "--price", str(prices), "--overhead", "2GiB", "--json")
     assert code == 0, err
     p = json.loads(out)
-    assert p["gpus"] == ["H100-SXM", "L40S"] and p["fits"]
+    assert p["gpus"] == gpu_names() and p["catalog"] and p["fits"]
     assert (p["best"]["gpu"], p["best"]["replicas"], p["best"]["cost_per_hour"]) == ("L40S", 1, 4.0)
     code, out, _ = run_cli("fit", "meta-llama/Llama-3.1-8B", "--context", "32k", "--concurrency", "40",
                            "--price", str(prices), "--overhead", "2GiB")

@@ -215,14 +215,35 @@ def add_bytes(into: Counter[str], parts: Iterable[Part], split: Split, kind: str
         into[kind or part.category] += part_bytes(part, split)
 
 
+_LAYER_BYTES: dict[tuple[int, Split], tuple[ModelParts, tuple[Counter[str], ...]]] = {}
+
+
+def layer_bytes(parts: ModelParts, split: Split) -> tuple[Counter[str], ...]:
+    """Bytes by kind of each decoder layer on one rank, once per model and split: every PP stage of every layout
+    with this split sums them (fit plans many PP sizes of one TP). Keyed by the parts' identity, which the entry
+    holds, so the key cannot be reused by another object."""
+    hit = _LAYER_BYTES.get((id(parts), split))
+    if hit is not None and hit[0] is parts:
+        return hit[1]
+    out = []
+    for layer in parts.layers:
+        one: Counter[str] = Counter()
+        add_bytes(one, layer, split)
+        out.append(one)
+    if len(_LAYER_BYTES) >= 256:
+        _LAYER_BYTES.clear()
+    _LAYER_BYTES[(id(parts), split)] = (parts, tuple(out))
+    return tuple(out)
+
+
 def stage_bytes(parts: ModelParts, split: Split, pp: int, stage: int, *, include_mtp: bool = False,
                 towers: Towers = "first") -> Counter[str]:
     """Bytes by kind on one rank of one PP stage."""
     counts = pp_layer_counts(len(parts.layers), pp)
     start = sum(counts[:stage])
     by_kind: Counter[str] = Counter()
-    for layer in parts.layers[start:start + counts[stage]]:
-        add_bytes(by_kind, layer, split)
+    for counted in layer_bytes(parts, split)[start:start + counts[stage]]:
+        by_kind.update(counted)
     tower = [p for p in parts.first if p.category in TOWER_CATEGORIES]
     if towers == "every" or (towers == "first" and stage == 0):
         add_bytes(by_kind, tower, split)
