@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
@@ -79,6 +79,14 @@ class Sweep:
                     for b in self.batches:
                         yield (*next(rows), *point.columns(b))
 
+    def iter_lengths(self) -> Iterator[LengthRow]:
+        """Per layout and length (a sweep without engines), what its rows are made of: a writer that multiplies the
+        batch in itself (the CSV's) need not build a row tuple each."""
+        if self.engines:
+            raise ValueError("a sweep with engines has capacity columns per row: read iter_rows")
+        for layout in self.layouts:
+            yield from _lengths(layout, self.max_model_lens)
+
     @property
     def rows(self) -> tuple[Row, ...]:
         """Every row at once (a small sweep; write a large one from iter_rows)."""
@@ -95,15 +103,31 @@ class Sweep:
 
 
 def _points(layout: Layout, lengths: Sequence[int], batches: Sequence[int]) -> Iterator[Row]:
-    head = (layout.model.model_id, layout.tp, layout.pp, layout.kv_dtype.name, layout.block_size, layout.num_gpus)
-    for length in lengths:
-        one = KvCacheResult(layout, length, 1)
-        per_token, per_token_gpu = one.bytes_per_token, one.bytes_per_token_per_gpu
-        seq, seq_gpu = one.bytes_per_sequence, one.bytes_per_sequence_per_gpu
-        paged_gpu, all_gpus = one.bytes_per_sequence_paged_per_gpu, one.total_bytes_all_gpus
+    for head, length, per_token, per_token_gpu, seq, seq_gpu, paged_gpu, all_gpus in _lengths(layout, lengths):
         for b in batches:
             yield (*head, length, b, per_token, per_token_gpu, seq, seq_gpu, b * seq, b * seq_gpu,
                    b * paged_gpu, b * all_gpus)
+
+
+class LengthRow(NamedTuple):
+    """What a sweep row's columns are made of, per layout and length: the batch multiplies the last four."""
+
+    head: tuple[str, int, int, str, int, int]  # model, tp, pp, kv_dtype, block_size, num_gpus
+    length: int
+    per_token: int
+    per_token_gpu: int
+    sequence: int
+    sequence_gpu: int
+    sequence_paged_gpu: int
+    sequence_all_gpus: int
+
+
+def _lengths(layout: Layout, lengths: Sequence[int]) -> Iterator[LengthRow]:
+    head = (layout.model.model_id, layout.tp, layout.pp, layout.kv_dtype.name, layout.block_size, layout.num_gpus)
+    for length in lengths:
+        one = KvCacheResult(layout, length, 1)
+        yield LengthRow(head, length, one.bytes_per_token, one.bytes_per_token_per_gpu, one.bytes_per_sequence,
+                        one.bytes_per_sequence_per_gpu, one.bytes_per_sequence_paged_per_gpu, one.total_bytes_all_gpus)
 
 
 def _check_axes(axes: dict[str, Sequence[Any]]) -> None:
