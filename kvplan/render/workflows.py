@@ -20,13 +20,14 @@ from kvplan.render.size import Parallel, SizePayload, size_payload, size_tables
 from kvplan.render.tables import Table
 from kvplan.render.workload import AllocatorPayload, allocator_payload, allocator_table, plural, workload_tables
 from kvplan.units import format_floor
-from kvplan.workflows.capacity_curve import CapacityPoint
-from kvplan.workflows.compare import Comparison
 from kvplan.workflows.sweep import Sweep
-from kvplan.workflows.waste import WasteResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: a sweep without engines never imports the capacity stack (issue 33)
     from rich.console import RenderableType
+
+    from kvplan.workflows.capacity_curve import CapacityPoint
+    from kvplan.workflows.compare import Comparison
+    from kvplan.workflows.waste import WasteResult
 
 MAX_TABLE_ROWS = 200
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
@@ -25,7 +25,9 @@ from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest, cache_request
 from kvplan.formulas.sizing import KvCacheResult
 from kvplan.planning.request import NO_MEMORY, CapacityRequest, Memory
-from kvplan.workflows.capacity_curve import ENGINE_COLUMNS, CapacityPoint, capacity_point, check_engines
+
+if TYPE_CHECKING:  # the capacity stack is imported only by a sweep with engines (start-up: issue 33)
+    from kvplan.workflows.capacity_curve import CapacityPoint
 
 SWEEP_COLUMNS = (
     "model", "tp", "pp", "kv_dtype", "block_size", "num_gpus", "seq_len", "batch",
@@ -60,7 +62,11 @@ class Sweep:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return SWEEP_COLUMNS + ENGINE_COLUMNS if self.engines else SWEEP_COLUMNS
+        if not self.engines:
+            return SWEEP_COLUMNS
+        from kvplan.workflows.capacity_curve import ENGINE_COLUMNS
+
+        return SWEEP_COLUMNS + ENGINE_COLUMNS
 
     @property
     def num_rows(self) -> int:
@@ -154,6 +160,8 @@ def sweep(models: Sequence[ModelConfig | str], *, max_model_lens: Sequence[int],
         raise InputError("sweep sequence lengths and batch sizes must be positive")
     base = cache_request(request, **fields)  # bad input for every layout: one error, not a skip each
     if engines is not None:
+        from kvplan.workflows.capacity_curve import check_engines
+
         check_engines(engines.engines, engines.memory.gpu)
     notes: list[str] = []
     combos = [(as_model(m), tp, pp, d) for m in models for tp, pp, d in itertools.product(tps, pps, kv_dtypes)]
@@ -196,6 +204,8 @@ def _engine_points(layout: Layout, base: CacheRequest, lengths: Sequence[int], e
                    notes: list[str], tick: Callable[[], None]) -> tuple[CapacityPoint, ...]:
     """Each engine's capacity at each length (capacity depends on the length, not on the batch): the sweep's
     layout (its block size aside: each engine pages in its own) with the axis' GPU, budget and knobs."""
+    from kvplan.workflows.capacity_curve import capacity_point
+
     cache = replace(base, tp=layout.tp, pp=layout.pp, kv_dtype=layout.kv_dtype.name, block_size=None)
     question = CapacityRequest(model=layout.model, cache=cache, settings=engines.settings, memory=engines.memory)
     out = []
