@@ -36,3 +36,14 @@ class ShardingError(KvplanError):
 
 class CapacityError(KvplanError):
     """A capacity question has no answer with the given memory."""
+
+
+class Refused(CapacityError):
+    """An engine would refuse to start (``raise_for_refusal()``): a valid "no", exit 1 as the CLI says it.
+    ``result`` is the answer that refused."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result

@@ -99,6 +99,17 @@ def parse_memory_size(text: str | int, name: str) -> int:
     return value
 
 
+def parse_gib_size(text: str | int, name: str) -> int:
+    """A host-memory size as vLLM and LMCache take it: a bare number is GiB (`10` = 10 GiB), a size keeps its unit
+    (`10GiB`, `512MiB`)."""
+    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", str(text)):
+        return int(float(text) * GIB)
+    try:
+        return parse_bytes(str(text))
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}", arg=name) from None
+
+
 def check_memory_size(value: int, text: str, name: str) -> None:
     """Refuse 0 < value < 1 MiB: `80` -> "did you mean 80GiB?"."""
     if 0 < value < MIB:

@@ -108,7 +108,9 @@ JSON_RUNS = {
                   "--speculative-model", "meta-llama/Llama-3.2-1B", "--num-speculative-tokens", "4"),
                  ("capacity", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json", "--max-loras", "2",
                   "--lmcache-cpu-size", "10"),
-                 ("capacity", "google/gemma-3-27b-it", "--gpu", "H100", "--json")],
+                 ("capacity", "google/gemma-3-27b-it", "--gpu", "H100", "--json"),
+                 ("capacity", "Qwen/Qwen3-8B", "--engine", "sglang", "--gpu", "H100", "--json", "--hicache-ratio", "2",
+                  "--role", "decode")],
     "reconcile": [("reconcile", "tests/data/logs/vllm-v066-internvl3-78b-tp8-l40s.log", "--model", "Qwen/Qwen2.5-72B",
                    "--json"),
                   ("reconcile", "tests/data/logs/sglang-v041-llama31-8b-h100-docs.log", "--json"),
@@ -116,6 +118,8 @@ JSON_RUNS = {
                   ("reconcile", "tests/data/logs/vllm-v017-qwen3-4b-rtx5080-refusal.log", "--model", "Qwen/Qwen3-8B",
                    "--json")],
     "report": [("report", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--json")],
+    "diff": [("diff", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100", "--tp", "4", "--max-model-len", "32k",
+              "--engine", "vllm@0.25", "--engine", "vllm@0.29", "--json")],
 }
 
 

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "capacity": ("kvplan.cli.capacity", "capacity"),
     "fit": ("kvplan.cli.fit", "fit"),
     "compare": ("kvplan.cli.compare", "compare"),
+    "diff": ("kvplan.cli.diff", "diff"),
     "sweep": ("kvplan.cli.sweep", "sweep"),
     "waste": ("kvplan.cli.waste", "waste"),
     "probe": ("kvplan.cli.probe", "probe"),
@@ -164,9 +165,35 @@ def _as_typed(exc: Any, args: list[str]) -> str:
             message = message.replace(f"'{primary}'", f"'{primary}' (given as {typed})")
             if message.startswith(f"No such option: {primary}"):  # click names it unquoted here
                 message = message.replace(primary, f"{primary} (given as {typed})", 1)
+    if message.startswith("No such option: ") and (hint := _engine_hint(exc, message.split()[3].rstrip(".,"))):
+        message = message.split(" (Possible options:")[0] + hint  # click's near names mislead where an engine's
     if args[:1] == ["probe"] and message.startswith("Got unexpected extra argument"):  # every other command's
         message += "; probe takes its models as --model NAME (repeatable)"            # model is positional
     return message
+
+
+# An engine's knob that kvplan's options name otherwise (Spelling.flags' knobs)
+OWN_NAMES = {"budget": ("--kv-budget",), "ep": ("--ep",), "lora": ("--max-loras",), "loras": ("--max-loras",),
+             "speculative": ("--speculative-model",), "dp_attention": ("--dp",), "fraction": ("--gpu-memory-utilization",)}
+
+
+def _engine_hint(exc: Any, name: str) -> str:
+    """An engine's flag kvplan's command lacks: the option it takes for that knob, or the launch command's way."""
+    from kvplan.engines import ENGINE_NAMES, get_engine
+    from kvplan.launch.argv import whose_flag
+
+    found = whose_flag(name, "")
+    command = getattr(getattr(exc, "ctx", None), "command", None)
+    if found is None or command is None:
+        return ""
+    ours = {o for p in command.params for o in getattr(p, "opts", ())}
+    spellings = [get_engine(e).spelling for e in ENGINE_NAMES]
+    names = [*(f for s in spellings if s is not None for f in s.flags.get(found[1], ())), *OWN_NAMES.get(found[1], ())]
+    takes = next((f for f in names if f in ours), None)
+    if takes is not None:
+        return f"; that is {found[0]}'s flag: kvplan {command.name} takes {takes}"
+    return (f"; that is {found[0]}'s flag: give it inside the launch command, after -- "
+            f"(kvplan capacity -- vllm serve MODEL ...)" if "model" in {p.name for p in command.params} else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ import typer
 from kvplan.cli.common import emit
 from kvplan.cli.engine_options import EngineArgs, Engines, MemoryArgs
 from kvplan.cli.expand import Expand, command, given_options
-from kvplan.cli.launch import Asked, Format, model_or_command, output_format, resolve
+from kvplan.cli.launch import CLUSTER_FORMATS, Asked, Format, model_or_command, output_format, resolve
 from kvplan.cli.options import Explain, GpusPerNode, Json, KvDtypes, Plot, cache_options, listed
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
@@ -99,6 +99,14 @@ def _show(results: list[Any], fmt: str, explain: bool, launch: Any, gpus_per_nod
     payloads = [_with_notes(capacity_payload(r, _layout_extra(r, launch, gpus_per_node)), launch, r) for r in results]
     lines = [line for r in results for line in explain_lines(r)] if explain else None
     labels = column_labels(payloads) if len(payloads) > 1 else [""]
+    if fmt in CLUSTER_FORMATS:
+        from kvplan.cli.launch import cluster_manifest
+        from kvplan.render.kubernetes import block_yaml
+
+        if len(payloads) > 1:
+            raise InputError(f"--format {fmt}: one engine and one KV dtype (one answer)", arg="format")
+        print(block_yaml(cluster_manifest(fmt, payloads[0], results[0])), end="")
+        return any(p.refusal for p in payloads)
     if fmt == "yaml":
         from kvplan.cli.launch import manifest, yaml_text
 

@@ -6,13 +6,12 @@ apart from those so that `kvplan size` neither imports nor builds them.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from kvplan.cli.expand import Expand
 from kvplan.cli.options import ENGINE, EXTRAS, MEMORY, option, switch
 from kvplan.errors import InputError
-from kvplan.units import GIB, parse_bytes, parse_memory_size, parse_positive_tokens
+from kvplan.units import parse_gib_size, parse_memory_size, parse_positive_tokens
 
 
 def gpus_completed(incomplete: str) -> list[str]:
@@ -22,9 +21,9 @@ def gpus_completed(incomplete: str) -> list[str]:
 
 
 def engines_completed(incomplete: str) -> list[str]:
-    from kvplan.engines import ENGINE_NAMES, REGISTRY
+    from kvplan.engines import ENGINE_NAMES, registry
 
-    return [name for name in dict.fromkeys((*ENGINE_NAMES, "all", *REGISTRY)) if name.startswith(incomplete.lower())]
+    return [name for name in dict.fromkeys((*ENGINE_NAMES, "all", *registry())) if name.startswith(incomplete.lower())]
 
 
 # Engine.
@@ -69,6 +68,9 @@ NonTorch = Annotated[str | None, option("--non-torch", "Non-torch memory per GPU
                                         "e.g. 2.1GiB.", MEMORY, "SIZE")]
 WeightsDtype = Annotated[str | None, option("--weights-dtype", "What-if weights: bf16, fp16, fp32, fp8, int8, int4 "
                                             "(default: the checkpoint's).", MEMORY, "DTYPE")]
+HostMem = Annotated[str | None, option("--host-mem", "One node's RAM, which the pinned host tier and offloaded "
+                                       "weights of its ranks must fit (default: the GPU's usual server).", MEMORY,
+                                       "SIZE")]
 Quantization = Annotated[str | None, option("--quantization", "vLLM --quantization (also -q): the checkpoint's own "
                                             "method, or fp8 quantized at load.", MEMORY, "METHOD")]
 
@@ -88,15 +90,21 @@ LoraModules = Annotated[str | None, option("--lora-target-modules", "Comma list 
 CpuLoras = Annotated[int | None, option("--max-cpu-loras", "vLLM adapters cached in host memory.", EXTRAS, "N")]
 MmLimit = Annotated[int | None, option("--limit-mm-per-prompt", "vLLM images per prompt (999); 0: text only, no "
                                        "encoder cache.", EXTRAS, "N")]
-CpuOffload = Annotated[str | None, option("--cpu-offload-gb", "Weights kept in host memory per GPU (vLLM, SGLang), "
-                                          "GiB or a size: 10 or 10GiB.", EXTRAS, "GIB")]
-KvOffload = Annotated[str | None, option("--kv-offloading-size", "Host KV tier: vLLM 0.33 (all ranks), SGLang "
-                                         "--hicache-size, TRT-LLM host_cache_size (per rank); GiB or a size.", EXTRAS,
-                                         "GIB")]
+CpuOffload = Annotated[str | None, option("--cpu-offload-gb", "WEIGHTS (not KV) kept in pinned host memory, per "
+                                          "GPU (vLLM, SGLang); GiB or a size: 10 or 10GiB.", EXTRAS, "GIB")]
+KvOffload = Annotated[str | None, option("--kv-offloading-size", "Host KV tier (KV, not weights): vLLM native "
+                                         "offloading, a total over all TP x PP ranks; SGLang --hicache-size and "
+                                         "TRT-LLM host_cache_size, per rank; GiB or a size.", EXTRAS, "GIB")]
 HicacheRatio = Annotated[float | None, option("--hicache-ratio", "SGLang HiCache host pool = ratio × device pool "
                                               "(2.0).", EXTRAS, "RATIO")]
 LmcacheSize = Annotated[str | None, option("--lmcache-cpu-size", "LMCache max_local_cpu_size, allocated by every "
                                            "rank; GiB or a size.", EXTRAS, "GIB")]
+Role = Annotated[str | None, option("--role", "prefill or decode: one instance of a disaggregated deployment (its "
+                                    "KV transfer flags, transfer bytes and descriptors per request, decode reserve).",
+                                    EXTRAS, "ROLE")]
+MooncakeSize = Annotated[str | None, option("--mooncake-segment-size", "SGLang HiCache with the Mooncake store: "
+                                            "global_segment_size, split over the TP ranks (4GiB); GiB or a size.",
+                                            EXTRAS, "GIB")]
 
 
 def engine_options(
@@ -109,6 +117,7 @@ def engine_options(
     max_loras: MaxLoras = None, lora_target_modules: LoraModules = None, max_cpu_loras: CpuLoras = None,
     limit_mm_per_prompt: MmLimit = None, cpu_offload_bytes: CpuOffload = None, kv_offloading_bytes: KvOffload = None,
     hicache_ratio: HicacheRatio = None, lmcache_cpu_bytes: LmcacheSize = None,
+    mooncake_segment_bytes: MooncakeSize = None, role: Role = None,
 ) -> Any:
     """Every engine's knobs (None: the release's default)."""
     from kvplan.engines.settings import settings_from
@@ -126,19 +135,21 @@ def engine_options(
         max_cpu_loras=max_cpu_loras, limit_mm_per_prompt=limit_mm_per_prompt,
         cpu_offload_bytes=size_gib(cpu_offload_bytes, "cpu_offload_bytes") or 0,
         kv_offloading_bytes=size_gib(kv_offloading_bytes, "kv_offloading_bytes"), hicache_ratio=hicache_ratio,
-        lmcache_cpu_bytes=size_gib(lmcache_cpu_bytes, "lmcache_cpu_bytes")))
+        lmcache_cpu_bytes=size_gib(lmcache_cpu_bytes, "lmcache_cpu_bytes"),
+        mooncake_segment_bytes=size_gib(mooncake_segment_bytes, "mooncake_segment_bytes"), role=role))
 
 
 def memory_options(gpu: Gpu = None, gpu_memory_bytes: GpuMem = None, kv_budget_bytes: KvBudget = None,
                    overhead_bytes: Overhead = None, non_torch_bytes: NonTorch = None,
-                   weights_dtype: WeightsDtype = None, quantization: Quantization = None) -> Any:
+                   weights_dtype: WeightsDtype = None, quantization: Quantization = None,
+                   host_memory_bytes: HostMem = None) -> Any:
     """The GPU and the figures that replace estimates."""
     from kvplan.planning.request import Memory
 
     return Memory(gpu=gpu, gpu_memory_bytes=_size(gpu_memory_bytes, "gpu_memory_bytes"),
                   kv_budget_bytes=kv_budget(kv_budget_bytes), overhead_bytes=_size(overhead_bytes, "overhead_bytes"),
                   non_torch_bytes=_size(non_torch_bytes, "non_torch_bytes"), weights_dtype=weights_dtype,
-                  quantization=quantization)
+                  quantization=quantization, host_memory_bytes=_size(host_memory_bytes, "host_memory_bytes"))
 
 
 def _size(text: str | None, name: str) -> int | None:
@@ -162,14 +173,7 @@ def kv_budget(text: str | None) -> tuple[int, ...] | None:
 
 def size_gib(text: str | None, name: str) -> int | None:
     """A bare number is GiB (vLLM's and LMCache's unit); a size keeps its unit."""
-    if text is None:
-        return None
-    if re.fullmatch(r"\s*\d+(\.\d+)?\s*", text):
-        return int(float(text) * GIB)
-    try:
-        return parse_bytes(text)
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}", arg=name) from None
+    return None if text is None else parse_gib_size(text, name)
 
 
 def _modules(text: str | None) -> tuple[str, ...] | None:

@@ -24,8 +24,11 @@ Words = Annotated[list[str], typer.Argument(
          "--model-path MODEL ..., sglang serve ..., trtllm-serve MODEL ... (every flag of the --engine release).",
     show_default=False, metavar="MODEL | -- COMMAND")]
 Format = Annotated[str | None, option("--format", "table, json or yaml (the fields a deployment takes: model, "
-                                      "engine, release, GPUs per replica, replicas, flags, min GPU memory).", OUTPUT,
+                                      "engine, release, GPUs per replica, replicas, flags, min GPU memory); kserve (a "
+                                      "KServe LLMInferenceService) or llm-d (a Kustomize patch of llm-d's Deployment),"
+                                      " with the pod's memory: engine + pinned host tier + /dev/shm.", OUTPUT,
                                       "FORMAT")]
+CLUSTER_FORMATS = ("kserve", "llm-d")
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,8 @@ def model_or_command(model: Words, revision: Revision = None, dtype: ModelDtype 
 
 def output_format(fmt: str | None, as_json: bool) -> str:
     name = (fmt or ("json" if as_json else "table")).lower()
-    if name not in ("table", "json", "yaml"):
-        raise InputError(f"--format {fmt}: choose table, json or yaml")
+    if name not in ("table", "json", "yaml", *CLUSTER_FORMATS):
+        raise InputError(f"--format {fmt}: choose table, json, yaml, kserve or llm-d")
     return name
 
 
@@ -92,6 +95,18 @@ def manifest(payload: Any) -> dict[str, Any]:
             "gpu": payload.gpu, "gpus_per_replica": layout.gpus, "replicas": 1, "layout": plain(layout), "command": payload.command, "flags": dict(payload.flags or {}),
             "min_gpu_memory_bytes": payload.gpu_memory_bytes, "kv_tokens": payload.kv_tokens,
             "max_concurrency": payload.max_concurrency, "notes": list(payload.notes)}
+
+
+def cluster_manifest(fmt: str, payload: Any, result: Any) -> dict[str, Any]:
+    """--format kserve / llm-d: the resource a cluster takes for one answer (its launch command on a pod sized by
+    kvplan.launch.pod)."""
+    from kvplan.launch.pod import pod
+    from kvplan.render.kubernetes import kserve, llm_d
+
+    if not payload.command:
+        raise InputError(f"--format {fmt}: kvplan writes no launch command for {payload.engine_version}", arg="format")
+    sized = pod(result)
+    return kserve(payload, sized) if fmt == "kserve" else llm_d(payload, sized)
 
 
 def yaml_text(data: Any, indent: int = 0) -> str:

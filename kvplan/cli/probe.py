@@ -133,13 +133,13 @@ def probe(
     tolerance: Tolerance = 0.0, capacity: Capacity = False, kernel_check: KernelCheck = True, json: Json = False,
 ) -> None:
     """Allocate real caches from kvplan's specs; report predicted vs measured bytes and kernel checks."""
+    if not 0 <= tolerance < float("inf"):  # nan passed `tolerance < 0` and then every comparison
+        raise KvplanError(f"--tolerance must be a number >= 0, got {tolerance}")
     dev = resolve_device(device, gpu)  # first: without torch, one line naming the extra, before any torch import
     from kvplan.probe.bench import peak_gbps
     from kvplan.render.probe import probe_payload, probe_tables
 
     tp = _world_tp(cache.tp)
-    if tolerance < 0:
-        raise KvplanError("--tolerance must be >= 0")
     on_gpu = dev.type == "cuda"
     opts = _options(on_gpu, cache, blocks, seqs, layout, kernel_check)
     targets, skipped = plan_targets(model, kv_dtype, opts, tp)

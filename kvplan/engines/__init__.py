@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import re
+from functools import cache
+from typing import Any
 
 from kvplan.engines.base import (
     BudgetRules,
@@ -25,6 +27,7 @@ from kvplan.engines.base import (
 )
 from kvplan.engines.protocol import Engine
 from kvplan.engines.settings import Settings, SglangSettings, TrtllmSettings, VllmSettings, settings_from
+from kvplan.engines.version import Version
 from kvplan.errors import InputError
 
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "hf")  # `--engine all`: the newest release of each
@@ -32,14 +35,9 @@ DEFAULT_ENGINE = ENGINE_NAMES[0]  # what kvplan plans with unless an engine is n
 
 _VLLM, _SGLANG = ("kvplan.engines.vllm", "VllmEngine"), ("kvplan.engines.sglang", "SglangEngine")
 _TRTLLM, _HF = ("kvplan.engines.trtllm", "TrtllmEngine"), ("kvplan.engines.hf", "HfEngine")
-# vLLM rows (kvplan/engines/vllm/rows.py, rows_late.py; tests keep this list equal to its RELEASES): every V1 minor
-# from 0.8 to 0.33, 0.8.0 and 0.9.0 (rules their patch releases changed), and the V0 rows.
-VLLM_RELEASES = ("0.33", "0.32", "0.31", "0.30", "0.29", "0.28", "0.27", "0.26", "0.25", "0.24", "0.23", "0.22",
-                 "0.21", "0.20", "0.19", "0.18", "0.17", "0.16", "0.15", "0.14", "0.13", "0.12", "0.11", "0.10",
-                 "0.9", "0.9.0", "0.8", "0.8.0", "0.8-v0", "0.7", "0.6.6", "0.6.5", "0.6.4")
-# name -> (module, class, release key)
-REGISTRY: dict[str, tuple[str, str, str]] = {
-    "vllm": (*_VLLM, VLLM_RELEASES[0]), **{f"vllm@{key}": (*_VLLM, key) for key in VLLM_RELEASES},
+# name -> (module, class, release key) of the engines whose names are listed here; vLLM's are its rows' keys
+# (kvplan/engines/vllm/rows.py, rows_late.py: RELEASES, oldest first), read when a name is first looked up.
+_LISTED: dict[str, tuple[str, str, str]] = {
     "sglang": (*_SGLANG, "0.5.23"), "sglang@0.5": (*_SGLANG, "0.5.23"), "sglang@0.4": (*_SGLANG, "0.4.0"),
     # every SGLang minor on PyPI, 0.4.0-0.5.23 (there is no 0.5.0): kvplan.engines.sglang.releases.MINORS
     **{f"sglang@{v}": (*_SGLANG, v) for v in (*(f"0.4.{n}" for n in range(11)), *(f"0.5.{n}" for n in range(1, 24)))},
@@ -48,6 +46,26 @@ REGISTRY: dict[str, tuple[str, str, str]] = {
     "hf": (*_HF, "5"), "hf@5": (*_HF, "5"),
 }
 ALIASES = {"trt-llm": "trtllm", "tensorrt-llm": "trtllm", "transformers": "hf"}
+
+
+@cache
+def registry() -> dict[str, tuple[str, str, str]]:
+    """Every name `--engine` takes -> (module, class, release key): the bare name is the newest row (vLLM: every
+    row of ``kvplan.engines.vllm.rows_late.RELEASES``, newest first; a row added there is listed, planned and
+    accepted with no other change)."""
+    from kvplan.engines.vllm.rows_late import RELEASES
+
+    keys = tuple(reversed(RELEASES))
+    return {"vllm": (*_VLLM, keys[0]), **{f"vllm@{key}": (*_VLLM, key) for key in keys}, **_LISTED}
+
+
+def __getattr__(name: str) -> Any:
+    """``REGISTRY`` (``registry()``) and ``VLLM_RELEASES`` (vLLM's row keys, newest first), built on first use."""
+    if name == "REGISTRY":
+        return registry()
+    if name == "VLLM_RELEASES":
+        return tuple(n.partition("@")[2] for n in registry() if n.startswith("vllm@"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Engines whose releases are named by this many numbers (SGLang 0.5.6, TRT-LLM 1.2): a longer version matches on
@@ -62,26 +80,15 @@ def _lookup(name: str) -> tuple[str, str, str] | None:
     base, at, version = name.strip().lower().partition("@")
     base = ALIASES.get(base, base)
     if not at:
-        return REGISTRY.get(base)
+        return registry().get(base)
     version = re.sub(r"^v(?=\d)", "", version)
-    if f"{base}@{version}" in REGISTRY:
-        return REGISTRY[f"{base}@{version}"]
-    numbers = []
-    for part in version.split("."):
-        digits = re.match(r"\d+", part)
-        if digits is None:
-            break
-        numbers.append(digits.group())
-        if digits.group() != part:  # 1rc1, 0+cu128: what follows is not a release number
-            break
+    if f"{base}@{version}" in registry():
+        return registry()[f"{base}@{version}"]
+    parsed = Version.parse(version)  # 1rc1, 0+cu128: what follows a number that is not one is not a release number
     depth = MINOR_DEPTH.get(base)
     if depth is not None:
-        return REGISTRY.get(f"{base}@{'.'.join(numbers[:depth])}")
-    for end in range(len(numbers), 0, -1):
-        row = REGISTRY.get(f"{base}@{'.'.join(numbers[:end])}")
-        if row:
-            return row
-    return None
+        return registry().get(f"{base}@{Version(parsed.parts[:depth])}")
+    return next((registry()[f"{base}@{p}"] for p in parsed.prefixes() if f"{base}@{p}" in registry()), None)
 
 
 def release_key(name: str) -> tuple[str, str]:
@@ -89,11 +96,11 @@ def release_key(name: str) -> tuple[str, str]:
     row = _lookup(name)
     if row is None:
         raise _unknown(name)
-    return next(n for n, r in REGISTRY.items() if r == row).partition("@")[0], row[2]
+    return next(n for n, r in registry().items() if r == row).partition("@")[0], row[2]
 
 
 def _unknown(name: str) -> InputError:
-    known = ", ".join(n for n in REGISTRY if "@" in n)
+    known = ", ".join(n for n in registry() if "@" in n)
     return InputError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINE_NAMES)} (the newest releases), "
                       f"{known}, all")
 
@@ -114,4 +121,4 @@ _PROFILES: dict[tuple[str, str, str], Engine] = {}
 
 __all__ = ["DEFAULT_ENGINE", "ENGINE_NAMES", "REGISTRY", "VLLM_RELEASES", "BudgetRules", "BudgetSteps", "BudgetTerm", "Device", "Engine", "EnginePlan",
            "GroupRow", "ProfileRun", "Refusal", "Request", "Resolved", "Settings", "SglangSettings", "TrtllmSettings",
-           "VllmSettings", "get_engine", "release_key", "settings_from"]
+           "VllmSettings", "get_engine", "registry", "release_key", "settings_from"]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from kvplan.engines import ALIASES, ENGINE_NAMES, REGISTRY, _lookup
+from kvplan.engines import ALIASES, ENGINE_NAMES, _lookup, registry
+from kvplan.engines.version import Version
 from kvplan.errors import InputError
 
 
@@ -34,12 +34,6 @@ class ReleaseInfo:
     source: str
     changes: tuple[ReleaseChange, ...]
     aliases: tuple[str, ...] = ()  # other names that reach the same row (vllm@0.5 style)
-
-
-def _order(version: str) -> tuple[tuple[int, int, str], ...]:
-    """Release numbers, a suffixed number first (0.8-v0, the V0 row, before 0.8.0)."""
-    return tuple((int(m.group(1)), 0 if m.group(2) else 1, m.group(2))
-                 for m in re.finditer(r"(\d+)([^.\d]*)", version))
 
 
 def _row(module: str, cls: str, key: str) -> tuple[str, Any]:
@@ -79,7 +73,7 @@ def _selected(engines: list[str] | None) -> tuple[set[str], set[tuple[str, str]]
                 names |= set(ENGINE_NAMES)
             elif found is None:
                 raise InputError(f"unknown engine {one!r}; choose one of: {', '.join(ENGINE_NAMES)}, all, or a release "
-                                 f"({', '.join(n for n in REGISTRY if '@' in n)})", arg="engine")
+                                 f"({', '.join(n for n in registry() if '@' in n)})", arg="engine")
             elif "@" in one:
                 rows.add((found[0], found[2]))
             else:
@@ -91,12 +85,12 @@ def engine_releases(engines: list[str] | None = None) -> list[ReleaseInfo]:
     """Every release row of the engines asked (all by default), oldest first within an engine."""
     names, releases = _selected(engines)
     rows: dict[tuple[str, str, str], list[str]] = {}
-    for name, target in REGISTRY.items():
+    for name, target in registry().items():
         rows.setdefault(target, []).append(name)
     out: list[ReleaseInfo] = []
     for engine in ENGINE_NAMES:
         mine = [(t, n, *_row(*t)) for t, n in rows.items() if n[0].split("@")[0] == engine]
-        mine.sort(key=lambda r: _order(str(getattr(r[3], "release", "") or r[0][2])))
+        mine.sort(key=lambda r: Version.parse(str(getattr(r[3], "release", "") or r[0][2])).order())
         previous = None
         for (module, _, key), called, label, row in mine:
             own = _own(row) if row is not previous else (ReleaseChange(

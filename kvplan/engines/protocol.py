@@ -14,7 +14,8 @@ An engine profile follows one release of its engine (``version``) and declares o
 - the plan: ``plan`` cuts that memory into blocks and tokens on the layout it is handed, and says whether it refuses
   (a ``Refusal`` is an answer: the plan is still returned with its numbers); ``empty_plan`` when it got no memory;
 - the replica: ``replica_gpus``, the data-parallel layouts it runs (``data_parallel_layouts``), how one replica
-  spreads over nodes (``multi_node``), and how its launch command spells the knobs (``spelling``).
+  spreads over nodes (``multi_node``), whether it runs EP without DP (``expert_parallel_alone``) and PP inside DP
+  (``data_parallel_with_pp``), and how its launch command spells the knobs (``spelling``).
 ``kvplan.planning.capacity`` builds the layout once (``build_layout`` with the engine's policy) and chains them; the
 CLI only renders the frozen ``EnginePlan``. ``EngineBase`` holds what most engines share; each engine overrides what
 differs.
@@ -36,6 +37,10 @@ from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
 from kvplan.units import cdiv
 
 DP_SIZES = (2, 4, 8, 16, 32, 64)  # the data-parallel sizes `kvplan fit` tries
+NCCL_SHM_BYTES = 1024**3  # kvplan's allowance for NCCL's shared-memory segments (its SHM transport and proxy),
+# not read from code: a container's default 64 MiB /dev/shm is what NCCL's "Error while creating shared memory
+# segment" reports
+NCCL_SHM_RULE = "1 GiB allowance for NCCL's shared-memory segments (an estimate, not read from code)"
 # DeepSeek-V4's compressed caches: kvplan models them as vLLM lays them out
 COMPRESSED_PARTS = (CompressedMLA, SlidingMLA, CompressorState)
 
@@ -45,7 +50,7 @@ class Fp8BlockCheck:
     """A release's check that a block-quantized FP8 checkpoint's weight blocks divide at the TP the weights are cut
     by (``kvplan.planning.quant_checks``)."""
 
-    release: str  # the release key whose rules apply
+    merged_relaxed: bool  # a merged layer (QKV, gate_up) whose partitions' blocks do not divide passes
     expert_tp: int | None  # the TP every expert is cut by (None: whole experts under expert parallelism)
     moe_refine: bool  # a block that does not divide is refined to a finer scale grid first
     source: str  # file:line of the check
@@ -55,12 +60,18 @@ class Engine(Protocol):
     name: str
     version: str  # the release whose rules and defaults the profile follows
     supports_dcp: bool
+    expert_parallel_alone: bool  # it runs EP over the TP ranks without data parallel (fit tries TP × PP with EP = TP)
+    data_parallel_with_pp: bool  # its DP + EP layouts take PP inside each DP rank (fit tries them with PP)
     start_check: bool  # it refuses to start when one max_model_len request does not fit its pool
     budget_overflow: tuple[str, str]  # a given KV budget the GPU cannot hold: what happens, and why ("": unsaid)
     spelling: Spelling | None  # its launch command (None: kvplan writes and reads none)
     takes_kv_budget: bool  # a KV budget can be given to it (vLLM --kv-cache-memory-bytes), no fraction of the GPU
     loaded_kinds: tuple[TermKind, ...]  # the budget terms its logged weight-loading figure measures
     launch_release: str | None  # the release whose parser its launch command is read and written with (None: none)
+    host_tiers: frozenset[str]  # the host KV tiers it connects to (kvplan.engines.host_tier.CONNECTORS)
+    native_host_tier: str | None  # the one its own offloading size means (kv_offloading_bytes; None: none)
+    kv_transfer: str | None  # the prefill -> decode KV transfer its launch command names (None: kvplan writes none)
+    decode_reserve_tokens: int  # tokens a decode instance holds back per request beyond its prompt
 
     def resolve(self, request: Request) -> Resolved: ...
 
@@ -94,6 +105,8 @@ class Engine(Protocol):
 
     def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None: ...
 
+    def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]: ...
+
 
 class EngineBase:
     """What an engine does unless it says otherwise: no decode context parallel, DeepSeek-V4's compressed caches
@@ -102,6 +115,8 @@ class EngineBase:
     name: str
     version: str
     supports_dcp = False
+    expert_parallel_alone = False
+    data_parallel_with_pp = False
     start_check = False
     logs_concurrency = False  # it logs a maximum concurrency (0.0 in a plan with no memory)
     compressed_caches = False  # it lays out DeepSeek-V4's compressed caches (as kvplan models vLLM's)
@@ -111,6 +126,10 @@ class EngineBase:
     takes_kv_budget = False
     fraction_default: str | None = None  # the report's note where its memory fraction is left to the release
     loaded_kinds: tuple[TermKind, ...] = ("weights", "weights_extra", "lora")
+    host_tiers: frozenset[str] = frozenset()
+    native_host_tier: str | None = None
+    kv_transfer: str | None = None
+    decode_reserve_tokens = 0
 
     def check_layout(self, request: Request) -> None:
         """What it refuses before its layout is built (exit 2)."""
@@ -140,8 +159,12 @@ class EngineBase:
         return ()
 
     def multi_node(self, parallel: Parallel, gpus_per_node: int) -> dict[str, int]:
-        """How its launch command spreads one replica over nodes ({}: one node is enough)."""
-        nodes = cdiv(self.replica_gpus(parallel), gpus_per_node)
+        """How its launch command spreads one replica over nodes ({}: one node is enough): the fewest nodes that
+        hold an equal share of its ranks, as the engines split them (vLLM 0.25.0
+        v1/executor/multiproc_executor.py:251 asserts world_size % nnodes == 0; SGLang 0.5.23
+        srt/entrypoints/engine.py:2071 gives each node tp_size // nnodes): TP 8 at 3 GPUs a node is 4 nodes of 2."""
+        gpus = self.replica_gpus(parallel)
+        nodes = next(n for n in range(cdiv(gpus, gpus_per_node), gpus + 1) if gpus % n == 0)
         return {} if nodes == 1 else {"nodes": nodes}
 
     def memory_fraction(self, settings: Settings) -> float | None:
@@ -155,3 +178,7 @@ class EngineBase:
     def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None:
         """The line it prints with its KV budget before its plan's `log_lines` (None: it prints none)."""
         return None
+
+    def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]:
+        """The /dev/shm its processes on one node map (bytes, the rule): NCCL's allowance unless it says more."""
+        return NCCL_SHM_BYTES, NCCL_SHM_RULE

@@ -121,14 +121,17 @@ class Settings:
     kv_offloading_bytes: int | None = None  # host KV tier: vLLM --kv-offloading-size (all ranks), SGLang
     # --hicache-size and TRT-LLM host_cache_size (per rank)
     lmcache_cpu_bytes: int | None = None  # LMCache max_local_cpu_size, allocated by every rank
+    mooncake_segment_bytes: int | None = None  # SGLang HiCache's Mooncake store: global_segment_size (split over TP)
+    role: str | None = None  # prefill or decode: one instance of a disaggregated deployment (None: both in one)
     vllm: VllmSettings = field(default_factory=VllmSettings)
     sglang: SglangSettings = field(default_factory=SglangSettings)
     trtllm: TrtllmSettings = field(default_factory=TrtllmSettings)
 
     def __post_init__(self) -> None:
         _choose(self, "speculative_method", (None, *SPEC_METHODS))
+        _choose(self, "role", (None, "prefill", "decode"))
         _positive(self, "max_num_batched_tokens", "max_num_seqs", "max_lora_rank", "max_loras", "max_cpu_loras",
-                  "num_speculative_tokens", "kv_offloading_bytes", "lmcache_cpu_bytes")
+                  "num_speculative_tokens", "kv_offloading_bytes", "lmcache_cpu_bytes", "mooncake_segment_bytes")
         _positive(self, "limit_mm_per_prompt", "cpu_offload_bytes", zero=True)
 
     @classmethod

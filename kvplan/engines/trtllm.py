@@ -125,6 +125,8 @@ class TrtllmEngine(EngineBase):
                        "tensorrt_llm/_torch/pyexecutor/resource_manager.py KVCacheManager.calculate_max_num_blocks_from_cpp")
     spelling = SPELLING
     fraction_default = "TensorRT-LLM free_gpu_memory_fraction: its default (section 3 shows the value)"
+    host_tiers = frozenset({"trtllm_host"})  # kv_cache_config.host_cache_size
+    native_host_tier = "trtllm_host"
 
     def __init__(self, release_key: str = "1") -> None:
         found = RELEASES.get(VERSIONS.get(release_key, ""))

@@ -47,7 +47,7 @@ NO_OVERRIDES = Overrides()
 def parse_layer_ranges(text: str, num_layers: int | None = None) -> tuple[tuple[int, int, str], ...]:
     """"0-15:full,16-31:sliding" -> ((0, 15, "full"), (16, 31, "sliding")), within `num_layers` when given
     (layer_specs checks them against the model's layers in any case)."""
-    ranges = []
+    ranges: list[tuple[int, int, str]] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         span, sep, kind = part.partition(":")
         first, dash, last = span.partition("-")
@@ -58,8 +58,17 @@ def parse_layer_ranges(text: str, num_layers: int | None = None) -> tuple[tuple[
         if lo > hi or (num_layers is not None and hi >= num_layers):
             raise InputError(f"layer_types range {lo}-{hi} is outside layers 0-{(num_layers or hi + 1) - 1}"
                              if lo <= hi else f"layer_types range {lo}-{hi} runs backwards", arg="layer_types")
+        _no_overlap(ranges, lo, hi)
         ranges.append((lo, hi, kind))
     return tuple(ranges)
+
+
+def _no_overlap(ranges: list[tuple[int, int, str]], lo: int, hi: int) -> None:
+    """Two ranges naming one layer: a conflict (exit 2, both named), never the later one silently."""
+    for first, last, kind in ranges:
+        if lo <= last and first <= hi:
+            raise InputError(f"layer_types ranges {first}-{last}:{kind} and {lo}-{hi} overlap "
+                             f"(layers {max(lo, first)}-{min(hi, last)}): give each layer one kind", arg="layer_types")
 
 
 def _kv_heads(model: ModelConfig, ov: Overrides, own: int) -> int:

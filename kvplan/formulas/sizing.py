@@ -33,6 +33,11 @@ class KvCacheResult(NamedTuple):
     notes: tuple[str, ...] = ()
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """The notes that warn (each without its "warning: " prefix)."""
+        return tuple(n.removeprefix("warning: ") for n in self.notes if n.startswith("warning:"))
+
+    @property
     def model(self) -> ModelConfig:
         return self.layout.model
 

@@ -33,6 +33,7 @@ class Given:
     flag: Flag
     typed: str  # the spelling in the command (--max_model_len, --max-model, -tp)
     value: Any
+    text: str | None = None  # the value as typed (one word), where it took one
 
     @property
     def name(self) -> str:
@@ -56,6 +57,16 @@ def human_int(text: str) -> int:
     if suffix in _DECIMAL:
         return int(float(number) * _DECIMAL[suffix])
     return int(number) * _BINARY[suffix]
+
+
+def decimal_suffix_note(given: Given) -> str | None:
+    """vLLM's 32k is 32,000 tokens where kvplan's own options read 32k as 32,768: said where a command used it."""
+    match = _HUMAN.fullmatch((given.text or "").strip()) if "human_readable" in (given.flag.parse or "") else None
+    if match is None or match.group(2) not in _DECIMAL:
+        return None
+    return (f"{given.typed} {given.text} is {given.value:,} as vLLM reads it (k = 1,000, K = 1,024: 0.33 "
+            f"utils/argparse_utils.py:30-94); kvplan's own options read {given.text} as "
+            f"{int(float(match.group(1)) * 1024 ** ('kmgt'.index(match.group(2)) + 1)):,}")
 
 
 def _int(flag: Flag, text: str) -> int | None:
@@ -130,8 +141,36 @@ def resolve(name: str, table: FlagTable) -> Flag:
         if matches:
             raise InputError(f"ambiguous flag {name}: {label(table)} could read it as {', '.join(matches)} "
                              f"(argparse refuses it); spell the flag out")
+    hint = _their_hint(name, table)
     near = table.closest(name)
-    raise InputError(f"{label(table)} has no flag {name}" + (f"; the closest is {near}" if near else ""))
+    raise InputError(f"{label(table)} has no flag {name}" + (hint or (f"; the closest is {near}" if near else "")))
+
+
+def whose_flag(name: str, engine: str) -> tuple[str, str] | None:
+    """(the engine's label, the knob) where another engine than `engine` spells a knob `name` (SGLang's
+    --mem-fraction-static is the memory fraction), from each engine's Spelling.flags; else None."""
+    from kvplan.engines import ENGINE_NAMES, get_engine
+
+    for other in ENGINE_NAMES:
+        spelling = get_engine(other).spelling
+        if other == engine or spelling is None:
+            continue
+        knob = next((k for k, flags in spelling.flags.items() if name in flags), None)
+        if knob is not None:
+            return spelling.label, knob
+    return None
+
+
+def _their_hint(name: str, table: FlagTable) -> str | None:
+    """"; that is SGLang's flag; vLLM's is --gpu-memory-utilization" for another engine's spelling of a knob."""
+    from kvplan.engines import get_engine
+
+    found = whose_flag(name, table.engine)
+    if found is None:
+        return None
+    spelling = get_engine(table.engine).spelling
+    mine = next((f for f in (spelling.flags.get(found[1], ()) if spelling else ()) if table.has(f)), None)
+    return f"; that is {found[0]}'s flag" + (f"; {table.label}'s is {mine}" if mine else f" ({table.label} has none)")
 
 
 def _takes(token: str) -> bool:
@@ -185,6 +224,7 @@ def parse_args(tokens: list[str], table: FlagTable) -> tuple[list[Given], list[s
             value = {key: text}
         else:
             value, used = _values(flag, inline, tokens[i + 1:], table)
-        given.append(Given(flag=flag, typed=token.partition("=")[0], value=value))
+        typed = inline if inline is not None else tokens[i + 1] if used == 1 else None
+        given.append(Given(flag=flag, typed=token.partition("=")[0], value=value, text=typed))
         i += 1 + used
     return given, positional

@@ -23,7 +23,8 @@ from functools import cache
 
 from kvplan.engines.spelling import EntryPoint, Spelling
 from kvplan.errors import InputError
-from kvplan.launch.argv import Given, label, parse_args
+from kvplan.launch.argv import Given, decimal_suffix_note, label, parse_args
+from kvplan.launch.config_file import with_config_file
 from kvplan.launch.tables import FlagTable, flag_table, releases, table_release
 
 ENTRY_POINTS = ("vllm serve MODEL, python -m vllm.entrypoints.openai.api_server --model MODEL, "
@@ -152,7 +153,11 @@ def read_command(words: list[str], engine_name: str | None = None) -> Command:
         rest = rest[1:]  # `trtllm-serve serve MODEL`: an optional subcommand (DefaultGroup)
     if entry.serve_only_dropped:
         table = replace(table, flags={k: v for k, v in table.flags.items() if k not in table.serve_only})
+    if table.parser == "flexible" and table.has("--config"):
+        rest, path = with_config_file(rest)
+        notes += [f"--config {path}: each key read as a flag before the command's own, as vLLM reads it"] if path else []
     given, positional = parse_args(rest, table)
+    notes += [n for n in map(decimal_suffix_note, given) if n]
     model = _model(entry, given, positional, table)
     return Command(engine=engine, entry=entry.name, table=table, model=model, given=tuple(given), notes=tuple(notes))
 

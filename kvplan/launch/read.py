@@ -48,6 +48,28 @@ def _gib(value: Any) -> int | None:
     return None if value is None else int(float(value) * GIB)
 
 
+def _gb(value: Any) -> int | None:
+    """SGLang --hicache-size: whole GB (10**9; 0.5.8 srt/mem_cache/memory_pool_host.py:152); 0 is none."""
+    return int(float(value) * 10**9) if value else None
+
+
+KV_ROLES = {"kv_producer": "prefill", "kv_consumer": "decode"}  # vLLM 0.25.0 config/kv_transfer.py:11-13
+
+
+def _kv_role(value: Any) -> str | None:
+    """vLLM --kv-transfer-config (JSON) -> the instance's role (kv_both: none)."""
+    import json
+
+    found = json.loads(value) if isinstance(value, str) else value
+    kv_role = found.get("kv_role") if isinstance(found, dict) else getattr(found, "kv_role", None)
+    return KV_ROLES.get(str(kv_role))
+
+
+def _mode(value: Any) -> str | None:
+    """SGLang --disaggregation-mode (null: none)."""
+    return None if value in (None, "null") else str(value)
+
+
 def _budget(value: Any) -> tuple[int, ...]:
     return (int(value),)
 
@@ -67,7 +89,7 @@ def _same(value: Any) -> Any:
 # The conversions an engine's spelling names for a flag's value (Spelling.reads: dest -> part, field, conversion):
 # part = cache, settings, memory, model, layout (kept beside the question), lora, speculative, mm (combined below).
 CONVERSIONS: dict[str, Callable[[Any], Any]] = {"same": _same, "length": _length, "dtype": _dtype, "gib": _gib,
-                                                "budget": _budget, "modules": _modules, "not": _not, "bool": bool}
+                                                "gb": _gb, "kv_role": _kv_role, "mode": _mode, "budget": _budget, "modules": _modules, "not": _not, "bool": bool}
 SKIP = ("model", "model_path", "model_tag")  # the model itself: Command.model
 
 

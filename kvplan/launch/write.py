@@ -48,9 +48,9 @@ def engine_name(result: CapacityResult) -> str:
 
 @cache
 def _release_name(engine: str, version: str) -> str:
-    from kvplan.engines import REGISTRY, get_engine
+    from kvplan.engines import get_engine, registry
 
-    names = [n for n in REGISTRY if n.startswith(f"{engine}@") and get_engine(n).version == version]
+    names = [n for n in registry() if n.startswith(f"{engine}@") and get_engine(n).version == version]
     return max(names, key=len) if names else engine
 
 
@@ -126,7 +126,35 @@ def _extras(result: CapacityResult) -> dict[str, Any]:
     return {"speculative": json.dumps(spec) if spec else None, "lora": True if lora else None,
             "loras": asked.max_loras, "lora_rank": asked.max_lora_rank, "cpu_loras": asked.max_cpu_loras,
             "lora_modules": list(asked.lora_target_modules) if asked.lora_target_modules else None,
-            "cpu_offload": _gib(asked.cpu_offload_bytes), "kv_offload": _gib(asked.kv_offloading_bytes)}
+            "cpu_offload": _gib(asked.cpu_offload_bytes), **_host_tier(result), **_role(result)}
+
+
+EITHER = ("kv_transfer", "disaggregation")  # one engine's spelling of the role or the other's: no note for the other
+
+
+def _role(result: CapacityResult) -> dict[str, Any]:
+    """A prefill or decode instance: vLLM's KV transfer config (kv_producer / kv_consumer), SGLang's mode."""
+    role = result.extras.role
+    if role is None:
+        return {}
+    kv_role = {"prefill": "kv_producer", "decode": "kv_consumer"}[role.role]
+    return {"kv_transfer": json.dumps({"kv_connector": role.transfer, "kv_role": kv_role}, separators=(",", ":")),
+            "disaggregation": role.role}
+
+
+def _host_tier(result: CapacityResult) -> dict[str, Any]:
+    """The host KV tier as its connector is asked for: vLLM's native size (GiB, all ranks), SGLang's HiCache (a ratio
+    or whole GB per rank, and its storage backend). LMCache and Mooncake's own sizes live in their config files (the
+    answer's host_tier.flags)."""
+    tier, asked = result.extras.host_tier, result.asked
+    if tier is None or asked is None:
+        return {}
+    if tier.connector in ("hicache", "mooncake"):
+        size = asked.kv_offloading_bytes
+        return {"hicache": True, "hicache_ratio": asked.sglang.hicache_ratio,
+                "hicache_size": round(size / 10**9) if size else None,
+                "hicache_storage": "mooncake" if tier.connector == "mooncake" else None}
+    return {"kv_offload": _gib(asked.kv_offloading_bytes)}
 
 
 def _gib(size_bytes: int | None) -> float | None:
@@ -157,7 +185,7 @@ def write_launch(result: CapacityResult, extra: Mapping[str, Any] | None = None)
     assert profile.spelling is not None  # table_release refuses an engine without a launch command
     argv, flags, notes = [*profile.spelling.written_entry, result.model.model_id], {}, []
     for knob, value in _values(profile, result, extra).items():
-        if value is None or value is False:
+        if value is None or value is False or (knob in EITHER and knob not in profile.spelling.flags):
             continue
         flag, note = _flag(profile.spelling, table, knob, value)
         if flag is None:

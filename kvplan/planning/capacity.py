@@ -28,7 +28,7 @@ from kvplan.engines import (
     Settings,
     get_engine,
 )
-from kvplan.errors import InputError, KvplanError
+from kvplan.errors import CapacityError, InputError, KvplanError, Refused
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest
 from kvplan.planning import extras, given_budget
@@ -76,6 +76,25 @@ class CapacityResult:
         return self.plan.refusal
 
     @property
+    def verdict(self) -> str:
+        """"starts", "refuses" (the engine would not start with this memory) or "error" (no answer)."""
+        return "error" if self.error is not None else "refuses" if self.refusal is not None else "starts"
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The notes that warn (each without its "warning: " prefix)."""
+        return tuple(n.removeprefix("warning: ") for n in self.notes if n.startswith("warning:"))
+
+    def raise_for_refusal(self) -> CapacityResult:
+        """This answer, or ``Refused`` (a CapacityError) when the engine would refuse, ``CapacityError`` when
+        there is no answer: for a script that wants an exception."""
+        if self.error is not None:
+            raise CapacityError(f"{self.engine}: {self.error}")
+        if self.refusal is not None:
+            raise Refused(f"{self.engine} refuses to start: {self.refusal.message}", self)
+        return self
+
+    @property
     def within_estimate(self) -> bool:
         """The verdict (starts or refuses) is closer than the estimated terms add up to: they could turn it."""
         return within_estimate(self.verdict_margin_bytes, self.estimate_error_bytes)
@@ -87,7 +106,7 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     profile.check_layout(request)
     blocks = profile.fp8_blocks(request)
     if blocks is not None:
-        refused = fp8_block_refusal(request.model, request.tp, blocks.release, expert_tp=blocks.expert_tp,
+        refused = fp8_block_refusal(request.model, request.tp, blocks.merged_relaxed, expert_tp=blocks.expert_tp,
                                     moe_refine=blocks.moe_refine)
         if refused:
             raise InputError(f"{refused} ({profile.version}, {blocks.source})")
@@ -129,7 +148,17 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
         budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
                          held=(-held.over_bytes, held.estimated_bytes) if held else None)
     result = _result(profile, (replace(asked, draft=request.draft), request), layout, budget, memory)
-    return replace(result, extras=extras.summarize(profile, request, result.plan, layout, result.budget_terms))
+    found = extras.summarize(profile, request, result.plan, layout, result.budget_terms,
+                             node=(result.gpu, memory.host_memory_bytes))
+    return host_refusal(replace(result, extras=found))
+
+
+def host_refusal(result: CapacityResult) -> CapacityResult:
+    """A node that cannot hold what the replica pins in host memory refuses it (where the GPU did not)."""
+    host = result.extras.host_memory
+    if host is None or host.refusal is None or result.plan.refusal is not None:
+        return result
+    return replace(result, plan=replace(result.plan, refusal=Refusal(message=host.refusal)))
 
 
 def _result(profile: Engine, requests: tuple[Request, Resolved], layout: Layout, budget: Budget,
@@ -188,4 +217,4 @@ def failed(question: CapacityRequest, engine: str, exc: KvplanError) -> Capacity
     return CapacityResult(engine=engine, model=question.model, gpu=None, gpu_memory_bytes=None, tp=cache.tp,
                           pp=cache.pp, dcp=cache.dcp, max_model_len=question.max_model_len, weights_bytes_per_gpu=None,
                           overhead=None, kv_budget_bytes_per_gpu=(0,), plan=get_engine(engine).empty_plan(cache),
-                          notes=(f"error: {exc}",), error=str(exc))
+                          notes=(f"error: {exc}",), error=str(exc), cache=cache)

@@ -6,13 +6,14 @@ dtype. One replica serves ``floor(requests)`` requests of ``context`` tokens at 
 SGLang's and TRT-LLM's pools divided by one request, transformers' budget divided by one request's
 bytes; an engine that would refuse to start serves nobody). The setup needs ``replicas = ceil(concurrency / floor(requests))`` copies and holds
 ``replicas × tp × pp`` GPUs (vLLM data parallel: ``replicas × dp × tp × pp``), at most ``max_gpus``; with a
-price per GPU-hour it costs ``GPUs × price`` per hour. The layouts tried are kvplan.planning.layouts': TP × PP on
-every engine, and for a model with experts the engine's DP attention + EP, on one node or several.
+price per GPU-hour it costs ``GPUs × price`` per hour. The layouts tried are kvplan.planning.layouts': every TP in a
+node that divides the heads × every PP up to the layers, DCP where the engine offers it, and for a model with experts
+EP alone and the engine's DP attention + EP (with PP where the engine takes it), on one node or several. Setups are
+planned in the order of a bound and skipped where it shows they cannot be shown (kvplan.planning.search).
 
 Ranking (``RANKING``; ``RANKING_BY_GPUS`` without prices): cost per hour (a GPU type without a
 price ranks after every priced one), then GPUs, then fewer PP stages (TP stays inside a node, PP crosses nodes), then the more precise
-KV dtype (auto before fp8), then headroom (requests served in all), then smaller TP. TP runs over
-powers of two up to ``gpus_per_node``. ``FitResult.why`` says why the winner beats the best layout of the other
+KV dtype (auto before fp8), then headroom (requests served in all), then smaller TP. ``FitResult.why`` says why the winner beats the best layout of the other
 family (DP attention or not) on the same GPUs, with the ratio of the two plans' KV tokens.
 """
 
@@ -31,6 +32,7 @@ from kvplan.planning.capacity import CapacityResult, plan_capacity
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.layouts import Planned, gpus_allowed, limiting_stage, shape_label, shapes, why
 from kvplan.planning.request import CapacityRequest, capacity_request
+from kvplan.planning.search import Setup, bounded_setups, walk
 from kvplan.units import cdiv, format_floor
 
 ANY_KV_DTYPES = ("auto", "fp8")
@@ -48,6 +50,7 @@ class Candidate:
     kv_dtype: str
     dp: int = 1  # data parallel as the engine runs it (vLLM DP ranks, SGLang DP attention groups)
     ep: int = 1  # expert-parallel ranks
+    dcp: int = 1  # decode context parallel over the TP ranks (vLLM)
     nodes: int = 1  # nodes one replica spans
     replicas: int = 0  # 0: one replica cannot hold one request (or the layout is refused)
     requests_per_replica: float = 0.0  # the engine's figure; a replica serves its floor at once
@@ -63,7 +66,7 @@ class Candidate:
 
     @property
     def shape(self) -> Parallel:
-        return Parallel(tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep)
+        return Parallel(tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep, dcp=self.dcp)
 
     @property
     def label(self) -> str:
@@ -103,11 +106,30 @@ class FitResult:
     max_replicas: int | None
     best: Candidate | None
     candidates: tuple[Candidate, ...]  # ranked: setups that serve the load first, at most MAX_SHOWN
-    num_evaluated: int = 0
+    num_evaluated: int = 0  # setups planned
+    num_skipped: int = 0  # setups whose bound showed they could not be shown (kvplan.planning.search)
     ranking: str = RANKING
     notes: tuple[str, ...] = ()
     why: str | None = None  # the winner against the best layout of the other family on the same GPUs
     considered: tuple[str, ...] = ()  # every layout tried, with the nodes of one replica
+
+    @property
+    def verdict(self) -> str:
+        """"fits" (a setup serves the load) or "refuses" (none does; the closest are the candidates)."""
+        return "fits" if self.best is not None else "refuses"
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(n.removeprefix("warning: ") for n in self.notes if n.startswith("warning:"))
+
+    def raise_for_refusal(self) -> FitResult:
+        """This answer, or ``Refused`` when no setup serves the load."""
+        if self.best is None:
+            from kvplan.errors import Refused
+
+            raise Refused(f"no setup of {self.engine} serves {self.concurrency} requests of {self.context:,} tokens "
+                          f"of {self.model_id} on {', '.join(self.gpus)}", self)
+        return self
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,7 +164,7 @@ def _try(question: CapacityRequest, profile: Engine, load: Load, price: float | 
     """One layout on one GPU type: the engine's capacity for max_model_len = context, then the replicas."""
     cache = question.cache
     gpus = profile.replica_gpus(cache.parallel)
-    base = Candidate(gpu=question.memory.gpu or "", tp=cache.tp, pp=cache.pp, dp=cache.dp, ep=cache.ep,
+    base = Candidate(gpu=question.memory.gpu or "", tp=cache.tp, pp=cache.pp, dp=cache.dp, ep=cache.ep, dcp=cache.dcp,
                      kv_dtype=cache.kv_dtype, nodes=cdiv(gpus, gpus_per_node), price_per_gpu_hour=price,
                      launch=profile.multi_node(cache.parallel, gpus_per_node), gpus=gpus)
     try:
@@ -227,32 +249,48 @@ def fit(model: CapacityRequest | ModelConfig | str, *, concurrency: int, gpu: st
     if question.memory.gpu_memory_bytes is not None and len(gpus) > 1:
         raise InputError("gpu_memory_bytes overrides one GPU type's memory; name one gpu with it",
                          arg=("gpu_memory_bytes", "gpu"))
-    found = _search(question, get_engine(engine), load, (gpus, dtypes, price), gpus_per_node, progress)
+    profile = get_engine(engine)
+    space = shapes(profile, question.model, gpus_per_node, load.max_gpus)
+    found, skipped = _search(question, profile, load, (gpus, dtypes, price, space), gpus_per_node, progress)
     good = sorted((c for c in found if c.fits), key=lambda c: rank_key(c, dtypes))
     bad = sorted((c for c in found if not c.fits), key=lambda c: (-c.requests_per_replica, c.gpus_per_replica))
     return FitResult(model_id=question.model.model_id, engine=engine, gpus=gpus, context=load.context,
                      concurrency=concurrency, gpus_per_node=gpus_per_node, max_gpus=load.max_gpus,
                      max_replicas=max_replicas, best=good[0] if good else None, candidates=tuple((good + bad)[:MAX_SHOWN]),
-                     num_evaluated=len(found), ranking=RANKING if price else RANKING_BY_GPUS,
+                     num_evaluated=len(found), num_skipped=skipped, ranking=RANKING if price else RANKING_BY_GPUS,
                      notes=_notes(gpus, price, load, bool(good), estimated=question.memory.overhead_bytes is None),
                      why=_why(good[0], [*good, *bad]) if good else None,
-                     considered=tuple(dict.fromkeys(f"{c.label} on {c.nodes} node{'s' * (c.nodes > 1)}" for c in found)))
+                     considered=tuple(dict.fromkeys(f"{shape_label(s)} on {n} node{'s' * (n > 1)}" for s in space
+                                                    for n in [cdiv(profile.replica_gpus(s), gpus_per_node)])))
 
 
-def _search(question: CapacityRequest, profile: Engine, load: Load,
-            asked: tuple[Sequence[str], Sequence[str], Mapping[str, float]], gpus_per_node: int,
-            progress: Callable[[int, int], None] | None) -> list[Candidate]:
-    """Every GPU type × layout × KV dtype, planned (the weights are counted once per layout and reused)."""
-    gpus, dtypes, price = asked
-    moe = bool(question.model.field("num_experts"))
-    grid = [(g, s, d) for g in gpus for s in shapes(profile, moe, gpus_per_node, load.max_gpus) for d in dtypes]
-    found = []
-    for i, (g, s, d) in enumerate(grid, 1):
-        asking = question.on_gpu(g).with_cache(tp=s.tp, pp=s.pp, dp=s.dp, ep=s.ep, kv_dtype=d)
-        found.append(_try(asking, profile, load, price.get(g), gpus_per_node))
+Asked = tuple[Sequence[str], Sequence[str], Mapping[str, float], Sequence[Parallel]]
+
+
+def _search(question: CapacityRequest, profile: Engine, load: Load, asked: Asked, gpus_per_node: int,
+            progress: Callable[[int, int], None] | None) -> tuple[list[Candidate], int]:
+    """Every GPU type × layout × KV dtype, walked in the order of its bound (kvplan.planning.search); a setup
+    that cannot be shown is skipped, but the layouts of the other family on the winner's GPUs are planned (`why`).
+    Returns the candidates planned (in the space's order) and how many were skipped."""
+    _, dtypes, price, _ = asked
+    setups = bounded_setups(question, profile, asked, (load.context, load.concurrency, load.max_gpus, load.max_replicas))
+    done = [0]
+
+    def plan(s: Setup) -> Candidate:
+        asking = question.on_gpu(s.gpu).with_cache(tp=s.shape.tp, pp=s.shape.pp, dp=s.shape.dp, ep=s.shape.ep,
+                                                   dcp=s.shape.dcp, kv_dtype=s.kv_dtype)
+        done[0] += 1
         if progress:
-            progress(i, len(grid))
-    return found
+            progress(done[0], len(setups))
+        return _try(asking, profile, load, price.get(s.gpu), gpus_per_node)
+
+    pairs, skipped = walk(setups, plan, lambda c: rank_key(c, dtypes)[:5], MAX_SHOWN)
+    best = min((c for _, c in pairs if c.fits), key=lambda c: rank_key(c, dtypes), default=None)
+    if best is not None:  # `why` compares the winner with the first of the other family on the same GPUs
+        pairs += [(s.place, plan(s)) for s in skipped if s.gpu == best.gpu and s.kv_dtype == best.kv_dtype and
+                  s.gpus == best.gpus_per_replica and (s.shape.dp > 1) != (best.dp > 1)]
+    pairs.sort(key=lambda p: p[0])
+    return [c for _, c in pairs], len(setups) - len(pairs)
 
 
 def _why(best: Candidate, ranked: Sequence[Candidate]) -> str | None:

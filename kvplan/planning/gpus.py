@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from kvplan.errors import InputError
 from kvplan.units import GIB, parse_bytes
@@ -187,6 +188,13 @@ def size_variants(name: str) -> list[str]:
     return [n for n in GPUS if re.fullmatch(re.escape(key) + r"\d+g", _normalize(n))]
 
 
+@lru_cache(maxsize=1)
+def _canonical() -> dict[str, str]:
+    """Each catalog name's normalized key (the catalog is constant: built once)."""
+    return {_normalize(n): n for n in GPUS}
+
+
+@lru_cache(maxsize=512)  # a name resolves the same way every time; fit asks for each GPU type once per setup
 def lookup_gpu(name: str) -> Gpu:
     """`H100`, `h100-80g`, `NVIDIA H100 80GB HBM3`, `rtx4090`, `4090` -> the catalog entry.
 
@@ -196,9 +204,9 @@ def lookup_gpu(name: str) -> Gpu:
     itself (GH200 = the 96 GB part) is never ambiguous.
     """
     key = _normalize(name)
-    canonical = {_normalize(n): n for n in GPUS}
-    variants = size_variants(name)
-    if key not in canonical and len(variants) > 1:
+    canonical = _canonical()
+    variants = [] if key in canonical else size_variants(name)
+    if len(variants) > 1:
         raise InputError(f"GPU {name!r} is ambiguous: the catalog has it in {len(variants)} memory sizes "
                          f"({', '.join(variants)}); name one of them", arg="gpu")
     hit = canonical.get(key) or ALIASES.get(key)

@@ -1,8 +1,9 @@
 """The layouts `kvplan fit` tries for one replica, per engine, and why the winner beats the other family.
 
-Every engine: TP a power of two inside a node (``gpus_per_node``), PP over the stage counts engines use. A model
-with routed experts, on an engine that plans data parallel as it runs it, also gets the engine's DP attention with
-expert parallelism (``Engine.data_parallel_layouts``: vLLM's D engines of TP × PP GPUs with EP = D × TP, SGLang's DP
+Every engine: every TP inside a node (``gpus_per_node``) that divides the heads as the engines require, every PP
+from 1 up to the layers, and DCP where the engine offers it and the KV is replicated. A model with routed experts
+also gets TP × PP with EP = TP where the engine runs EP alone, and, on an engine that plans data parallel as it runs
+it, the engine's DP attention with expert parallelism (``Engine.data_parallel_layouts``: vLLM's D engines of TP × PP GPUs with EP = D × TP, SGLang's DP
 attention inside its TP group; TensorRT-LLM and transformers: TP and PP only). A layout is a ``Parallel`` value; the
 GPUs of its replica and how the launch command spreads it over nodes are the engine's (``replica_gpus``,
 ``multi_node``).
@@ -11,22 +12,48 @@ GPUs of its replica and how the launch command spreads it over nodes are the eng
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from kvplan.config.model import ModelConfig
 from kvplan.engines import Engine
-from kvplan.errors import InputError
+from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.request import Parallel
+from kvplan.formulas.sharding import check_parallel, kv_heads_per_rank
 from kvplan.planning.capacity import CapacityResult
 
-TPS = (1, 2, 4, 8, 16, 32, 64)
-PPS = (1, 2, 3, 4, 6, 8, 16)
+
+def tp_sizes(model: ModelConfig, gpus_per_node: int) -> list[int]:
+    """Every TP inside one node that divides the attention heads (the rule every engine applies:
+    kvplan.formulas.sharding.check_parallel) and the KV heads, or is a multiple of them (``kv_heads_per_rank``)."""
+    out = []
+    for tp in range(1, gpus_per_node + 1):
+        try:
+            check_parallel(model.layer_specs, model.num_attention_heads, tp, 1, 1)
+            if model.num_kv_heads and not model.is_mla:
+                kv_heads_per_rank(model.num_kv_heads, tp)
+        except KvplanError:
+            continue
+        out.append(tp)
+    return out
 
 
-def layouts(gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
-    """(tp, pp) pairs: TP a power of two inside a node, PP the stage counts engines use, tp × pp ≤ max_gpus."""
-    tps = [t for t in TPS if t <= gpus_per_node]
-    pps = [p for p in PPS if p * tps[0] <= max_gpus]
-    return [(t, p) for t in tps for p in pps if t * p <= max_gpus]
+def dcp_sizes(profile: Engine, model: ModelConfig, tp: int) -> list[int]:
+    """DCP sizes above 1 where the engine offers decode context parallel and it can save memory: the KV is
+    replicated over the TP ranks (MLA's latent, or GQA with tp above the KV heads); dcp divides tp, and for GQA is at
+    most tp // kv heads and divides the query heads per KV head (vLLM 0.33's checks: engines/vllm/checks.py)."""
+    if not profile.supports_dcp or tp == 1:
+        return []
+    if model.is_mla:
+        return [d for d in range(2, tp + 1) if tp % d == 0]
+    kv, heads = model.num_kv_heads, model.num_attention_heads
+    if not kv or tp <= kv:
+        return []
+    return [d for d in range(2, tp // kv + 1) if tp % d == 0 and (heads // kv) % d == 0]
+
+
+def layouts(model: ModelConfig, gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
+    """(tp, pp) pairs: every TP of ``tp_sizes``, every PP from 1 up to the layers, tp × pp ≤ max_gpus."""
+    return [(t, p) for t in tp_sizes(model, gpus_per_node) for p in range(1, min(model.num_layers, max_gpus // t) + 1)]
 
 
 def gpus_allowed(max_gpus: int | None, nodes: int | None, gpus_per_node: int) -> int:
@@ -39,10 +66,20 @@ def gpus_allowed(max_gpus: int | None, nodes: int | None, gpus_per_node: int) ->
     return nodes * gpus_per_node if max_gpus is None else min(max_gpus, nodes * gpus_per_node)
 
 
-def shapes(profile: Engine, moe: bool, gpus_per_node: int, max_gpus: int) -> list[Parallel]:
-    """Every layout fit tries: TP × PP, and for a model with experts the engine's DP attention + EP."""
-    out = [Parallel(tp=t, pp=p) for t, p in layouts(gpus_per_node, max_gpus)]
-    return out + list(profile.data_parallel_layouts(gpus_per_node, max_gpus)) if moe else out
+def shapes(profile: Engine, model: ModelConfig, gpus_per_node: int, max_gpus: int) -> list[Parallel]:
+    """Every layout fit tries: TP × PP (``layouts``), with each DCP the engine offers (``dcp_sizes``); for a model
+    with routed experts also TP × PP with EP = TP (``expert_parallel_alone``) and the engine's DP attention + EP,
+    with PP inside each DP rank where the engine takes it (``data_parallel_with_pp``)."""
+    pairs = layouts(model, gpus_per_node, max_gpus)
+    out = [Parallel(tp=t, pp=p, dcp=d) for t, p in pairs for d in (1, *dcp_sizes(profile, model, t))]
+    if not model.field("num_experts"):
+        return out
+    if profile.expert_parallel_alone:
+        out += [Parallel(tp=t, pp=p, ep=t) for t, p in pairs if t > 1]
+    for dp in profile.data_parallel_layouts(gpus_per_node, max_gpus):
+        stages = range(1, min(model.num_layers, max_gpus // dp.dp_gpus) + 1) if profile.data_parallel_with_pp else (1,)
+        out += [replace(dp, pp=p) for p in stages if profile.replica_gpus(replace(dp, pp=p)) <= max_gpus]
+    return out
 
 
 def shape_label(shape: Parallel) -> str:
@@ -50,7 +87,8 @@ def shape_label(shape: Parallel) -> str:
     if shape.dp > 1:
         ep = f" + EP {shape.ep}" if shape.ep > 1 else ""
         return f"DP {shape.dp}{ep} (TP {shape.tp}" + (f" PP {shape.pp})" if shape.pp > 1 else ")")
-    return f"TP {shape.tp}" + (f" PP {shape.pp}" if shape.pp > 1 else "")
+    return (f"TP {shape.tp}" + (f" PP {shape.pp}" if shape.pp > 1 else "") + (f" DCP {shape.dcp}" if shape.dcp > 1 else "")
+            + (f" + EP {shape.ep}" if shape.ep > 1 else ""))
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,11 +22,9 @@ import math
 from typing import Any
 
 from kvplan.config.model import ModelConfig
-from kvplan.engines.vllm.served import at_least
 from kvplan.errors import KvplanError
 from kvplan.planning.weights.parts import Part, model_parts
 
-MERGED_RELAXED_FROM = "0.14"
 MERGED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "gate_proj", "up_proj", "linear_attn.")
 
 
@@ -69,7 +67,7 @@ def _expert_refusal(part: Part, tp: int, block: tuple[int, int], refine: bool) -
     return None
 
 
-def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int], release_key: str,
+def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int], merged_relaxed: bool,
                   refine: bool = False) -> str | None:
     if not part.is_linear or part.tp in ("replicated", "vocab"):
         return None
@@ -81,7 +79,7 @@ def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int
         return f"Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block[1]}." \
             if bad else None
     merged = _merged(part, model)
-    if merged and at_least(release_key, MERGED_RELAXED_FROM):
+    if merged and merged_relaxed:
         return None
     size = part.shape[0] // tp
     if part.tp == "kv":  # K/V rows split by KV heads, replicated once tp passes them
@@ -91,11 +89,12 @@ def _part_refusal(part: Part, model: ModelConfig, tp: int, block: tuple[int, int
     return None
 
 
-def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, expert_tp: int | None = None, *,
+def fp8_block_refusal(model: ModelConfig, tp: int, merged_relaxed: bool, expert_tp: int | None = None, *,
                       moe_refine: bool = False) -> str | None:
     """vLLM's message for the first layer whose FP8 weight blocks do not divide at `tp` (the experts at `expert_tp`:
     vLLM's MoE TP, dp × tp; None: whole experts under expert parallel); None when all do. `moe_refine`: the
-    release refines an expert block grid that does not divide (VllmRelease.fp8_moe_refine)."""
+    release refines an expert block grid that does not divide (VllmRelease.fp8_moe_refine); `merged_relaxed`: a
+    merged layer whose partitions do not divide passes (VllmRelease.fp8_merged_relaxed)."""
     block = block_shape(model)
     if block is None:
         return None
@@ -108,7 +107,7 @@ def fp8_block_refusal(model: ModelConfig, tp: int, release_key: str, expert_tp: 
             if part.category == "moe_experts" and expert_tp is None:
                 continue
             at = expert_tp if part.category == "moe_experts" and expert_tp is not None else tp
-            if (message := _part_refusal(part, model, at, block, release_key, moe_refine)) is not None:
+            if (message := _part_refusal(part, model, at, block, merged_relaxed, moe_refine)) is not None:
                 return message
     return None
 

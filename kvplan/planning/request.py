@@ -40,14 +40,16 @@ class Memory:
     non_torch_bytes: int | None = None  # the non-torch terms, measured (vLLM logs them)
     weights_dtype: str | None = None  # what-if weights format (default: the checkpoint's)
     quantization: str | None = None  # vLLM --quantization: the checkpoint's own method, or fp8 quantized at load
+    host_memory_bytes: int | None = None  # one node's RAM (--host-mem; None: the GPU's usual server)
 
     def __post_init__(self) -> None:
         if self.gpu is not None:
             lookup_gpu(self.gpu)
-        for name in ("gpu_memory_bytes", "overhead_bytes", "non_torch_bytes"):
+        for name in ("gpu_memory_bytes", "overhead_bytes", "non_torch_bytes", "host_memory_bytes"):
             _check_size(name, getattr(self, name))
-        if self.gpu_memory_bytes == 0:
-            raise InputError("gpu_memory_bytes must be positive, got 0 bytes", arg="gpu_memory_bytes")
+        for name in ("gpu_memory_bytes", "host_memory_bytes"):
+            if getattr(self, name) == 0:
+                raise InputError(f"{name} must be positive, got 0 bytes", arg=name)
         if self.gpu_memory_bytes is not None and self.gpu_memory_bytes > MAX_GPU_MEMORY_BYTES:
             raise InputError(f"gpu_memory_bytes {self.gpu_memory_bytes / TIB:,.2f} TiB: no GPU has more than "
                              f"{MAX_GPU_MEMORY_BYTES // TIB} TiB (the largest have 288 GB); it is one GPU's memory", arg="gpu_memory_bytes")

@@ -4,7 +4,7 @@ follows, and which release a log comes from.
 Token and concurrency lines (``VLLM_RULES``) and the KV budget (``BUDGET_RULES``): each row holds from its
 first release until the next row (vllm/v1/core/kv_cache_utils.py and v1/worker/gpu_worker.py of the releases
 named; the releases read are 0.8.0, 0.8.5, 0.9.0, 0.9.2, 0.10.0, 0.10.1.1, 0.10.2, 0.11.0 and every x.y.0 to
-0.33.0, so "0.9.2" means "after 0.9.0, by 0.9.2"). kvplan's engine profiles plan the blocks; these rows say how a
+0.33.0 (and 0.20.1, 0.20.2), so "0.9.2" means "after 0.9.0, by 0.9.2"). kvplan's engine profiles plan the blocks; these rows say how a
 release turned blocks into the numbers it printed. A log that prints no version is placed by its print sites
 (``sites.py``) or, before 0.8 (V0, no bracketed sites), by the wording of its lines.
 """
@@ -31,6 +31,7 @@ class VllmRules:
     workers: Literal["min-max", "own", "min"]  # which budget a token line speaks for (see token_checks)
     source: str
     dcp: bool = False  # the token line is multiplied by the decode-context-parallel size
+    patch_tokens: bool = False  # a patch release printing a later minor's token line (its planner row does not)
 
 
 V0_RULES = VllmRules((0, 0), "V0 engine", "blocks", "tokens", "min",
@@ -46,8 +47,11 @@ VLLM_RULES: tuple[VllmRules, ...] = (
               "request"),
     VllmRules((0, 10, 2), "0.10.2-0.11", "groups", "blocks", "own",
               "vllm/v1/core/kv_cache_utils.py:855-868 (0.10.2), 1083-1091 (0.11.0): × dcp", dcp=True),
-    VllmRules((0, 12, 0), "0.12-0.20", "groups", "blocks", "min",
+    VllmRules((0, 12, 0), "0.12-0.20.0", "groups", "blocks", "min",
               "vllm/v1/core/kv_cache_utils.py:1254-1296 (0.12.0): one line after the minimum, × pcp × dcp", dcp=True),
+    VllmRules((0, 20, 1), "0.20.1-0.20", "concurrency", "blocks", "min",
+              "vllm/v1/core/kv_cache_utils.py:1694-1712 (0.20.1, 0.20.2): the patch releases print 0.21's "
+              "int(concurrency × max_model_len)", patch_tokens=True),
     VllmRules((0, 21, 0), "0.21+", "concurrency", "blocks", "min",
               "vllm/v1/core/kv_cache_utils.py:1686-1715 (0.21.0), 1861-1875 (0.28.0, one line), 1131-1154 (0.33.0): "
               "int(concurrency × max_model_len)"),

@@ -12,7 +12,9 @@ from kvplan.engines import get_engine
 from kvplan.engines.settings import MOE_BACKENDS
 from kvplan.errors import InputError
 from kvplan.planning.gpus import lookup_gpu
+from kvplan.reconcile.formats import FORMATS
 from kvplan.reconcile.parse import StartupLog
+from kvplan.reconcile.rules import vllm_rules
 
 SPEC_DRAFTING = ("draft_model", "eagle", "eagle3")  # methods whose speculative model is a checkpoint of its own
 
@@ -60,6 +62,13 @@ def _speculative(log: StartupLog) -> dict[str, Any]:
             "speculative_model": model}
 
 
+def _token_log(log: StartupLog) -> dict[str, Any]:
+    """vLLM 0.20.1 and 0.20.2 print 0.21's "GPU KV cache size", int(concurrency × max_model_len) (0.20.1
+    v1/core/kv_cache_utils.py:1694-1712), where 0.20.0 printed num_blocks // groups × block (kvplan's 0.20 row)."""
+    patch = FORMATS[log.engine].dated_by_sites and vllm_rules(log)[0].patch_tokens
+    return {"legacy_token_log": False} if patch else {}
+
+
 def stated_settings(log: StartupLog) -> dict[str, Any]:
     """The engine knobs the log states, and those its warnings imply: "Hybrid KV cache manager is disabled"
     (every layer counted as full), the Marlin FP4 MoE path (padded MXFP4 experts), prefix caching (which decides
@@ -76,7 +85,7 @@ def stated_settings(log: StartupLog) -> dict[str, Any]:
               "max_num_seqs": int_of(log, "max_num_seqs"), "chunked_prefill_size": int_of(log, "chunked_prefill_size"),
               "enforce_eager": _bool(log, "enforce_eager"), "prefix_caching": _bool(log, "prefix_caching"),
               "hybrid_kv_cache_manager": False if log.setting("hybrid_kv_cache_manager") == "off" else None,
-              "moe_backend": backend if backend in MOE_BACKENDS else None, **_speculative(log)}
+              "moe_backend": backend if backend in MOE_BACKENDS else None, **_speculative(log), **_token_log(log)}
     return {k: v for k, v in values.items() if v is not None}
 
 

@@ -224,6 +224,13 @@ def _layout(result: CapacityResult, written: Written | None) -> LayoutPayload:
                          gpus_per_node=written.layout["gpus_per_node"] if written else -(-gpus // nodes))
 
 
+def _kv_dtype(result: CapacityResult) -> str:
+    """The plan's KV dtype; where the engine refused the question outright (no plan), the one asked."""
+    if result.error is not None and result.plan.kv_dtype == "-" and result.cache is not None:
+        return str(result.cache.kv_dtype)
+    return result.plan.kv_dtype
+
+
 def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = None) -> CapacityPayload:
     """The `kvplan capacity --json` contract (`extra`: the layout a launch command read gave beyond the request)."""
     plan, refusal, conc = result.plan, result.plan.refusal, result.plan.max_concurrency
@@ -231,7 +238,7 @@ def capacity_payload(result: CapacityResult, extra: Mapping[str, Any] | None = N
     return CapacityPayload(
         engine=result.engine, engine_version=plan.version, model=result.model.model_id, gpu=result.gpu,
         gpu_memory_bytes=result.gpu_memory_bytes, parallel=Parallel(result.tp, result.pp, result.dcp),
-        kv_dtype=plan.kv_dtype, weights_bytes_per_gpu=result.weights_bytes_per_gpu,
+        kv_dtype=_kv_dtype(result), weights_bytes_per_gpu=result.weights_bytes_per_gpu,
         overhead_bytes_per_gpu=result.overhead.total_bytes if result.overhead else None, overhead=_overhead(result),
         budget_terms=result.budget_terms, budget_rule=result.budget_rule, engine_settings=_settings(result),
         kv_budget_bytes_per_gpu=min(result.kv_budget_bytes_per_gpu),

@@ -28,7 +28,7 @@ def _summary_rows(p: CapacityPayload, compact: bool) -> list[tuple[str, str]]:
         said = f"{'refuses' if p.refusal else 'starts'}, within error"
     verdict = (said + (f" (max len {p.estimated_max_model_len:,})" if p.estimated_max_model_len else "")
                if p.refusal else "error" if p.error else said)
-    return [("version", p.engine_version), ("verdict", verdict), ("GPU", f"{p.gpu or '-'}"),
+    rows = [("version", p.engine_version), ("verdict", verdict), ("GPU", f"{p.gpu or '-'}"),
             ("GPU memory", b(p.gpu_memory_bytes)), ("weights / GPU", b(p.weights_bytes_per_gpu)),
             ("overhead / GPU", b(p.overhead_bytes_per_gpu)), ("KV budget / GPU", b(p.kv_budget_bytes_per_gpu)),
             ("KV dtype, block", f"{p.kv_dtype}, {p.block_size}"), ("page (all layers)", f"{p.page_bytes:,}"),
@@ -37,6 +37,14 @@ def _summary_rows(p: CapacityPayload, compact: bool) -> list[tuple[str, str]]:
             ("request, steady state", b(p.per_request.steady_state_bytes_per_gpu)),
             ("request, admission reserve", b(p.per_request.admission_reserve_bytes_per_gpu)),
             ("decode step ≥ (memory bound)", _floor_cell(p.decode_step_floor))]
+    return _errored(rows, p.kv_dtype) if p.error else rows
+
+
+def _errored(rows: list[tuple[str, str]], kv_dtype: str) -> list[tuple[str, str]]:
+    """An engine that refused the question itself (an unknown KV dtype): no plan, so no numbers ("0.00x" read as
+    an answer); the error follows the table."""
+    keep = {"version": None, "verdict": None, "GPU": None, "GPU memory": None, "KV dtype, block": f"{kv_dtype}, -"}
+    return [(k, (keep[k] or v) if k in keep else "-") for k, v in rows]
 
 
 def _floor_cell(floor: FloorPayload | None) -> str:

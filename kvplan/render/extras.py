@@ -2,13 +2,13 @@
 tier behind it: a table and --explain lines from ``kvplan.planning.extras.Extras``.
 
 JSON keys (added to ``kvplan capacity --json``; ``null`` when a feature is off): ``speculative``,
-``lora``, ``encoder_cache``, ``host_tier``: the ``Extras`` summaries themselves, field by field
+``lora``, ``encoder_cache``, ``host_tier``, ``host_memory``, ``role``: the ``Extras`` summaries themselves, field by field
 (``CapacityPayload.extras``). Bytes are ints; GiB appears only in table cells.
 """
 
 from __future__ import annotations
 
-from kvplan.planning.extras import Extras
+from kvplan.planning.extras import Extras, HostMemory
 from kvplan.planning.extras.speculative import SpeculativeSummary
 from kvplan.render import gib
 from kvplan.render.tables import Table
@@ -35,9 +35,32 @@ def _rows(extras: Extras) -> list[tuple[str, str, str]]:
                      f"{e.items_profiled} {e.modality}s × {e.rows_per_item:,} rows (budget "
                      f"{e.budget_tokens:,} tokens, {e.tokens_per_item} per {e.modality})"))
     if h := extras.host_tier:
-        rows.append((f"host: {h.backend}", f"{gib(h.host_bytes_per_rank)} host",
-                     f"{h.tokens:,} tokens off-GPU; {gib(h.host_bytes_total)} on {h.ranks} rank(s); +0 GPU tokens"))
-    return rows
+        rows.append((f"host KV tier: {h.backend}", f"{gib(h.host_bytes_per_rank)} host",
+                     f"per rank; {h.tokens:,} tokens off-GPU; {gib(h.host_bytes_total)} on {h.ranks} rank(s); "
+                     f"+0 GPU tokens; {' '.join(h.flags)}"))
+    if r := extras.role:
+        descriptors = ", ".join(f"{n:,} @ block {b}" for b, n in r.descriptors_per_request_per_rank.items())
+        rows.append((f"{r.role} instance ({r.transfer})", f"{gib(r.transfer_bytes_per_request)} / request",
+                     f"KV moved per max-length request ({gib(r.transfer_bytes_per_request_per_rank)} per rank); "
+                     f"descriptors per rank: {descriptors}; reserve {r.reserve_tokens_per_request} tokens/request; "
+                     f"{r.requests_at_max_len:,.2f} requests at max length"))
+    return [*rows, *_host_rows(extras.host_memory)]
+
+
+def _host_rows(m: HostMemory | None) -> list[tuple[str, str, str]]:
+    """Pinned host memory per rank and per node, against the node."""
+    if m is None:
+        return []
+    weights = (f"; weights (--cpu-offload-gb, per GPU) {gib(m.weights_offload_bytes_per_rank)}"
+               if m.weights_offload_bytes_per_rank else "")
+    node = "unknown" if m.node_memory_bytes is None else gib(m.node_memory_bytes)
+    verdict = {True: "fits", False: "EXCEEDS the node", None: "not checked"}[m.fits]
+    reserve = f" + {gib(m.reserve_bytes_per_node)} the engine keeps free" if m.reserve_bytes_per_node else ""
+    return [("host pinned / rank", f"{gib(m.pinned_bytes_per_rank)} host",
+             f"KV tier (--kv-offloading-size and kin) {gib(m.kv_tier_bytes_per_rank)}{weights}"),
+            ("host pinned / node", f"{gib(m.pinned_bytes_per_node)} host",
+             f"{m.ranks_per_node} rank(s) per node{reserve}; node {node} ({m.node_memory_source}): {verdict}; "
+             f"replica {gib(m.pinned_bytes_per_replica)} on {m.nodes} node(s)")]
 
 
 def extras_table(extras: Extras, engine_version: str) -> Table | None:
@@ -67,5 +90,10 @@ def extras_lines(extras: Extras) -> list[str]:
         lines.append(f"encoder cache: {e.items_profiled} items × {e.rows_per_item:,} rows × hidden × dtype = "
                      f"{e.bytes_per_gpu:,} B held while the profile runs (budget {e.budget_tokens:,} tokens)")
     if h := extras.host_tier:
-        lines.append(f"host tier ({h.backend}): {h.rule} -> {h.tokens:,} tokens; no GPU tokens added")
+        lines.append(f"host tier ({h.backend}): {h.rule} -> {h.tokens:,} tokens; no GPU tokens added [{h.source}]")
+    if r := extras.role:
+        lines.append(f"{r.role} instance: {r.rule}")
+    if (m := extras.host_memory) and m.node_memory_bytes is not None:
+        lines.append(f"host memory per node: {m.ranks_per_node} × {m.pinned_bytes_per_rank:,} B + "
+                     f"{m.reserve_bytes_per_node:,} B kept free vs {m.node_memory_bytes:,} B ({m.node_memory_source})")
     return lines

@@ -26,6 +26,7 @@ class SetupPayload:
     gpus_per_replica: int
     dp: int = 1  # data parallel as the engine runs it (vLLM DP ranks of tp × pp GPUs; SGLang DP attention in tp)
     ep: int = 1  # expert-parallel ranks
+    dcp: int = 1  # decode context parallel over the TP ranks (vLLM --decode-context-parallel-size)
     nodes: int = 1  # nodes one replica spans
     pools: int = 1  # KV pools of one replica (one per DP rank)
     kv_tokens_per_rank: int = 0  # one pool's tokens (what each DP rank logs)
@@ -55,7 +56,7 @@ def setup_payload(c: Candidate) -> SetupPayload:
     written = launch_of(c.result, c.launch) if c.result is not None else None
     pools = max(c.pools, 1)
     return SetupPayload(gpu=c.gpu, tp=c.tp, pp=c.pp, replicas=c.replicas, gpus_per_replica=c.gpus_per_replica,
-                        dp=c.dp, ep=c.ep, nodes=c.nodes, pools=pools, kv_tokens_per_rank=c.kv_tokens // pools,
+                        dp=c.dp, ep=c.ep, dcp=c.dcp, nodes=c.nodes, pools=pools, kv_tokens_per_rank=c.kv_tokens // pools,
                         requests_per_rank=c.requests_per_replica / pools, limiting_stage=c.limiting_stage,
                         kv_budget_bytes_per_stage=c.result.kv_budget_bytes_per_gpu if c.result is not None else (),
                         num_gpus=c.num_gpus, kv_dtype=c.kv_dtype, kv_budget_bytes_per_gpu=c.kv_budget_bytes_per_gpu,
@@ -78,13 +79,15 @@ class FitPayload:
     max_gpus: int
     max_replicas: int | None
     ranking: str
-    num_evaluated: int
+    num_evaluated: int  # setups planned
     fits: bool
     best: SetupPayload | None
     alternatives: tuple[SetupPayload, ...]
     notes: tuple[str, ...]
     why: str | None = None  # the winner against the best layout of the other family (DP attention or not)
-    considered: tuple[str, ...] = ()  # every layout tried (`DP 16 + EP 16 (TP 1) on 2 nodes`)
+    considered: tuple[str, ...] = ()  # every layout searched (`DP 16 + EP 16 (TP 1) on 2 nodes`)
+    num_skipped: int = 0  # setups not planned: their bound showed they could not be shown (planning/search.py)
+    num_setups: int = 0  # the whole space searched: num_evaluated + num_skipped
 
 
 def fit_payload(result: FitResult) -> FitPayload:
@@ -94,21 +97,25 @@ def fit_payload(result: FitResult) -> FitPayload:
                       max_replicas=result.max_replicas, ranking=result.ranking, num_evaluated=result.num_evaluated,
                       fits=best is not None, best=None if best is None else setup_payload(best),
                       alternatives=tuple(setup_payload(c) for c in result.candidates), notes=result.notes,
-                      why=result.why, considered=result.considered)
+                      why=result.why, considered=result.considered, num_skipped=result.num_skipped,
+                      num_setups=result.num_evaluated + result.num_skipped)
 
 
 def setup_text(c: SetupPayload) -> str:
-    """`2 × (tp 4 pp 1) on H100-SXM, 8 GPUs, $19.92/h`; with data parallel `1 × (dp 16 ep 16 tp 1 pp 1)`."""
+    """`2 × (tp 4 pp 1) on H100-SXM, 8 GPUs, $19.92/h`; with data parallel `1 × (dp 16 ep 16 tp 1 pp 1)`, with
+    EP alone `(ep 8 tp 8 pp 1)`, with DCP `(tp 8 pp 1 dcp 8)`."""
     cost = "" if c.cost_per_hour is None else f", ${c.cost_per_hour:,.2f}/h"
-    dp = f"dp {c.dp} ep {c.ep} " if c.dp > 1 else ""
-    return (f"{c.replicas} × ({dp}tp {c.tp} pp {c.pp}) on {c.gpu}, KV {c.kv_dtype}: "
+    dp = f"dp {c.dp} ep {c.ep} " if c.dp > 1 else f"ep {c.ep} " if c.ep > 1 else ""
+    dcp = f" dcp {c.dcp}" if c.dcp > 1 else ""
+    return (f"{c.replicas} × ({dp}tp {c.tp} pp {c.pp}{dcp}) on {c.gpu}, KV {c.kv_dtype}: "
             f"{c.num_gpus:,} GPU{'s' if c.num_gpus > 1 else ''}{cost}")
 
 
-def _row(rank: int, c: SetupPayload, priced: bool, why: bool, dp: bool = False) -> tuple[str, ...]:
-    cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", *((str(c.dp), str(c.ep)) if dp else ()),
-             str(c.tp), str(c.pp), c.kv_dtype,
-             gib(c.kv_budget_bytes_per_gpu), format_floor(c.requests_per_replica), f"{c.requests:,}"]
+def _row(rank: int, c: SetupPayload, priced: bool, why: bool, shown: tuple[bool, bool, bool]) -> tuple[str, ...]:
+    dp, ep, dcp = shown
+    cells = [str(rank), c.gpu, f"{c.num_gpus:,}", f"{c.replicas:,}", *((str(c.dp),) if dp else ()),
+             *((str(c.ep),) if ep else ()), str(c.tp), str(c.pp), *((str(c.dcp),) if dcp else ()), c.kv_dtype,
+             gib(c.kv_budget_bytes_per_gpu), f"{format_floor(c.requests_per_replica)}x", f"{c.requests:,}"]
     if priced:
         cells.append("-" if c.cost_per_hour is None else f"{c.cost_per_hour:,.2f}")
     cells.append("yes" if c.fits else "no")
@@ -124,14 +131,22 @@ def fit_tables(payload: FitPayload) -> list[RenderableType]:
              + (setup_text(best) if best else "nothing fits"))
     priced = any(c.price_per_gpu_hour is not None for c in rows)
     why = any(not c.fits for c in rows)
-    dp = any(c.dp > 1 for c in rows)
+    shown = (any(c.dp > 1 for c in rows), any(c.ep > 1 for c in rows), any(c.dcp > 1 for c in rows))
     table = Table(title=title)
-    for name in ("rank", "GPU", "GPUs", "replicas", *(("dp", "ep") if dp else ()), "tp", "pp", "KV dtype", "KV budget/GPU", "requests/replica",
+    for name in ("rank", "GPU", "GPUs", "replicas", *(("dp",) if shown[0] else ()), *(("ep",) if shown[1] else ()),
+                 "tp", "pp", *(("dcp",) if shown[2] else ()), "KV dtype", "KV budget/GPU", "concurrency/replica",
                  "requests", *(("$/hour",) if priced else ()), "serves"):
         table.add_column(name, justify="left" if name in ("GPU", "KV dtype") else "right")
     if why:
         table.add_column("why not", wrap=True)
     for rank, c in enumerate(rows, 1):
-        table.add_row(*_row(rank, c, priced, why, dp))
-    shown = f"{len(rows)} of {payload.num_evaluated:,} setups on {', '.join(payload.gpus)} shown"
-    return [table, Text(f"ranked by {payload.ranking}"), Text(shown)]
+        table.add_row(*_row(rank, c, priced, why, shown))
+    return [table, Text(f"ranked by {payload.ranking}"), Text(searched(payload, len(rows)))]
+
+
+def searched(payload: FitPayload, rows: int) -> str:
+    """`12 of 3,720 setups shown (41 planned; the others could not rank among those shown) on H100-SXM, L40S`."""
+    total = payload.num_evaluated + payload.num_skipped
+    planned = f" ({payload.num_evaluated:,} planned; the others could not rank among those shown)" \
+        if payload.num_skipped else ""
+    return f"{rows} of {total:,} setups shown{planned} on {', '.join(payload.gpus)}"

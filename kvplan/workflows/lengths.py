@@ -27,8 +27,12 @@ MAX_SPEC_LENGTHS = 10_000_000
 
 def read_lengths(path: Path) -> tuple[int, ...]:
     """One length per line; errors name the file and the line."""
+    try:
+        text_lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a text file of lengths ({type(exc).__name__})", arg="lengths") from None
     lengths = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text_lines, 1):
         text = line.split("#", 1)[0].strip()
         if text:
             try:
@@ -58,12 +62,14 @@ def spec_lengths(spec: str, max_seq_len: int) -> tuple[int, ...]:
         center, spread = (_number(p, spec) for p in params.split(","))
         dist = NormalDist(math.log(center) if kind == "lognormal" else center, spread)
         values = [dist.inv_cdf(q) for q in qs]
-        values = [math.exp(v) for v in values] if kind == "lognormal" else values
+        # exp() past the longest length overflows: clamp in log space first (the result is clamped anyway)
+        ceiling = math.log(max_seq_len) + 1
+        values = [math.exp(min(v, ceiling)) for v in values] if kind == "lognormal" else values
     elif kind == "fixed" and params:
         values = [float(parse_tokens(params.strip()))] * count
     else:
         raise InputError(f"invalid length spec {spec!r}: expected a file or {SPEC_HELP}")
-    return tuple(min(max(1, round(v)), max_seq_len) for v in values)
+    return tuple(min(max(1, round(v)), max_seq_len) if math.isfinite(v) else max_seq_len for v in values)
 
 
 def lengths_from(text: str, max_seq_len: int) -> tuple[int, ...]:
@@ -90,6 +96,8 @@ def _number(text: str, spec: str) -> float:
         value = float(text)
     except ValueError:
         raise InputError(f"invalid length spec {spec!r}: {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise InputError(f"invalid length spec {spec!r}: {text!r} is not a finite number", arg="lengths")
     if value <= 0:
         raise InputError(f"invalid length spec {spec!r}: {text!r} must be positive")
     return value

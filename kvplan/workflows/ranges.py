@@ -6,6 +6,7 @@ order and duplicates are dropped, so a sweep never repeats a point.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -37,9 +38,18 @@ def parse_int_axis(text: str, name: str,
         lo, dots, hi = item.partition("..")
         if dots:
             values += doubling(parse(lo, name), parse(hi, name), name)
+        elif _dashed(item):
+            first, _, last = item.partition("-")
+            raise InputError(f"{name} {item!r}: a range is written {first}..{last} (doubling from {first} to "
+                             f"{last}), a list 1,2,4", arg=name)
         else:
             values.append(parse(item, name))
     return _unique(values)
+
+
+def _dashed(item: str) -> bool:
+    """`1k-128k`: a range written with a dash (two numbers, as a token count or a count reads them)."""
+    return bool(re.fullmatch(r"\d+(\.\d+)?[kKmM]?-\d+(\.\d+)?[kKmM]?", item.strip()))
 
 
 def parse_str_axis(text: str, name: str) -> tuple[str, ...]:

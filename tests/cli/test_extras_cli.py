@@ -70,6 +70,27 @@ def test_host_tier_flags(run_cli: Any) -> None:
     assert q["host_tier"]["host_bytes_total"] == 100 * GIB and q["kv_tokens"] == p["kv_tokens"]
 
 
+def test_a_node_short_of_the_pinned_host_memory_refuses_with_its_numbers(run_cli: Any) -> None:
+    # the issue's command (Qwen3-32B, TP 4, HiCache ratio 1.5): the 4 ranks' host pools against the node
+    args = ("capacity", "Qwen/Qwen3-32B", "--gpu", "H100", "--tp", "4", "--engine", "sglang", "--hicache-ratio", "1.5",
+            "--max-model-len", "32k", "--json", "--host-mem")
+    code, out, err = run_cli(*args, "512GiB")
+    assert code == 0, err
+    m = json.loads(out)["host_memory"]
+    assert m["fits"] and m["ranks_per_node"] == 4 and m["pinned_bytes_per_node"] == 4 * m["pinned_bytes_per_rank"]
+    code, out, _ = run_cli(*args, "256GiB")  # 4 × 73.43 GiB + 10 GiB kept free > 256 GiB
+    p = json.loads(out)
+    assert code == 1 and p["host_memory"]["fits"] is False
+    assert p["refusal"].startswith("host memory: 4 rank(s) per node pin") and "256.00 GiB" in p["refusal"]
+    assert "--enable-hierarchical-cache --hicache-ratio 1.5" in p["command"]
+
+
+def test_help_tells_kv_offloading_from_weight_offloading(run_cli: Any) -> None:
+    _, out, _ = run_cli("capacity", "--help")
+    text = " ".join(w for w in out.split() if w != "│")  # the panels' borders out
+    assert "Host KV tier (KV, not weights)" in text and "WEIGHTS (not KV) kept in pinned host memory, per GPU" in text
+
+
 def test_encoder_cache_key(run_cli: Any) -> None:
     p = cap(run_cli, "google/gemma-3-27b-it", "--kv-budget", "20GiB", "--max-model-len", "32k")
     assert p["encoder_cache"]["bytes_per_gpu"] == 88_080_384 and p["encoder_cache"]["items_profiled"] == 32
@@ -93,6 +114,9 @@ def test_table_and_explain(run_cli: Any) -> None:
     pytest.param(("--engine", "trtllm", "--max-lora-rank", "8"), "--max-lora-rank", id="trtllm-lora"),
     pytest.param(("--hicache-ratio", "2"), "--hicache-ratio", id="hicache-on-vllm"),
     pytest.param(("--cpu-offload-gb", "lots"), "size", id="bad-size"),
+    pytest.param(("--mooncake-segment-size", "4"), "--mooncake-segment-size", id="mooncake-on-vllm"),
+    pytest.param(("--host-mem", "512"), "--host-mem", id="host-mem-under-a-mib"),
+    pytest.param(("--host-mem", "0"), "--host-mem", id="host-mem-zero"),
 ])
 def test_bad_input_is_one_line_and_exit_2(run_cli: Any, args: tuple[str, ...], flag: str) -> None:
     code, out, err = run_cli("capacity", "meta-llama/Llama-3.1-8B", "--kv-budget", "20GiB", *args)

@@ -30,6 +30,7 @@ def test_size_command_is_light() -> None:
     loaded = _modules_after("from kvplan.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
                             "    main(['size', 'meta-llama/Llama-2-70b', '--tp', '4'])")
     assert not loaded & set(HEAVY)
+    assert "yaml" not in loaded  # PyYAML: only where a pasted vLLM command names --config (launch/config_file.py)
     # progress bars, note merging and the other commands are imported where they are used, not here
     assert not loaded & {"rich.progress", "kvplan.cli.progress", "kvplan.render.notes", "kvplan.cli.fit",
                          "kvplan.planning.fit", "kvplan.cli.sweep", "kvplan.cli.engine_options", "kvplan.render.models"}

@@ -84,8 +84,10 @@ def test_fit_carries_each_setups_command(run_cli: Any) -> None:
                              "64", "--engine", "sglang", "--json")
     assert code == 0, err
     best = json.loads(out)["best"]
+    pp = f" --pp-size {best['pp']}" if best["pp"] > 1 else ""
+    nodes = f" --nnodes {best['nodes']}" if best["nodes"] > 1 else ""
     assert best["command"].startswith(f"python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp-size "
-                                      f"{best['tp']} --context-length 32768 --mem-fraction-static ")
+                                      f"{best['tp']}{pp}{nodes} --context-length 32768 --mem-fraction-static ")
     assert best["layout"]["tp"] == best["tp"] and best["release"] == "sglang@0.5.23"
     code, out, err = run_cli("capacity", "--gpu", "H100", "--json", "--", *shlex.split(best["command"]))
     assert code == 0, err

@@ -56,14 +56,15 @@ def test_the_issue_example_is_refused_by_the_library() -> None:
 
 
 def test_the_front_door_names_an_unknown_option() -> None:
-    with pytest.raises(kvplan.InputError, match="unknown option 'gpu_memory_utilisation'; did you mean "
+    with pytest.raises(kvplan.InputError, match="takes no keyword 'gpu_memory_utilisation'; did you mean "
                                                  "'gpu_memory_utilization'"):
         kvplan.capacity(QWEN, gpu_memory_utilisation=0.5)
 
 
-def test_fit_and_sweep_come_from_kvplan() -> None:
-    assert kvplan.fit.__module__ == "kvplan.planning.fit" and kvplan.sweep.__module__ == "kvplan.workflows.sweep"
-    assert kvplan.capacity.__module__ == "kvplan.planning.capacity"
+def test_the_public_functions_come_from_kvplan_api() -> None:
+    """kvplan.capacity, fit, sweep, ...: the typed front doors (kvplan.api) over the planning and workflow code."""
+    assert kvplan.fit.__module__ == "kvplan.api.planning" and kvplan.sweep.__module__ == "kvplan.api.workflows"
+    assert kvplan.capacity.__module__ == "kvplan.api.planning"
 
 
 def test_the_capacity_plot_is_the_tables_question(run_cli: Any, monkeypatch: pytest.MonkeyPatch,

@@ -19,9 +19,9 @@ from kvplan.formulas.request import CacheRequest
 from kvplan.planning.capacity import capacity
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kvplan"
-# Where an engine's name may be compared: the engines themselves. offload.py (the host tier) is the deploy work's
-# (issue 31), which moves its comparisons into the engines; until then it is allowed here.
-ALLOWED = ("engines/", "planning/extras/offload.py")
+# Where an engine's name may be compared: the engines themselves (the host tiers an engine takes are its
+# host_tiers and native_host_tier, issue 31).
+ALLOWED = ("engines/",)
 NAMES = frozenset((*ENGINE_NAMES, "tensorrt-llm", "trt-llm", "transformers"))
 
 

@@ -151,7 +151,7 @@ def test_mimo_v2_before_0_20_pads_v_to_k() -> None:
     layout = kvplan.build_layout(req.model, dataclasses.replace(req.cache, block_size=0),
                                  dataclasses.replace(engine.policy(req), v_as_k=True))
     assert engine.policy(req).v_as_k is False  # 0.33 stores V at 128
-    assert [families.pads_v_to_k(req.model, k) for k in ("0.13", "0.14", "0.19", "0.20", "0.33")] == \
+    assert [families.pads_v_to_k(req.model, RELEASES[k]) for k in ("0.13", "0.14", "0.19", "0.20", "0.33")] == \
         [False, True, True, False, False]
     p = planner_plan(req, layout, (40 * GIB,), rel)
     assert (p.page_bytes, p.reserve_bytes_per_request) == (884_736, 9_552_494_592)

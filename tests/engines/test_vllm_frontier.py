@@ -120,7 +120,7 @@ LOGS = Path(__file__).resolve().parents[1] / "data" / "vllm-frontier-logs"
 def _release_022() -> Any:
     """vLLM 0.22's row: the registry's once it has one; until then 0.33's with the two rules this refusal reads
     from 0.22 (one batch of in-flight tokens, no async scheduling; its DeepSeek-V4 block layout is picked by the
-    key, deepseek_v4.BLOCK_LAYOUT_BY_RELEASE)."""
+    row, VllmRelease.dsv4_block_layout)."""
     if "0.22" in RELEASES:
         return RELEASES["0.22"]
     return dataclasses.replace(RELEASES["0.33"], key="0.22", label="vLLM 0.22", in_flight_per_stage=False,

@@ -61,7 +61,7 @@ def test_vllm_reads_underscores_dotted_keys_and_human_numbers() -> None:
 def test_sglang_and_trtllm_rewrite_nothing() -> None:
     with pytest.raises(InputError, match=r"SGLang 0\.5\.23 has no flag --tp_size"):
         parse_args(["--tp_size", "2"], flag_table("sglang", "0.5.23"))
-    with pytest.raises(InputError, match="has no flag --tp-size; the closest is --tp_size"):
+    with pytest.raises(InputError, match="has no flag --tp-size; that is SGLang's flag; trtllm-serve's is --tp_size"):
         parse_args(["--tp-size", "2"], flag_table("trtllm", "snapshot-00209af"))
     with pytest.raises(InputError, match="has no flag --max_seq"):  # click: no abbreviations
         parse_args(["--max_seq", "2"], flag_table("trtllm", "snapshot-00209af"))

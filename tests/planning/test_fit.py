@@ -30,13 +30,16 @@ def test_llama70b_needs_twelve_gpus(model: Any) -> None:
     assert all(not c.fits for c in eight)
 
 
-def test_llama70b_fp8_allowed_fits_on_eight(model: Any) -> None:
-    # fp8 halves a request: tp8 -> 0.625 GiB, ≈ 87 requests on ≈ 54.4 GiB; 4 GPUs (weights ≈ 32.9 GiB,
-    # budget ≈ 37.9 GiB, 1.25 GiB per request) give ≈ 30. Same GPU count: less PP first -> tp8 pp1 fp8.
+def test_llama70b_fp8_allowed_fits_on_seven(model: Any) -> None:
+    # fp8 halves a request: 32,768 × 160 KiB = 5 GiB; 64 of them (320 GiB) beside 131.4 GiB of weights need
+    # 451 GiB of ≈ 70.8 GiB per H100 (79.18 × 0.92 − 2 overhead): 6.4 GPUs, so 7 with PP 7 (issue 34: every PP)
+    # serve ≈ 69. On 8 GPUs: tp8 -> 0.625 GiB a request on ≈ 54.4 GiB, ≈ 87 (less PP first -> tp8 pp1 fp8).
     r = fit(model("meta-llama/Llama-3.1-70B"), gpu="H100", max_model_len=32768, concurrency=64, kv_dtype="any",
             overhead_bytes=2 * GIB)
-    assert r.best is not None and (r.best.tp, r.best.pp, r.best.kv_dtype) == (8, 1, "fp8")
-    assert 80 < r.best.requests < 95
+    assert r.best is not None and (r.best.tp, r.best.pp, r.best.kv_dtype, r.best.num_gpus) == (1, 7, "fp8", 7)
+    assert 64 <= r.best.requests < 75
+    eight = r.candidates[1]
+    assert (eight.tp, eight.pp, eight.kv_dtype, eight.num_gpus) == (8, 1, "fp8", 8) and 80 < eight.requests < 95
 
 
 def test_llama8b_fits_on_one(model: Any) -> None:
@@ -90,29 +93,34 @@ def test_replicas_reach_the_concurrency(model: Any) -> None:
     # request is 32,768 × 131,072 B = 4 GiB -> 13.97 per replica, 13 at once -> ceil(100 / 13) = 8 replicas.
     r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", max_model_len=32768, concurrency=100, gpus_per_node=1,
             max_gpus=8, overhead_bytes=2 * GIB)
-    best = r.best
-    assert best is not None and (best.tp, best.pp, best.replicas, best.num_gpus) == (1, 1, 8, 8)
-    assert 13.9 < best.requests_per_replica < 14.0 and best.requests == 8 * 13
+    # One replica of PP 7 (every PP, issue 34) needs 7 GPUs: 7 × 72.85 − 14.96 − 7 × 2 ≈ 481 GiB, ≈ 110 requests.
+    assert r.best is not None and (r.best.pp, r.best.replicas, r.best.num_gpus) == (7, 1, 7)
+    assert r.best.requests >= 100
+    eight = r.candidates[1]
+    assert (eight.tp, eight.pp, eight.replicas, eight.num_gpus) == (1, 1, 8, 8)
+    assert 13.9 < eight.requests_per_replica < 14.0 and eight.requests == 8 * 13
     # pp 2 × 4 replicas, pp 4 × 2 and pp 8 × 1 are 8 GPUs too: fewer PP stages rank first
-    assert [(c.pp, c.replicas) for c in r.candidates[:4]] == [(1, 8), (2, 4), (4, 2), (8, 1)]
+    assert [(c.pp, c.replicas) for c in r.candidates[1:5]] == [(1, 8), (2, 4), (4, 2), (8, 1)]
 
 
 def test_one_replica_only_is_the_old_question(model: Any) -> None:
     r = fit(model("meta-llama/Llama-3.1-8B"), gpu="H100", max_model_len=32768, concurrency=100, gpus_per_node=1,
             max_gpus=8, max_replicas=1, overhead_bytes=2 * GIB)
-    assert r.best is not None and (r.best.pp, r.best.replicas) == (8, 1)  # 136 requests on one 8-stage replica
+    assert r.best is not None and (r.best.pp, r.best.replicas) == (7, 1)  # 110 requests on one 7-stage replica
     refused = next(c for c in r.candidates if (c.tp, c.pp) == (1, 1))
     assert not refused.fits and refused.reason == "1 replica serve 13 < 100 requests"
 
 
 def test_several_gpu_types_ranked_by_cost(model: Any) -> None:
-    # L40S (44.53 GiB) at $0.80 vs H100 at $2.50: 3 replicas of tp 2 on L40S (15.7 requests each, 6 GPUs,
-    # $4.80/h) are cheaper than 4 H100s ($10/h) though they take more GPUs.
+    # L40S (44.53 GiB) at $0.80 vs H100 at $2.50: one replica of PP 5 on L40S (5 × (44.53 × 0.92 − 2) − 14.96
+    # ≈ 180 GiB of KV, 41.3 requests of 4 GiB; 5 GPUs, $4.00/h) is cheaper than 3 replicas of tp 2 ($4.80/h) and
+    # than 4 H100s ($10/h) though it takes more GPUs than the H100s.
     r = fit(model("meta-llama/Llama-3.1-8B"), gpu=["H100", "L40S"], max_model_len=32768, concurrency=40,
             overhead_bytes=2 * GIB, prices={"H100": 2.5, "l40s": 0.8})
     best = r.best
-    assert best is not None and (best.gpu, best.tp, best.pp, best.replicas) == ("L40S", 2, 1, 3)
-    assert best.cost_per_hour == pytest.approx(4.8) and best.num_gpus == 6
+    assert best is not None and (best.gpu, best.tp, best.pp, best.replicas) == ("L40S", 1, 5, 1)
+    assert best.cost_per_hour == pytest.approx(4.0) and best.num_gpus == 5
+    assert (r.candidates[1].tp, r.candidates[1].replicas, r.candidates[1].cost_per_hour) == (2, 3, 4.8)
     costs = [c.cost_per_hour for c in r.candidates if c.fits]
     assert costs == sorted(costs)
     assert r.gpus == ("H100-SXM", "L40S") and r.ranking.startswith("cost per hour")
@@ -178,8 +186,8 @@ def test_fit_cli_with_prices_from_a_file(run_cli: Any, tmp_path: Any) -> None:
     assert code == 0, err
     p = json.loads(out)
     assert p["gpus"] == ["H100-SXM", "L40S"] and p["fits"]
-    assert (p["best"]["gpu"], p["best"]["replicas"], p["best"]["cost_per_hour"]) == ("L40S", 3, 4.8)
+    assert (p["best"]["gpu"], p["best"]["replicas"], p["best"]["cost_per_hour"]) == ("L40S", 1, 4.0)
     code, out, _ = run_cli("fit", "meta-llama/Llama-3.1-8B", "--context", "32k", "--concurrency", "40",
                            "--price", str(prices), "--overhead", "2GiB")
-    assert "-> 3 × (tp 2 pp 1) on L40S, KV auto: 6 GPUs, $4.80/h" in out
+    assert "-> 1 × (tp 1 pp 5) on L40S, KV auto: 5 GPUs, $4.00/h" in out
     assert "ranked by cost per hour" in out and "$/hour" in out

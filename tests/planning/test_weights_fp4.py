@@ -180,8 +180,8 @@ def test_minimax_m27_fp8_moe_blocks_refined_from_0_29(model: Any) -> None:
     # 256 experts × 62 layers = 19,808,256 B per GPU
     m = model("MiniMaxAI/MiniMax-M2.7")
     message = "The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128."
-    assert fp8_block_refusal(m, 8, "0.28", expert_tp=8) == message
-    assert fp8_block_refusal(m, 8, "0.29", expert_tp=8, moe_refine=RELEASES["0.29"].fp8_moe_refine) is None
+    assert fp8_block_refusal(m, 8, RELEASES["0.28"].fp8_merged_relaxed, expert_tp=8) == message
+    assert fp8_block_refusal(m, 8, RELEASES["0.29"].fp8_merged_relaxed, expert_tp=8, moe_refine=RELEASES["0.29"].fp8_moe_refine) is None
     assert not RELEASES["0.28"].fp8_moe_refine
     assert moe_refined_scale_bytes(m, 8) == (64, 1_248 * 256 * 62) == (64, 19_808_256)
     r = capacity("MiniMaxAI/MiniMax-M2.7", engine="vllm@0.33", gpu="H200", tp=8)
@@ -193,8 +193,8 @@ def test_minimax_m27_fp8_moe_blocks_refined_from_0_29(model: Any) -> None:
 def test_no_refinement_below_32(model: Any) -> None:
     # TP 48: 1,536 / 48 = 32 columns: gcd(128, 128, 32, 3,072) = 32 refines; TP 96: 16 < 32 -> refused
     m = model("MiniMaxAI/MiniMax-M2.7")
-    assert fp8_block_refusal(m, 48, "0.33", expert_tp=48, moe_refine=True) is None
-    assert fp8_block_refusal(m, 96, "0.33", expert_tp=96, moe_refine=True) is not None
+    assert fp8_block_refusal(m, 48, RELEASES["0.33"].fp8_merged_relaxed, expert_tp=48, moe_refine=True) is None
+    assert fp8_block_refusal(m, 96, RELEASES["0.33"].fp8_merged_relaxed, expert_tp=96, moe_refine=True) is not None
 
 
 # --------------------------------------------------------------------------------------------- ModelOpt MIXED_PRECISION

@@ -288,4 +288,49 @@ COLLECTED: dict[str, CollectedCase] = {
     "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
         {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
         {'weights_bytes': (0, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # DeepSeek-V4-Flash with MTP x2 across two GB10 nodes ('Device capability 12.1'; the compose file's sm 12.1a), TP 2,
+    # B12X MXFP4 experts; the MTP draft read from the log
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": (
+        {'gpu': 'GB10'}, 'deepseek-ai/DeepSeek-V4-Flash',
+        {'weights_bytes': (1, 1), 'kv_tokens': (0, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt (launch command, the two figures, the log's head): gpt-oss-20b's MXFP4 experts on an
+    # A100 80GB (Marlin on sm80; the post names the A100, its size follows from the numbers)
+    "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt": (
+        {'gpu': 'A100-80G'}, 'openai/gpt-oss-20b',
+        {'weights_bytes': (1, 1)}, {'kv_budget_bytes'}),
+    # an author's excerpt (launch command and the two figures): Gemma-4-26B-A4B with its vision tower on an A100 80GB,
+    # eager; the release is not printed (the same author's next run is 0.19.0)
+    "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": (
+        {'model': 'google/gemma-4-26B-A4B', 'gpu': 'A100-80G', 'engine': 'vllm@0.19'}, 'google/gemma-4-26B-A4B',
+        {'weights_bytes': (1, 1)}, {'kv_budget_bytes'}),
+    # Qwen3.6-35B-A3B-NVFP4 with MTP x2 on a GB10 (the log's fused-MoE config name): Qwen3.5-35B-A3B's layout (no config of
+    # the NVFP4 checkpoint bundled); its MTP layer joins the KV groups (3 padding layers), read from the log
+    "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": (
+        {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
+        {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'weights_bytes', 'kv_budget_bytes'}),
+    # RedHatAI's NVFP4 Gemma-4-26B-A4B (compressed-tensors) on a 32 GB Blackwell GPU under WSL (not named): Google's bf16
+    # checkpoint has its layers and KV layout (no config of the NVFP4 one bundled)
+    "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": (
+        {'model': 'google/gemma-4-26B-A4B'}, 'google/gemma-4-26B-A4B',
+        {'weights_bytes': (0, 1), 'kv_tokens': (1, 1), 'max_concurrency': (0, 1)}, {'kv_budget_bytes'}),
+    # NVIDIA's NVFP4 Gemma-4-26B-A4B on an RTX 5090 under WSL (0.20.2, 256,000 tokens): Google's bf16 checkpoint has its
+    # layers and KV layout (no config of the NVFP4 one bundled); 0.20.2 prints 0.21's token line
+    "vllm-v0202-gemma4-26b-a4b-nvfp4-fp8kv-256k-rtx5090-wsl": (
+        {'model': 'google/gemma-4-26B-A4B'}, 'google/gemma-4-26B-A4B',
+        {'weights_bytes': (0, 1), 'kv_tokens': (0, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # Qwen3.5-9B with its vision tower on an L40S (the section heading), fp8 KV: the author cut vLLM's prefixes and the
+    # Initializing line's config, so the release (0.18.0 in that line) is given
+    "vllm-v0180-qwen35-9b-fp8kv-l40s-modal": (
+        {'gpu': 'L40S', 'engine': 'vllm@0.18'}, 'Qwen/Qwen3.5-9B',
+        {'weights_bytes': (1, 1), 'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes'}),
+    # RedHatAI's NVFP4 Qwen3.6-35B-A3B (compressed-tensors) on a ~120 GiB native-FP4 GPU (a GB10 inferred), 0.20.0:
+    # Qwen3.5-35B-A3B's layout (no config of the NVFP4 checkpoint bundled)
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": (
+        {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
+        {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'kv_budget_bytes', 'weights_bytes'}),
+    # the same NVFP4 checkpoint on a 32 GB Blackwell GPU under WSL (an RTX 5090 inferred), 8,192 tokens: Qwen3.5-35B-A3B's
+    # layout
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-8k-rtx5090-wsl": (
+        {'model': 'Qwen/Qwen3.5-35B-A3B'}, 'Qwen/Qwen3.5-35B-A3B',
+        {'kv_tokens': (1, 1), 'max_concurrency': (1, 1)}, {'weights_bytes', 'kv_budget_bytes'}),
 }

@@ -254,4 +254,31 @@ PARSED: dict[str, ParsedCase] = {
     "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": (
         'vllm', '0.18.1rc1.dev147+g290809456', {'model': 'Qwen/Qwen3.5-35B-A3B-FP8', 'max_model_len': '262144', 'gpu_memory_utilization': '0.8', 'prefix_caching': 'True', 'graph_estimate': 'off'},
         {'weights': ['34.22'], 'cuda_graph': ['1.65', '0.04'], 'kv_budget': ['55.72'], 'kv_tokens': ['729,696'], 'max_model_len': ['262,144'], 'max_concurrency': ['10.85']}),
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": (
+        'vllm', '0.21.1rc1.dev339+g1967a5627bc3', {'model': 'deepseek-ai/DeepSeek-V4-Flash', 'served_model_name': 'deepseek-v4-flash', 'tp': '2', 'speculative_method': 'mtp', 'num_speculative_tokens': '2', 'max_model_len': '200000', 'kv_dtype': 'fp8', 'block_size': '256', 'gpu_memory_utilization': '0.8', 'max_num_batched_tokens': '8192', 'max_num_seqs': '4', 'prefix_caching': 'True', 'graph_estimate': 'on'},
+        {'weights': ['75.86'], 'cuda_graph': ['0.55', '0.34'], 'kv_budget': ['18.65'], 'kv_tokens': ['1,001,650'], 'max_model_len': ['200,000'], 'max_concurrency': ['5.01']}),
+    "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt": (
+        'vllm', '0.19.0', {'model': 'openai/gpt-oss-20b', 'max_model_len': '131072', 'gpu_memory_utilization': '0.65'},
+        {'weights': ['13.72'], 'kv_budget': ['36.56']}),
+    "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": (
+        'vllm', None, {'max_model_len': '131072', 'gpu_memory_utilization': '0.9', 'enforce_eager': 'True'},
+        {'weights': ['48.5'], 'kv_budget': ['21.5']}),
+    "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": (
+        'vllm', '0.22.1rc1.dev26+g4721bb3aa', {'model': 'nvidia/Qwen3.6-35B-A3B-NVFP4', 'served_model_name': 'qwen3.6-35b', 'speculative_method': 'mtp', 'num_speculative_tokens': '2', 'max_model_len': '262144', 'kv_dtype': 'fp8', 'quantization': 'modelopt', 'gpu_memory_utilization': '0.85', 'max_num_batched_tokens': '8192', 'max_num_seqs': '5', 'prefix_caching': 'True', 'gpu_name': 'NVIDIA_GB10', 'moe_backend': 'marlin', 'graph_estimate': 'on'},
+        {'weights': ['21.93'], 'padding_layers': ['3', '3'], 'padding_percent': ['10.00', '10.00'], 'cuda_graph': ['0.18'], 'kv_budget': ['73.13'], 'kv_tokens': ['6,312,658'], 'max_model_len': ['262,144'], 'max_concurrency': ['24.08']}),
+    "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": (
+        'vllm', '0.19.2rc1.dev8+g4b7f5ea1a', {'model': 'RedHatAI/gemma-4-26B-A4B-it-NVFP4', 'served_model_name': 'gemma-4-26b-it-nvfp4', 'max_model_len': '98304', 'kv_dtype': 'fp8_e4m3', 'quantization': 'compressed-tensors', 'gpu_memory_utilization': '0.8', 'prefix_caching': 'True', 'graph_estimate': 'off'},
+        {'weights': ['15.77'], 'cuda_graph': ['0.83', '0.41'], 'kv_budget': ['8.29'], 'kv_tokens': ['72,400'], 'max_model_len': ['98,304'], 'max_concurrency': ['6.73']}),
+    "vllm-v0202-gemma4-26b-a4b-nvfp4-fp8kv-256k-rtx5090-wsl": (
+        'vllm', '0.20.2', {'model': 'nvidia/Gemma-4-26B-A4B-NVFP4', 'served_model_name': 'gemma-4-26b-it-nvfp4', 'max_model_len': '256000', 'kv_dtype': 'fp8_e4m3', 'quantization': 'compressed-tensors', 'gpu_memory_utilization': '0.85', 'max_num_batched_tokens': '16384', 'max_num_seqs': '2', 'prefix_caching': 'True', 'graph_estimate': 'on'},
+        {'weights': ['17.89'], 'cuda_graph': ['0.26', '0.40'], 'kv_budget': ['4.58'], 'kv_tokens': ['286,007'], 'max_model_len': ['256,000'], 'max_concurrency': ['1.12']}),
+    "vllm-v0180-qwen35-9b-fp8kv-l40s-modal": (
+        'vllm', None, {'model': 'Qwen/Qwen3.5-9B', 'max_model_len': '65536', 'dtype': 'bfloat16', 'kv_dtype': 'fp8', 'max_num_batched_tokens': '8192', 'prefix_caching': 'True'},
+        {'weights': ['17.66'], 'cuda_graph': ['1.58', '1.29'], 'kv_budget': ['20.27'], 'kv_tokens': ['331,584'], 'max_model_len': ['65,536'], 'max_concurrency': ['18.23']}),
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": (
+        'vllm', '0.20.0', {'model': 'RedHatAI/Qwen3.6-35B-A3B-NVFP4', 'served_model_name': 'Qwen3.6-35B-A3B-NVFP4', 'max_model_len': '262144', 'kv_dtype': 'fp8_e4m3', 'quantization': 'compressed-tensors', 'gpu_memory_utilization': '0.85', 'max_num_batched_tokens': '65536', 'max_num_seqs': '8', 'prefix_caching': 'True', 'graph_estimate': 'on'},
+        {'weights': ['21.86'], 'cuda_graph': ['0.47', '0.47'], 'kv_budget': ['66.93'], 'kv_tokens': ['1,754,352'], 'max_model_len': ['262,144'], 'max_concurrency': ['25.36']}),
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-8k-rtx5090-wsl": (
+        'vllm', '0.20.0', {'model': 'RedHatAI/Qwen3.6-35B-A3B-NVFP4', 'served_model_name': 'Qwen3.6-35B-A3B-NVFP4', 'max_model_len': '8192', 'kv_dtype': 'fp8_e4m3', 'quantization': 'compressed-tensors', 'gpu_memory_utilization': '0.9', 'max_num_batched_tokens': '4096', 'max_num_seqs': '4', 'prefix_caching': 'True', 'graph_estimate': 'on'},
+        {'weights': ['21.86'], 'cuda_graph': ['0.45', '0.67'], 'kv_budget': ['2.95'], 'kv_tokens': ['75,456'], 'max_model_len': ['8,192'], 'max_concurrency': ['14.70']}),
 }

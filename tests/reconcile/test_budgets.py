@@ -50,6 +50,10 @@ GPUS: dict[str, str | float] = {
     "vllm-v0231dev-qwen36-27b-nvfp4-mtp2-fp8kv-gb10-util07": "GB10", "vllm-v0230-qwen25-vl-7b-util022-a100-80gb-refusal": "A100-80G",
     "vllm-v0130nv-qwen3-30b-a3b-fp8-fp8kv-gb10-util03": "GB10", "vllm-v0191dev-minimax-m25-fp8-tp4-h100-util095": "H100",
     "vllm-v0181dev-qwen35-35b-a3b-fp8-gb10-util08": "GB10",
+    # issue 29, part 3
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv": "GB10",
+    "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt": "A100-80G", "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": "A100-80G",
+    "vllm-v0180-qwen35-9b-fp8kv-l40s-modal": "L40S",
 }
 _BNB = "kvplan counts no bitsandbytes weights (Unsloth's dynamic 4-bit keeps some layers in 16 bits)"
 _STAND_IN = "a quantized checkpoint the stand-in's bf16 weights do not represent"
@@ -76,8 +80,14 @@ INCOMPLETE: dict[str, str] = {
     "vllm-v0251-gpt-oss-120b-h100-util095-excerpt": "an author's excerpt: no release, utilization or GPU in its lines",
     "vllm-v0110rc2dev-gemma3-27b-it-rocm-limitmm2": "an AMD GPU not named; " + _NO_GPU,
     "vllm-minimax-m25-fp8-tp4-rtxpro6000-excerpt": "an author's excerpt: release not printed, GPU from the guide",
+    "vllm-gemma4-26b-a4b-a100-80gb-eager-excerpt": "an author's excerpt: release not printed",
+    "vllm-v0221dev-qwen36-35b-a3b-nvfp4-mtp2-fp8kv-gb10-util085": _STAND_IN,
+    "vllm-v0192dev-gemma4-26b-a4b-nvfp4-fp8kv-wsl-32gb": _STAND_IN,
+    "vllm-v0202-gemma4-26b-a4b-nvfp4-fp8kv-256k-rtx5090-wsl": _STAND_IN,
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-120gb": _STAND_IN,
+    "vllm-v0200-qwen36-35b-a3b-redhat-nvfp4-fp8kv-8k-rtx5090-wsl": _STAND_IN,
 }
-# the logs whose budget kvplan's estimate puts within 1% of usable memory today (14 of 27, after the release rows of
+# the logs whose budget kvplan's estimate puts within 1% of usable memory today (17 of 37, after the release rows of
 # issue 21 and the multimodal profile run of issue 29). The estimate here takes only what the log says: where it does not name its sampler, the release's
 # default path (sort for 0.10) is assumed; tools/log_budgets.py reads the inputs of tests/data/logs/
 # budget-inputs-vllm.json, where the 0.10 Qwen2-7B runs are inferred to have used FlashInfer's sampler (their
@@ -90,6 +100,9 @@ WITHIN_1_PERCENT = {
     "vllm-v0271-qwen3-32b-tp2-rtxpro6000", "vllm-nightly-llama31-8b-a100-80gb-fragments",
     "vllm-v0191-qwen3-8b-a100-40gb", "vllm-v092dev-deepseek-v2-lite-tp2-pp2-eager-l4",
     "vllm-v0190-qwen35-9b-l40s",  # the Qwen3.5 tower's profile run (issue 29)
+    "vllm-v0211dev-deepseek-v4-flash-tp2-2node-gb10-mtp2-fp8kv",  # MTP x2 on two GB10s (issue 29)
+    "vllm-v0190-gpt-oss-20b-a100-80gb-util065-excerpt",  # MXFP4 through Marlin on an A100 (issue 29)
+    "vllm-v0180-qwen35-9b-fp8kv-l40s-modal",  # the Qwen3.5 tower's profile run, fp8 KV (issue 29)
 }
 
 

@@ -31,7 +31,7 @@ def setup(per_replica: float) -> SetupPayload:
 
 def test_fit_row_never_shows_more_requests_per_replica_than_it_serves() -> None:
     cells = _row(1, setup(70.995), priced=False, why=False)
-    assert "70.99" in cells and "70" in cells and "71.00" not in cells
+    assert "70.99x" in cells and "70" in cells and "71.00x" not in cells
 
 
 @pytest.mark.parametrize("value", [0.995, 0.999999])
@@ -62,4 +62,4 @@ def test_fit_table_drawn() -> None:
     console = Console(file=buf, width=60, highlight=False)
     for part in fit_tables(payload):
         console.print(part)
-    assert "requests/replica: 70.99 · requests: 70" in buf.getvalue()
+    assert "concurrency/replica: 70.99x · requests: 70" in buf.getvalue()

@@ -74,7 +74,7 @@ CAPACITY_KEYS = ["engine", "engine_version", "model", "gpu", "gpu_memory_bytes",
                  "num_blocks", "kv_tokens", "max_model_len", "max_concurrency", "max_concurrency_log",
                  "requests_at_max_model_len", "per_request", "layer_groups", "notes", "error", "refusal",
                  "estimated_max_model_len", "log_lines", "decode_step_floor", "speculative", "lora", "encoder_cache",
-                 "host_tier", "log_line"]
+                 "host_tier", "host_memory", "log_line"]
 FIT_KEYS = ["model", "engine", "gpus", "context", "concurrency", "gpus_per_node", "max_gpus", "max_replicas", "ranking",
             "num_evaluated", "fits", "best", "alternatives", "notes"]
 SETUP_KEYS = ["gpu", "tp", "pp", "replicas", "gpus_per_replica", "num_gpus", "kv_dtype", "kv_budget_bytes_per_gpu",

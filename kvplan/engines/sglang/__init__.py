@@ -39,7 +39,12 @@ class SglangEngine(EngineBase):
                        "it sizes its pool from the memory it profiles and caps a larger --max-total-tokens to it, 0.5.8 "
                        "model_executor/model_runner_kv_cache_mixin.py:299-306")
     spelling = SPELLING
+    expert_parallel_alone = True  # --ep-size dividing --tp-size without DP attention (distributed/parallel_state.py:1461-1462)
     fraction_default = "SGLang mem_fraction_static: its default for this GPU and TP (section 3 shows the value)"
+    host_tiers = frozenset({"hicache", "lmcache", "mooncake"})  # HiCache, its LMCache and Mooncake storage backends
+    native_host_tier = "hicache"
+    kv_transfer = "mooncake"  # --disaggregation-transfer-backend default (0.5.8 srt/server_args.py:631)
+    decode_reserve_tokens = 512  # --num-reserved-decode-tokens (0.5.8 srt/server_args.py:640)
 
     def __init__(self, release_key: str = NEWEST) -> None:
         found = release_for(release_key)

@@ -25,7 +25,8 @@ READS = {  # parser dest -> (the question's part, field, conversion)
     "chunked_prefill_size": ("settings", "chunked_prefill_size", "same"),
     "disable_cuda_graph": ("settings", "enforce_eager", "bool"),
     "swa_full_tokens_ratio": ("settings", "swa_full_tokens_ratio", "same"),
-    "hicache_ratio": ("settings", "hicache_ratio", "same"), "quantization": ("memory", "quantization", "same"),
+    "hicache_ratio": ("settings", "hicache_ratio", "same"), "hicache_size": ("settings", "kv_offloading_bytes", "gb"),
+    "quantization": ("memory", "quantization", "same"), "disaggregation_mode": ("settings", "role", "mode"),
     "dtype": ("model", "dtype", "dtype"), "revision": ("model", "revision", "same"),
 }
 FLAGS = {  # knob -> the flags that write it (the first the release has)
@@ -33,7 +34,9 @@ FLAGS = {  # knob -> the flags that write it (the first the release has)
     "ep": ("--ep-size",), "length": ("--context-length",), "seqs": ("--max-running-requests",),
     "fraction": ("--mem-fraction-static",), "kv_dtype": ("--kv-cache-dtype",), "block": ("--page-size",),
     "eager": ("--disable-cuda-graph",), "chunked": ("--chunked-prefill-size",), "quantization": ("--quantization",),
-    "nodes": ("--nnodes",),
+    "nodes": ("--nnodes",), "hicache": ("--enable-hierarchical-cache",), "hicache_ratio": ("--hicache-ratio",),
+    "hicache_size": ("--hicache-size",), "hicache_storage": ("--hicache-storage-backend",),
+    "disaggregation": ("--disaggregation-mode",),
 }
 SPELLING = Spelling(
     label="SGLang", parser="argparse", written_entry=("python", "-m", "sglang.launch_server", "--model-path"),

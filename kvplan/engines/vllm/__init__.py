@@ -18,7 +18,7 @@ from kvplan.engines.base import EnginePlan, Refusal, Request, Resolved, resolved
 from kvplan.engines.protocol import DP_SIZES, EngineBase, Fp8BlockCheck
 from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, WeightSplit, term_bytes
 from kvplan.engines.settings import Settings
-from kvplan.engines.vllm import checks, families, parallel, refusals, speculative
+from kvplan.engines.vllm import checks, families, parallel, refusals, shm, speculative
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.releases import NEWEST, budget_rules, chunks_prefill, release, resolve
 from kvplan.engines.vllm.spelling import SPELLING
@@ -35,6 +35,10 @@ class VllmEngine(EngineBase):
     start_check = True  # the start-up check: one max_model_len request must fit (start_check.py)
     logs_concurrency = True
     compressed_caches = True  # deepseek_v4.py
+    # --enable-expert-parallel without DP: EP = dp × tp = tp (0.33 model_executor/layers/fused_moe/config.py:1198-1230);
+    # a DP rank is a whole engine of tp × pp GPUs, PP included (parallel.py)
+    expert_parallel_alone = True
+    data_parallel_with_pp = True
     budget_overflow = ("CUDA out of memory allocating the KV cache",
                        "vLLM takes --kv-cache-memory-bytes without checking it against the device, 0.33.0 "
                        "v1/worker/gpu_worker.py:656-681, and allocates it in one tensor, v1/worker/utils.py:596")
@@ -43,6 +47,9 @@ class VllmEngine(EngineBase):
     # vLLM loads a speculative drafter inside the same measured block as the weights (0.25.0
     # v1/worker/gpu_model_runner.py:5219-5235, "Model loading took" printed at :5305): its weights are in the figure
     loaded_kinds = ("weights", "weights_extra", "lora", "draft_weights")
+    host_tiers = frozenset({"vllm_native", "lmcache"})  # --kv-offloading-size; LMCacheConnectorV1
+    native_host_tier = "vllm_native"
+    kv_transfer = "NixlConnector"  # --kv-transfer-config kv_role kv_producer / kv_consumer (0.25.0 config/kv_transfer.py:11-13)
 
     def __init__(self, release_key: str = NEWEST) -> None:
         self.release = release(release_key)
@@ -50,9 +57,14 @@ class VllmEngine(EngineBase):
         self.supports_dcp = self.release.decode_context_parallel
         self.launch_release = self.release.release or None  # the release its row was read from (none: V0 rows)
 
+    def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]:
+        queues = shm.message_queues(ranks_per_node)
+        nccl, rule = super().shm_bytes(ranks_per_node)
+        return queues + nccl, f"message queues {queues:,} B (vLLM 0.25.0 shm_broadcast.py, {ranks_per_node} ranks) + {rule}"
+
     def resolve(self, request: Request) -> Resolved:
         speculative.check(self.release, request)
-        families.check_engine(request.model, self.release.key, self.version, self.release.refusal == "v0")
+        families.check_engine(request.model, self.release.key, self.version, self.release.generation == "V0")
         request = checks.before_defaults(self.release, request)
         parallel.check(self.release, request)
         if request.settings.kv_offloading_bytes and not self.release.kv_offloading:
@@ -63,9 +75,9 @@ class VllmEngine(EngineBase):
         return resolved(found)
 
     def _small_tier(self, request: Request) -> Request:
-        """GB10 on 0.33: the smallest tier's scheduler defaults (families.SMALL_TIER_CAPABILITIES), unless given."""
+        """GB10 on 0.33: the smallest tier's scheduler defaults (the row's small_tier_capabilities), unless given."""
         device, s = request.device, request.settings
-        if device is None or not families.small_tier(self.release.key, device.compute_capability):
+        if device is None or not families.small_tier(self.release, device.compute_capability):
             return request
         serve, llm = self.release.scheduler[-1].serve, self.release.scheduler[-1].llm
         tokens, seqs = serve if s.vllm.entry_point == "serve" else llm
@@ -75,14 +87,14 @@ class VllmEngine(EngineBase):
     def fp8_blocks(self, request: Request) -> Fp8BlockCheck:
         """Block-FP8 weights at the TP they are cut by: MoE TP dp × tp, whole experts under EP (parallel.py)."""
         moe_tp = None if request.ep > 1 else request.parallel.dp_tp
-        return Fp8BlockCheck(release=self.release.key, expert_tp=moe_tp, moe_refine=self.release.fp8_moe_refine,
+        return Fp8BlockCheck(merged_relaxed=self.release.fp8_merged_relaxed, expert_tp=moe_tp, moe_refine=self.release.fp8_moe_refine,
                              source="vllm/model_executor/layers/quantization/utils/fp8_utils.py:1296-1374")
 
     def policy(self, request: Request) -> LayoutPolicy:
         hybrid = request.settings.vllm.hybrid_kv_cache_manager and self.release.hybrid_kv_cache_manager
         return LayoutPolicy(windows="window" if hybrid else "full",
-                            v_as_k=families.pads_v_to_k(request.model, self.release.key),
-                            cross_as_self=self.release.refusal == "v0")
+                            v_as_k=families.pads_v_to_k(request.model, self.release),
+                            cross_as_self=self.release.generation == "V0")
 
     def budget_rules(self, request: Resolved) -> BudgetRules:
         return budget_rules(self.release, request)

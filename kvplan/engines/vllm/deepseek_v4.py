@@ -13,7 +13,7 @@ sliding latent keeps 64 (``sparse_swa.py:85``), the compressor states 4 (ratio 4
 (``compressor.py:163-172``). The latent and indexer specs carry a block-stride alignment of
 ``MultipleOf(256)`` (``v1/worker/utils.py:476-486``): none at a block of 256, the page of a 256-token block at a
 larger multiple (``kv_cache_interface.py:224-234``). Groups: block-outermost packing (``packed.py``); one block
-id's bytes by release (``BLOCK_LAYOUT_BY_RELEASE``).
+id's bytes by release (the row's ``dsv4_block_layout``, ``dsv4_concurrency``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from kvplan.dtypes import KvDtype
 from kvplan.engines.base import Request
 from kvplan.engines.vllm import packed
 from kvplan.engines.vllm.groups import Group, PagedSpec, Specs
-from kvplan.engines.vllm.served import at_least
+from kvplan.engines.vllm.row import VllmRelease
 from kvplan.engines.vllm.spelling import KV_DTYPES
 from kvplan.errors import InputError
 from kvplan.formulas.per_token import part_bytes_per_state, tokens_per_state
@@ -36,16 +36,15 @@ KERNEL_BLOCK = 256  # FLASHMLA_SPARSE_DSV4, FLASHINFER_MLA_SPARSE_DSV4, DEEPSEEK
 SLIDING_BLOCK = 64
 STATE_BLOCK = {4: 4, 128: 8}
 ALIGN_PACKED, ALIGN_ROWS = 576, 512
-# How a release sizes one block id of DeepSeek-V4's groups, newest first (bisected over the extracted releases):
+# How a release sizes one block id of DeepSeek-V4's groups (the row's dsv4_block_layout; bisected over the releases):
 # 0.29 on, block-outermost packing (v1/core/kv_cache_planning.py:574-606, 914-1041); 0.23-0.28, one tensor slot per
 # page size and position, every group's pages first padded up to the nearest page of the compressed-latent group
 # (0.25 v1/core/kv_cache_utils.py:1277-1312 _get_kv_cache_config_packed, 1230-1252 _bucket_layers_by_page_size,
 # 1618-1640 the padding): Σ page × the most members of that page in one group; 0.20-0.22 "layer tuples" (0.22
 # v1/core/kv_cache_utils.py:1179-1244: the most members of one page in any group × the latent group's page sizes).
-BLOCK_LAYOUT_BY_RELEASE = (("0.29", "packed"), ("0.23", "buckets"), ("0.20", "tuples"))
-# Blocks one request reserves in the concurrency: 0.27 on Σ per group (0.27 kv_cache_utils.py:937-959); 0.20-0.26
-# cdiv(Σ group blocks × the group's page sum, the latent group's page sum) (0.25 kv_cache_utils.py:919-937).
-CONCURRENCY_BY_RELEASE = (("0.27", "blocks"), ("0.20", "bytes"))
+# Blocks one request reserves in the concurrency (the row's dsv4_concurrency): 0.27 on Σ per group (0.27
+# kv_cache_utils.py:937-959); 0.20-0.26 cdiv(Σ group blocks × the group's page sum, the latent group's page sum)
+# (0.25 kv_cache_utils.py:919-937).
 
 
 def is_deepseek_v4(parts: tuple[Part | None, ...]) -> bool:
@@ -115,10 +114,6 @@ def paged_specs(req: Request, parts: tuple[Part | None, ...], dtype: KvDtype) ->
     return specs, name, block, aligns
 
 
-def block_layout(release_key: str) -> str:
-    return next((rule for first, rule in BLOCK_LAYOUT_BY_RELEASE if at_least(release_key, first)), "packed")
-
-
 def _padded_pages(groups: tuple[Group, ...], specs: Specs, stage: range) -> list[list[int]]:
     """Each group's pages on this stage, a non-latent group's padded up to the nearest latent page
     (0.25 v1/core/kv_cache_utils.py:1618-1640: page_size_padded)."""
@@ -128,9 +123,9 @@ def _padded_pages(groups: tuple[Group, ...], specs: Specs, stage: range) -> list
             for g, p in zip(groups, pages, strict=True)]
 
 
-def block_bytes(release_key: str, groups: tuple[Group, ...], specs: Specs, stage: range, aligns: tuple[int, ...]) -> int:
+def block_bytes(rel: VllmRelease, groups: tuple[Group, ...], specs: Specs, stage: range, aligns: tuple[int, ...]) -> int:
     """One block id's bytes on a worker of this stage, by the release's rule."""
-    layout = block_layout(release_key)
+    layout = rel.dsv4_block_layout
     if layout == "packed":
         return packed.block_bytes(groups, specs, stage, dict(enumerate(aligns)))
     pages = _padded_pages(groups, specs, stage)
@@ -141,10 +136,10 @@ def block_bytes(release_key: str, groups: tuple[Group, ...], specs: Specs, stage
     return tuples * sum(set(latent))
 
 
-def blocks_per_request(release_key: str, groups: tuple[Group, ...], specs: Specs, need: tuple[int, ...],
+def blocks_per_request(rel: VllmRelease, groups: tuple[Group, ...], specs: Specs, need: tuple[int, ...],
                        stage: range) -> int:
     """Blocks one max-length request reserves in the logged concurrency, by the release's rule."""
-    if next((rule for first, rule in CONCURRENCY_BY_RELEASE if at_least(release_key, first)), "blocks") == "blocks":
+    if rel.dsv4_concurrency == "blocks":
         return sum(need)
     sums = [sum(p) for p in _padded_pages(groups, specs, stage)]
     latent = next(s for g, s in zip(groups, sums, strict=True) if isinstance(g.spec.spec, CompressedMLA))

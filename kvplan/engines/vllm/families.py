@@ -1,4 +1,5 @@
-"""Rules of single families that change from release to release, as data keyed by release.
+"""Rules of single families that change from release to release (the rows' ``v_padded_to_k`` and
+``small_tier_capabilities``).
 
 - mllama (``MllamaForConditionalGeneration``) runs on the V0 engine only (``SupportsV0Only``, 0.10.1.1
   ``model_executor/models/mllama.py:1259-1260``): the V1 rows of 0.8-0.10 refuse it and name the V0 rows; on a V0
@@ -16,14 +17,12 @@
 from __future__ import annotations
 
 from kvplan.config.model import ModelConfig
-from kvplan.engines.vllm.served import at_least, below, check_served
+from kvplan.engines.vllm.row import Capability, VllmRelease
+from kvplan.engines.vllm.served import check_served
 from kvplan.errors import InputError
 
 V0_ONLY = {"MllamaForConditionalGeneration": "vllm 0.10.1.1 model_executor/models/mllama.py:1259-1260"}
 V0_ROWS = "vllm@0.6.4, vllm@0.6.5, vllm@0.6.6, vllm@0.7, vllm@0.8-v0"
-
-# (architecture, first release, last release) in which V is padded to the K width.
-V_PADDED_TO_K = (("MiMoV2FlashForCausalLM", "0.14", "0.19"),)
 
 
 def architectures(model: ModelConfig) -> list[str]:
@@ -31,10 +30,8 @@ def architectures(model: ModelConfig) -> list[str]:
     return [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
 
 
-def pads_v_to_k(model: ModelConfig, release_key: str) -> bool:
-    archs = architectures(model)
-    return any(arch in archs and at_least(release_key, first) and not below(last, release_key)
-               for arch, first, last in V_PADDED_TO_K)
+def pads_v_to_k(model: ModelConfig, rel: VllmRelease) -> bool:
+    return any(arch in rel.v_padded_to_k for arch in architectures(model))
 
 
 def check_engine(model: ModelConfig, release_key: str, release_label: str, v0: bool) -> None:
@@ -48,9 +45,6 @@ def check_engine(model: ModelConfig, release_key: str, release_label: str, v0: b
                          f"kvplan plans V0 with {V0_ROWS}", arg="engine")
 
 
-# (first release, compute capability) kept on the release's smallest scheduler tier whatever the memory.
-SMALL_TIER_CAPABILITIES = (("0.33", (12, 1)),)
-
-
-def small_tier(release_key: str, capability: tuple[int, int] | None) -> bool:
-    return any(at_least(release_key, first) and capability == cc for first, cc in SMALL_TIER_CAPABILITIES)
+def small_tier(rel: VllmRelease, capability: Capability | None) -> bool:
+    """The GPU stays on the release's smallest scheduler tier whatever its memory (GB10 on 0.33)."""
+    return capability in rel.small_tier_capabilities

@@ -121,7 +121,7 @@ def kept_block_size(req: Request, rel: VllmRelease, pages: Paging) -> int:
     """The block size vLLM keeps after planning: from 0.18 the smallest group block (0.18.0 v1/engine/core.py:271-275);
     before, the config's, which the hybrid alignment raises but an attention-free model leaves as asked (16)."""
     attention_free = all(s is None or s.kind == "mamba" for s in pages.specs)
-    if rel.block_size_from_groups or not attention_free or rel.refusal == "v0":
+    if rel.block_size_from_groups or not attention_free or rel.generation == "V0":
         return pages.block_size
     return req.cache.block_size or DEFAULT_BLOCK_SIZE
 

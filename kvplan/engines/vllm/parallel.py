@@ -12,27 +12,26 @@
   experts (0.33 ``model_executor/layers/fused_moe/config.py:1198-1230``; 0.8.5 ``fused_moe/layer.py:424-465``).
   ``--enable-expert-parallel`` is first in 0.8.0 (``engine/arg_utils.py:118``); on a model without experts vLLM
   refuses it (0.8.5 ``config.py:885-887``, 0.33 ``config/model.py:1498-1503``).
+Which releases have the flags is the rows' ``data_parallel`` and ``expert_parallel``.
 """
 
 from __future__ import annotations
 
 from kvplan.engines.base import Request, WeightSplit
 from kvplan.engines.vllm.releases import VllmRelease
-from kvplan.engines.vllm.served import at_least
+from kvplan.engines.vllm.rows_late import first_with
 from kvplan.errors import InputError
-
-DATA_PARALLEL_FROM = "0.8.5"
-EXPERT_PARALLEL_FROM = "0.8"
 
 
 def check(rel: VllmRelease, req: Request) -> None:
     """The release has the flags, ep is what --enable-expert-parallel makes (dp × tp), and the model has experts."""
     dp, ep, tp = req.dp, req.ep, req.tp
-    if dp > 1 and not at_least(rel.key, DATA_PARALLEL_FROM):
-        raise InputError(f"{rel.label} has no --data-parallel-size (first in vLLM {DATA_PARALLEL_FROM})", arg="dp")
+    if dp > 1 and not rel.data_parallel:
+        raise InputError(f"{rel.label} has no --data-parallel-size (first in vLLM {first_with('data_parallel')})",
+                         arg="dp")
     if ep == 1:
         return
-    if not at_least(rel.key, EXPERT_PARALLEL_FROM) or rel.refusal == "v0":
+    if not rel.expert_parallel:
         raise InputError(f"{rel.label} has no --enable-expert-parallel (first in vLLM 0.8.0's V1 engine)", arg="ep")
     if ep != req.parallel.dp_tp:
         raise InputError(f"ep {ep}: vLLM's expert parallel (--enable-expert-parallel) spans the data-parallel group, "

@@ -80,7 +80,7 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     stages = pages.stages
     if pages.packed is not None:  # block-outermost packing (DeepSeek-V4): packed.py
         groups, uniform_type = packed.packed_groups(specs), True
-        block_bytes = tuple(deepseek_v4.block_bytes(rel.key, groups, specs, r, pages.packed) for r in stages)
+        block_bytes = tuple(deepseek_v4.block_bytes(rel, groups, specs, r, pages.packed) for r in stages)
     else:
         groups, uniform_type = kv_cache_groups(specs, rel.group_size_ratio, rel.hybrid_groups_strided)
         block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
@@ -89,7 +89,7 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    per_request = deepseek_v4.blocks_per_request(rel.key, groups, specs, need, stages[-1]) \
+    per_request = deepseek_v4.blocks_per_request(rel, groups, specs, need, stages[-1]) \
         if pages.packed is not None else sum(need)
     return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, check=rel.start_check,
                   packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)
@@ -113,7 +113,7 @@ def max_concurrency(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks
 def log_lines(req: Request, rel: VllmRelease, paged: Blocks, concurrency: float, tokens: int,
               refused: Refusal | None) -> tuple[str, ...]:
     """What the release logs about the cache (V1 checks before it logs; V0 logs, then refuses)."""
-    if rel.refusal == "v0":  # CPU blocks: the default 4 GiB swap space over one block of every layer
+    if rel.generation == "V0":  # CPU blocks: the default 4 GiB swap space over one block of every layer
         lines = (f"# {rel.v0_blocks_label} blocks: {paged.num_blocks}, # CPU blocks: "
                  f"{V0_SWAP_SPACE_BYTES // max(paged.block_bytes)}",
                  f"Maximum concurrency for {req.max_model_len} tokens per request: {concurrency:.2f}x")

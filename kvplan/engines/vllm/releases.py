@@ -127,7 +127,7 @@ def in_flight(rel: VllmRelease, req: Request, async_: bool) -> int:
 
 def _path_bytes(rel: VllmRelease, path: str, rows: int, vocab: int, sms: int) -> tuple[float, int]:
     """(bytes per logit, bytes the sampler keeps) of a top-k/top-p path over `rows` rows."""
-    if path in ("triton", "flashinfer+triton") and rows < TRITON_MIN_ROWS and rel.version < (0, 30):
+    if path in ("triton", "flashinfer+triton") and rows < TRITON_MIN_ROWS and rel.triton_sampler_sorts_few_rows:
         path = "sort" if path == "triton" else "flashinfer"
     if path == "sort":
         return rel.sort_bytes_per_logit, 0
@@ -172,7 +172,7 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
     return BudgetRules(
         profile=profile_run(rel, req),
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
-        nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.refusal == "v0" else 0, comm=comm_rule(rel, req),
+        nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.generation == "V0" else 0, comm=comm_rule(rel, req),
         cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=moe.backend,
         mxfp4_assumed=moe.assumed, mxfp4_keeps_scales=moe.keeps_scales, mxfp4_source=moe.source,
         fp8_moe_refine=rel.fp8_moe_refine,
@@ -194,7 +194,7 @@ def load_rule(rel: VllmRelease, req: Request) -> LoadRule:
 
 def comm_rule(rel: VllmRelease, req: Request) -> CommRule | None:
     """NCCL memory in the budget (V1): all groups before 0.11, the TP group's profile-run communicator 0.11-0.25."""
-    if rel.refusal == "v0" or rel.tp_comm == "none" or (rel.tp_comm == "lazy" and req.tp == 1):
+    if rel.generation == "V0" or rel.tp_comm == "none" or (rel.tp_comm == "lazy" and req.tp == 1):
         return None
     device = req.device or ASSUMED_DEVICE  # an NVSwitch part at its own memory (a GPU given only by size is not)
     nvls = (device.name or "") in NVLS_GPUS and device.memory_bytes >= 70 * GIB
@@ -209,7 +209,7 @@ def after_kv(rel: VllmRelease, req: Request) -> AfterKv | None:
     (captured after the KV cache; budgeted only where an estimate was subtracted), then the V1 runner's sampler
     warm-up over min(max_num_seqs, max_num_batched_tokens) rows on the last PP stage, or Model Runner V2's
     warmup_kernels with SamplingParams.for_sampler_warmup() (fp32 + FlashInfer top-k/top-p; 0.33 profiles it)."""
-    if rel.refusal == "v0":
+    if rel.generation == "V0":
         return None
     run, mrv2 = profile_run(rel, req), uses_mrv2(rel, req)
     if mrv2 and rel.mrv2_sampler != "flashinfer":

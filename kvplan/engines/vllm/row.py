@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from kvplan.engines.version import Version
+
 GIB = 1024**3
 # The wording of the start-up check: V0; V1 0.8.0 ("GB", no estimate); 0.8.5-0.9.0 (estimate dropped); 0.9.2-0.12
 # (%.2f GiB); 0.13 (+ docs link); 0.14-0.21 (round(x, 2), estimate glued to "Try"); 0.22 on ("model's", CPU notes).
@@ -91,6 +93,9 @@ class Mxfp4Rule:
 class VllmRelease:
     key: str  # what follows `vllm@`
     label: str  # EnginePlan.version
+    # the engine that runs: V0 (LLMEngine, worker/worker.py; vLLM 0.8 keeps it behind VLLM_USE_V1=0) or V1
+    # (v1/engine/core.py, the default from 0.8.0)
+    generation: Literal["V0", "V1"]
     release: str = ""  # the version whose code the row was read from ("" for V0 rows)
     gpu_memory_utilization: float
     usable_rounding: Literal["floor", "ceil"]  # total × u: int() before 0.14, ceil (request_memory) from 0.14
@@ -168,10 +173,39 @@ class VllmRelease:
     encoder_padded_to_budget: bool = False  # 0.11-0.12 expand each item's output to the encoder budget's rows
     text_only_skips_towers: bool = False  # every modality limited to 0: the towers are not built (0.15 on)
     kv_offloading: bool = False  # --kv-offloading-size (native CPU tier through the OffloadingConnector, 0.12 on)
+    # What the release accepts before it plans (checks.py, parallel.py; the names and sources: rows_accepts.py):
+    # the KV cache dtype names (None: not checked), refused by config/cache.py's validator (0.33) rather than as
+    # argparse choices; LoRA ranks, as the MaxLoRARanks literal's choices (0.12 on) rather than LoRAConfig's check;
+    # --block-size choices (None: any, or the backends decide: backend_block_sizes, 0.18 on); the compute
+    # capabilities a backend takes nvfp4 KV on (an int: the whole major) and FlashInfer's FA2 path refusing head 64
+    # and sinks (0.32 on); GQA decode context parallel checked (0.30 on); --data-parallel-size (0.8.5 on) and
+    # --enable-expert-parallel (V1) exist
+    kv_dtypes: tuple[str, ...] | None = None
+    kv_dtype_validator: bool = False
+    lora_ranks: tuple[int, ...] | None = None
+    lora_ranks_literal: bool = False
+    block_sizes: tuple[int, ...] | None = None
+    backend_block_sizes: bool = False
+    nvfp4_capabilities: tuple[Capability | int, ...] = ()
+    nvfp4_fa2: bool = False
+    dcp_gqa_checked: bool = False
+    data_parallel: bool = False
+    expert_parallel: bool = False
+    # Family rules (families.py): architectures whose V is padded to the K width; compute capabilities kept on the
+    # smallest scheduler tier whatever their memory
+    v_padded_to_k: frozenset[str] = frozenset()
+    small_tier_capabilities: tuple[Capability, ...] = ()
+    # DeepSeek-V4 (deepseek_v4.py): how one block id of its groups is sized, and what a request reserves
+    dsv4_block_layout: Literal["packed", "buckets", "tuples"] = "packed"
+    dsv4_concurrency: Literal["blocks", "bytes"] = "blocks"
+    fp8_merged_relaxed: bool = False  # a merged FP8 layer whose partitions' blocks do not divide passes (0.14 on)
+    triton_sampler_sorts_few_rows: bool = True  # the Triton top-k/top-p sorts under 8 rows (before 0.30)
+    # the models (model_type or architecture) that have an MTP drafter (None: the release's MTP is not checked)
+    mtp_drafters: frozenset[str] | None = None
     changes: tuple[Change, ...] = ()  # the rules new in this release (see rows.py)
     source: str
 
     @property
     def version(self) -> tuple[int, ...]:
         """The release read, as numbers (0.19.0 -> (0, 19, 0)); () for V0 rows."""
-        return tuple(int(p) for p in self.release.split(".")) if self.release else ()
+        return Version.parse(self.release).parts

@@ -16,6 +16,21 @@ from dataclasses import replace
 from typing import Any
 
 from kvplan.engines.vllm.row import GIB, Change, MoeBackendRule, Mxfp4Rule, SchedulerTier, VllmRelease
+from kvplan.engines.vllm.rows_accepts import (
+    BLOCKS_012,
+    BLOCKS_08,
+    BLOCKS_09,
+    E4,
+    KV_010,
+    KV_011,
+    KV_012,
+    LORA_012,
+    LORA_08,
+    MTP_010,
+    MTP_011,
+    MTP_016,
+    MTP_09,
+)
 
 # Bytes per logit at the sampler's peak. Sort: bf16 logits 2 + fp32 copy 4 + sorted values 4 + int64
 # indices 8 + radix-sort scratch: 38.0 measured on an H100 (torch 2.11); V0's sampler (same sort, plus
@@ -79,7 +94,7 @@ MXFP4_025 = Mxfp4Rule(gpt_oss=MXFP4_015.gpt_oss, deepseek_v4=MXFP4_024.deepseek_
                              "layout frees the original scales: :1150-1156)")
 
 V0_065 = VllmRelease(
-    key="0.7", label="vLLM 0.7 (V0 engine)", gpu_memory_utilization=0.9, usable_rounding="floor",
+    key="0.7", label="vLLM 0.7 (V0 engine)", generation="V0", gpu_memory_utilization=0.9, usable_rounding="floor",
     absolute_peak=False, persistent_sampler_buffers=False, compiled=False, rows_capped=False,
     full_hidden_at_sampler=True, sampled_row_copies=0, sampler="sort", sampler_paths=("sort", "flashinfer"),
     sort_bytes_per_logit=SORT_V0, scheduler=_V0, chunked_prefill_always=False, async_scheduling=False,
@@ -96,7 +111,8 @@ V0_ROWS = (
     replace(V0_065, key="0.6.5", label="vLLM 0.6.5 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="GPU"),
     replace(V0_065, key="0.6.6", label="vLLM 0.6.6 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="GPU"),
     V0_065,
-    replace(V0_065, key="0.8-v0", label="vLLM 0.8 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="cuda"),
+    replace(V0_065, key="0.8-v0", label="vLLM 0.8 (V0 engine)", mla_absorbed_weights=False, v0_blocks_label="cuda",
+            kv_dtypes=E4, lora_ranks=LORA_08, block_sizes=BLOCKS_08, data_parallel=True),
 )
 
 # Where each release's budget and profile run are (v1/worker/gpu_worker.py determine_available_memory,
@@ -140,9 +156,10 @@ V1_080 = _after(
         ("refusal in \"GB\" with no length estimate; PP: min budget × the heaviest stage (not modelled: kvplan "
          "pairs each stage's budget with its own layers)", "v1/core/kv_cache_utils.py:451-484, 556-588"),
     ),
-    absolute_peak=True, compiled=True, rows_capped=True, full_hidden_at_sampler=False, sampled_row_copies=1,
+    generation="V1", absolute_peak=True, compiled=True, rows_capped=True, full_hidden_at_sampler=False, sampled_row_copies=1,
     sampler_paths=("sort",), sort_bytes_per_logit=SORT_V1, scheduler=_V1_080, chunked_prefill_always=True,
-    refusal="v1-0.8.0", mla_block_forced=64, mla_block_multiples=False)
+    refusal="v1-0.8.0", mla_block_forced=64, mla_block_multiples=False,
+    kv_dtypes=E4, lora_ranks=LORA_08, block_sizes=BLOCKS_08, expert_parallel=True)
 V1_08 = _after(V1_080, "0.8", "0.8.5", (
     ("scheduler tier by torch total memory (>= 70 GiB: 8192 / 16384 tokens, 1024 sequences; else 2048 / 8192, 256)",
      "engine/arg_utils.py:1596-1624"),
@@ -150,14 +167,16 @@ V1_08 = _after(V1_080, "0.8", "0.8.5", (
      "token and concurrency line per worker before the min (kvplan prints the min's)",
      "v1/core/kv_cache_utils.py:657-708; v1/engine/core.py:120-161"),
     ("refusal in GiB; the length estimate is computed but dropped from the message", "v1/core/kv_cache_utils.py:462-552"),
-), scheduler=_V1_08, refusal="v1-0.8")
+), scheduler=_V1_08, refusal="v1-0.8",
+    data_parallel=True)
 V1_090 = _after(V1_08, "0.9.0", "0.9.0", (
     ("an A100 never reaches the >= 70 GiB scheduler tier", "engine/arg_utils.py:1495-1501"),
     ("FlashInfer top-k/top-p when the flashinfer package is importable (not a dependency: sort otherwise)",
      "v1/sample/ops/topk_topp_sampler.py:29-66"),
     ("the sampler hidden rows are replaced by torch.rand_like (a second copy)", "v1/worker/gpu_model_runner.py:1758"),
 ), scheduler=_V1, sampler_paths=("sort", "flashinfer"), sampled_row_copies=2,
-    spec_methods=_SPEC, lookahead_methods=("eagle", "eagle3", "mtp"), encoder_items_rule="cdiv")
+    spec_methods=_SPEC, lookahead_methods=("eagle", "eagle3", "mtp"), encoder_items_rule="cdiv",
+    block_sizes=BLOCKS_09, mtp_drafters=MTP_09)
 V1_09 = _after(V1_090, "0.9", "0.9.2", (
     ("KV = int(total × u − weights − torch peak growth − non-torch growth) from a snapshot taken before the "
      "distributed init (every NCCL and custom all-reduce byte is growth); 'Available KV cache memory' logged",
@@ -175,7 +194,8 @@ V1_010 = _after(V1_09, "0.10", "0.10.1.1", (
      "model_executor/layers/quantization/mxfp4.py:123-135, 157-165"),
     ("multimodal profile items by get_max_items (floor)", "v1/worker/utils.py:82"),
     ("0.10.2 (not a row): GPU KV cache size multiplied by the DCP size", "0.10.2 v1/core/kv_cache_utils.py:855-868"),
-), seqs_capped=True, mxfp4_backend="marlin", mxfp4=MXFP4_010, encoder_items_rule="floor")
+), seqs_capped=True, mxfp4_backend="marlin", mxfp4=MXFP4_010, encoder_items_rule="floor",
+    kv_dtypes=KV_010, mtp_drafters=MTP_010)
 V1_011 = _after(V1_010, "0.11", "0.11.0", (
     ("snapshot after the distributed init: init-time NCCL, custom all-reduce and symm-mem buffers are not "
      "subtracted; the TP group's torch NCCL communicator is created lazily by the profile's logits all-gather, "
@@ -188,7 +208,8 @@ V1_011 = _after(V1_010, "0.11", "0.11.0", (
     ("speculative decoding: a Gated-DeltaNet layer's conv state keeps kernel − 1 + K rows",
      "model_executor/layers/mamba/mamba_utils.py:166-186; model_executor/models/qwen3_next.py:197, 231"),
 ), tp_comm="lazy", tp_comm_measured_on="0.11", decode_context_parallel=True, encoder_padded_to_budget=True,
-    hybrid_groups_strided=True, spec_conv_mixers=frozenset({"gdn"}))
+    hybrid_groups_strided=True, spec_conv_mixers=frozenset({"gdn"}),
+    kv_dtypes=KV_011, mtp_drafters=MTP_011)
 V1_012 = _after(V1_011, "0.12", "0.12.0", (
     ("FlashInfer is a dependency but its top-k/top-p sampler is opt-in (VLLM_USE_FLASHINFER_SAMPLER): sort",
      "v1/sample/ops/topk_topp_sampler.py:26-90"),
@@ -204,7 +225,8 @@ V1_012 = _after(V1_011, "0.12", "0.12.0", (
      "block (the later 'all' mode, not modelled: refused), for the others vLLM turns prefix caching off",
      "model_executor/models/config.py:292-312; model_executor/models/interfaces.py"),
 ), mla_block_multiples=True, mxfp4_backend="triton", mxfp4=MXFP4_012, group_size_ratio=1.25, lora_extra_vocab=0, kv_offloading=True,
-    mamba_all_mode_architectures=MAMBA_ALL_MODE)
+    mamba_all_mode_architectures=MAMBA_ALL_MODE,
+    kv_dtypes=KV_012, lora_ranks=LORA_012, lora_ranks_literal=True, block_sizes=BLOCKS_012)
 V1_013 = _after(V1_012, "0.13", "0.13.0", (
     ("refusals end with the conserving_memory docs link", "v1/core/kv_cache_utils.py:688-720"),
     ("multimodal dummy outputs no longer expanded to the encoder budget", "v1/worker/gpu_model_runner.py:4424-4487"),
@@ -218,7 +240,8 @@ V1_014 = _after(V1_013, "0.14", "0.14.0", (
      "FIRST group's blocks: a hybrid's other groups are left out; the scheduler still reserves them) against "
      "min(budgets)", "v1/core/kv_cache_utils.py:1318-1351, 1354-1390, 1514-1523"),
 ), usable_rounding="ceil", async_scheduling=True, async_with_pp=False, refusal="v1-0.14",
-    start_check="model_first_group")
+    start_check="model_first_group",
+    v_padded_to_k=frozenset({"MiMoV2FlashForCausalLM"}), fp8_merged_relaxed=True)
 V1_015 = _after(V1_014, "0.15", "0.15.0", (
     ("async scheduling with pp > 1 too", "config/vllm.py:589-622"),
     ("draft-model speculative decoding in V1 (0.14 refused it); Mamba reserves one block per speculative token",
@@ -238,4 +261,5 @@ V1_016 = _after(V1_015, "0.16", "0.16.0", (
     ("Qwen3 and Qwen3-MoE get embedding LoRA", "model_executor/models/qwen3.py:274"),
     ("an MTP module's shared_head.head is replaced by the target's lm_head after loading (DeepSeek, GLM-4.5: "
      "before, the checkpoint's own copy stays loaded)", "v1/spec_decode/eagle.py:1457-1521"),
-), lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}), mtp_head_shared=True)
+), lora_embedding_families=frozenset({"llama", "mixtral", "qwen3", "qwen3_moe"}), mtp_head_shared=True,
+    mtp_drafters=MTP_016)

@@ -12,11 +12,11 @@ registry for the Transformers backend are still served (kvplan sizes them by the
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from kvplan.engines.version import below
 from kvplan.errors import InputError
 
 REGISTRY = Path(__file__).resolve().parent / "registry.json"
@@ -43,23 +43,6 @@ def registry() -> dict[str, Served]:
 
 def newest() -> str:
     return str(json.loads(REGISTRY.read_text())["newest"])
-
-
-def version(key: str) -> tuple[int, ...]:
-    """A release key or version ('0.10', '0.8-v0', '0.6.4', 'vLLM 0.33') -> its numbers."""
-    found = re.search(r"\d+(?:\.\d+)*", key)
-    return tuple(int(x) for x in found.group(0).split(".")) if found else ()
-
-
-def at_least(row: str, bound: str) -> bool:
-    """The row's version ≥ bound, compared on the row key's parts ('0.10' ≥ '0.10.2': a 0.10 release does)."""
-    ours = version(row)
-    return ours >= version(bound)[: len(ours)]
-
-
-def below(row: str, bound: str) -> bool:
-    ours = version(row)
-    return ours < version(bound)[: len(ours)]
 
 
 def check_served(architectures: list[str], row_key: str, label: str) -> None:

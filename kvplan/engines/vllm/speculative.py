@@ -21,20 +21,11 @@ from dataclasses import replace
 from kvplan.engines.base import Request
 from kvplan.engines.vllm.groups import NO_SPEC, SpecReserve
 from kvplan.engines.vllm.row import VllmRelease
+from kvplan.engines.vllm.rows_late import NEWEST, V1_ROWS
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, held_tokens, paged
 from kvplan.formulas.per_token import kv_bytes_per_token
 from kvplan.specs import Composite, LayerSpec, LinearState, Part, token_limit
-
-# The release whose config/speculative.py (config.py before 0.11) first maps a model to its MTP drafter
-# (hf_config_override), by the model_type or architecture it matches; bisected over the extracted wheels.
-MTP_FIRST_RELEASE = {
-    "deepseek_v3": "0.9", "MiMoForCausalLM": "0.9", "Glm4MoeForCausalLM": "0.10", "deepseek_v32": "0.11",
-    "qwen3_next": "0.11", "glm_moe_dsa": "0.16", "Qwen3_5ForConditionalGeneration": "0.17",
-    "Qwen3_5MoeForConditionalGeneration": "0.17", "qwen3_5": "0.17", "qwen3_5_moe": "0.17", "nemotron_h": "0.17",
-    "deepseek_v4": "0.20", "exaone4_5": "0.20", "exaone4_5_text": "0.20", "MiMoV2FlashForCausalLM": "0.21",
-    "qwen3_5_text": "0.28", "qwen3_5_moe_text": "0.28",
-}
 
 
 def draft_shared(rel: VllmRelease, req: Request) -> tuple[str, ...]:
@@ -48,10 +39,10 @@ def draft_shared(rel: VllmRelease, req: Request) -> tuple[str, ...]:
 
 def _check_mtp(rel: VllmRelease, req: Request) -> None:
     mtp = req.draft.mtp if req.draft else None
-    if mtp is None or rel.version < (0, 9):
+    if mtp is None or rel.mtp_drafters is None or mtp.key in rel.mtp_drafters:
         return
-    first = MTP_FIRST_RELEASE.get(mtp.key)
-    if first is not None and rel.version < tuple(int(p) for p in first.split(".")):
+    first = next((r.key for r in V1_ROWS if r.mtp_drafters and mtp.key in r.mtp_drafters), None)
+    if first is not None:
         raise InputError(f"{rel.label} has no MTP drafter for {req.model.model_id} ({mtp.drafter}, matched by "
                          f"{mtp.key}, arrives in vLLM {first}: config/speculative.py hf_config_override)",
                          arg="speculative_method")
@@ -66,7 +57,8 @@ def check(rel: VllmRelease, req: Request) -> None:
         return
     if draft.method == "draft_model" and rel.spec_methods:
         raise InputError(f"{rel.label} refuses speculative_method draft_model: \"Draft model speculative decoding is "
-                         "not supported yet\" (V1 runs ngram, eagle, eagle3 and mtp; kvplan runs draft models on vllm@0.33)",
+                         "not supported yet\" (V1 runs ngram, eagle, eagle3 and mtp; kvplan runs draft models on "
+                         f"vllm@{NEWEST})",
                          arg="speculative_method")
     raise InputError(f"kvplan follows vLLM's speculative decoding (speculative_method) from 0.9 (V1); {rel.label} is "
                      "not modelled", arg="speculative_method")

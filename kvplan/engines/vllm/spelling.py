@@ -28,6 +28,7 @@ READS = {  # parser dest -> (the question's part, field, conversion)
     "async_scheduling": ("settings", "async_scheduling", "same"),
     "cpu_offload_gb": ("settings", "cpu_offload_bytes", "gib"),
     "kv_offloading_size": ("settings", "kv_offloading_bytes", "gib"),
+    "kv_transfer_config": ("settings", "role", "kv_role"),
     "max_lora_rank": ("lora", "max_lora_rank", "same"), "max_loras": ("lora", "max_loras", "same"),
     "max_cpu_loras": ("lora", "max_cpu_loras", "same"), "enable_lora": ("lora", "enabled", "bool"),
     "lora_target_modules": ("lora", "lora_target_modules", "modules"),
@@ -50,7 +51,7 @@ FLAGS = {  # knob -> the flags that write it (the first the release has)
     "speculative": ("--speculative-config",), "lora": ("--enable-lora",), "loras": ("--max-loras",),
     "lora_rank": ("--max-lora-rank",), "cpu_loras": ("--max-cpu-loras",),
     "lora_modules": ("--lora-target-modules",), "cpu_offload": ("--cpu-offload-gb",),
-    "kv_offload": ("--kv-offloading-size",),
+    "kv_offload": ("--kv-offloading-size",), "kv_transfer": ("--kv-transfer-config",),
 }
 SPELLING = Spelling(
     label="vLLM", parser="flexible", written_entry=("vllm", "serve"), flags=FLAGS, reads=READS, kv_dtypes=KV_DTYPES,

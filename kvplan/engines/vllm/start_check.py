@@ -67,7 +67,7 @@ def longest_fitting(req: Request, specs: Specs, stage: range, available: int, pa
 def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budgets: tuple[int, ...]) -> Refusal | None:
     """vLLM's start-up check on each worker: one max_model_len request must fit (V1: in the available memory,
     0.33 after the null block; V0: in num_blocks // pp blocks)."""
-    if rel.refusal == "v0":
+    if rel.generation == "V0":
         longest = pages.block_size * (paged.num_blocks // req.pp)
         if paged.num_blocks <= 0:
             return Refusal(message=refusals.no_memory(rel.refusal))

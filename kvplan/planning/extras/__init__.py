@@ -18,10 +18,11 @@ from kvplan.engines import Engine
 from kvplan.engines.base import BudgetRules, BudgetTerm, EnginePlan, Request, Resolved
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import kv_bytes_per_token
-from kvplan.planning.extras import encoder, lora
+from kvplan.planning.extras import encoder, lora, role
 from kvplan.planning.extras.encoder import EncoderSummary, encoder_term
 from kvplan.planning.extras.lora import LoraSummary, lora_term
-from kvplan.planning.extras.offload import HostTier, host_tier
+from kvplan.planning.extras.offload import HostMemory, HostTier, host_memory, host_tier
+from kvplan.planning.extras.role import RoleSummary
 from kvplan.planning.extras.speculative import (
     SpeculativeSummary,
     draft_weights_bytes,
@@ -40,12 +41,15 @@ class Extras:
     lora: LoraSummary | None = None
     encoder_cache: EncoderSummary | None = None
     host_tier: HostTier | None = None
+    host_memory: HostMemory | None = None  # what the replica pins in host memory against its node
+    role: RoleSummary | None = None  # a prefill or decode instance of a disaggregated deployment
 
 
 NO_EXTRAS = Extras()
 
 
 NOT_OFFLOADED = ("embedding", "lm_head", "vision")  # built outside make_layers: never offloaded
+OFFLOAD_TERM = "weights kept in host memory (cpu_offload)"
 
 
 def offload_term(request: Request, rules: BudgetRules, stage: int, weights_dtype: str | None) -> BudgetTerm | None:
@@ -56,7 +60,7 @@ def offload_term(request: Request, rules: BudgetRules, stage: int, weights_dtype
     kinds = weight_bytes_by_kind(request.model, tp=request.tp, pp=request.pp, stage=stage, weights_dtype=weights_dtype)
     layers = sum(b for kind, b in kinds.items() if kind not in NOT_OFFLOADED)
     moved = min(rules.cpu_offload_bytes, layers)
-    return BudgetTerm(name="weights kept in host memory (cpu_offload)", bytes=-moved, exact=False, kind="weights",
+    return BudgetTerm(name=OFFLOAD_TERM, bytes=-moved, exact=False, kind="weights",
                       source=f"min(cpu_offload {rules.cpu_offload_bytes:,} B, decoder layers {layers:,} B); whole "
                              "parameters move until the limit is reached (up to one tensor more)")
 
@@ -88,16 +92,33 @@ def speculative_summary(request: Request, plan: EnginePlan, layout: Layout,
 
 
 def summarize(profile: Engine, request: Resolved, plan: EnginePlan, layout: Layout | None,
-              terms: tuple[BudgetTerm, ...]) -> Extras:
-    """The summaries of a capacity answer, from the request, the engine's rules and its plan."""
+              terms: tuple[BudgetTerm, ...], node: tuple[str | None, int | None] = (None, None)) -> Extras:
+    """The summaries of a capacity answer, from the request, the engine's rules and its plan; `node`: the GPU's
+    catalog name and the node's memory (--host-mem) the pinned host memory is held against."""
     rules = profile.budget_rules(request)
     m, ranks = request.model, request.tp * request.pp
+    tier = host_tier(profile, request, plan)
+    moved = -sum(t.bytes for t in terms if t.name == OFFLOAD_TERM)
     return Extras(
         speculative=speculative_summary(request, plan, layout, terms) if layout is not None else None,
         lora=lora.summary(m, rules.lora, request.tp, request.pp) if rules.lora else None,
         encoder_cache=encoder.summary(m, rules.encoder, request.max_model_len, request.tp) if rules.encoder else None,
-        host_tier=host_tier(profile.name, plan, request.settings, ranks) if plan.kv_tokens else None)
+        host_tier=tier, host_memory=host_memory(tier, moved, ranks, *node),
+        role=role.summary(profile, request, plan, layout) if layout is not None and plan.kv_tokens else None)
 
 
-__all__ = ["NO_EXTRAS", "EncoderSummary", "Extras", "HostTier", "LoraSummary", "SpeculativeSummary", "drafted",
-           "extra_terms", "host_tier", "summarize", "with_draft_layers"]
+__all__ = [
+    "NO_EXTRAS",
+    "EncoderSummary",
+    "Extras",
+    "HostMemory",
+    "HostTier",
+    "LoraSummary",
+    "RoleSummary",
+    "SpeculativeSummary",
+    "drafted",
+    "extra_terms",
+    "host_tier",
+    "summarize",
+    "with_draft_layers",
+]

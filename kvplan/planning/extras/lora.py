@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
 from kvplan.engines.base import BudgetTerm, LoraRule
+from kvplan.errors import InputError
 from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.weights.counts import shard_shape
 from kvplan.planning.weights.parts import Part, model_parts
@@ -82,8 +83,23 @@ def embedding_elements(model: ModelConfig, rule: LoraRule, first: bool, last: bo
         head * (last and targeted("lm_head", rule.target_modules))
 
 
+def check_targets(model: ModelConfig, targets: tuple[str, ...] | None) -> None:
+    """A target module no layer of the model has (a typo: `banana`) would give 0 slots silently: exit 2."""
+    if targets is None:
+        return
+    names = {module_name(p) for layer in model_parts(model).layers for p in layer
+             if p.is_linear and p.category in WRAPPED}
+    names |= {child for parent in names for child in PACKED.get(parent, ())} | {"embed_tokens", "lm_head"}
+    names |= {parent for parent, children in PACKED.items() if names & set(children)}
+    unknown = [t for t in targets if t not in names]
+    if unknown:
+        raise InputError(f"lora_target_modules {', '.join(unknown)}: {model.model_id} has no such module; its "
+                         f"adapter modules are {', '.join(sorted(names))}", arg="lora_target_modules")
+
+
 def stage_bytes(model: ModelConfig, rule: LoraRule, tp: int, pp: int, stage: int) -> int:
     """LoRA slot bytes on one GPU of a PP stage."""
+    check_targets(model, rule.target_modules)
     layers = model_parts(model).layers
     counts = pp_layer_counts(len(layers), pp)
     first = sum(counts[:stage])

@@ -1,0 +1,156 @@
+"""How `kvplan fit` walks its space without planning every setup: a bound per setup, planned in the bound's order,
+skipped when the bound shows it cannot be among the setups shown.
+
+A replica of G GPUs of M bytes each holds every weight of the model at least once (tensor, pipeline and expert
+parallel split them, data parallel and replicated heads only copy them), so its KV memory is at most G × M − W, W the
+model's weights as stored. One request of the context holds at least S bytes: the unsharded cache of one sequence
+(``Layout.whole``: full layers the context, window layers their window, states once); replicated KV heads and paging
+only add to it. So a replica serves at most R = (G × M − W) / S requests of the context, and the setup needs at
+least ceil(concurrency / floor(R)) replicas: a lower bound on its GPUs and its cost per hour. ``SLACK`` widens R (an
+engine's own rounding, a window counted a token short) so the bound never cuts a setup that could be shown.
+
+``walk`` plans the setups in the order of their bounds and skips one when it cannot enter the first ``shown`` of the
+ranking (its bound ranks after the last of them) nor the closest setups shown when fewer serve the load (its R is
+below theirs). A setup it skips could not change what fit prints: the winner, the rows, the notes. No bound (R
+infinite) where the GPU's memory does not bound the KV: a given KV budget, weights offloaded to the host, a host KV
+tier.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+from kvplan.engines import Engine
+from kvplan.errors import KvplanError
+from kvplan.formulas.layout import build_layout
+from kvplan.formulas.request import Parallel
+from kvplan.planning.gpus import lookup_gpu
+from kvplan.planning.request import CapacityRequest
+from kvplan.units import cdiv
+
+SLACK = 1.1  # R is widened by 10%: a bound, not an estimate
+NO_BOUND = math.inf
+
+
+class Setup(NamedTuple):
+    """One point of the space: a GPU type, a layout, a KV dtype, with its bound."""
+
+    place: int  # its place in the space (ties rank in this order, as when every setup is planned)
+    gpu: str
+    shape: Parallel
+    kv_dtype: str
+    gpus: int  # GPUs of one replica, as the engine lays it out
+    requests_max: float  # R: the most requests of the context one replica could serve
+    lower: tuple[Any, ...] | None  # the least rank key prefix it could have (None: it cannot serve the load)
+
+
+class Floors(NamedTuple):
+    """The GPU-independent figures of the bound: the weights as stored, one request's bytes per KV dtype."""
+
+    weights_bytes: int
+    request_bytes: dict[str, int]
+    bounded: bool  # False: the GPU's memory does not bound the KV (a given budget, offloading)
+
+
+def floors(question: CapacityRequest, dtypes: Sequence[str], context: int) -> Floors:
+    """W and S (per KV dtype) of the module's bound, each computed once per fit."""
+    settings, memory, model = question.settings, question.memory, question.model
+    bounded = memory.kv_budget_bytes is None and not (settings.kv_offloading_bytes or settings.lmcache_cpu_bytes
+                                                      or settings.sglang.hicache_ratio)
+    if not bounded:
+        return Floors(0, {}, False)
+    weights = 0
+    if not settings.cpu_offload_bytes:
+        from kvplan.planning.weights import weight_bytes
+
+        try:
+            weights = weight_bytes(model, memory.weights_for(model))
+        except KvplanError:  # weights kvplan cannot count: bound the KV by the GPU's memory alone
+            weights = 0
+    one = replace(question.cache, tp=1, pp=1, dcp=1, dp=1, ep=1)
+    sizes = {}
+    for d in dtypes:
+        try:
+            sizes[d] = build_layout(model, replace(one, kv_dtype=d)).whole.sequence_bytes(context)
+        except KvplanError:
+            sizes[d] = 0  # no bound for it: every setup with it is planned
+    return Floors(weights, sizes, True)
+
+
+def requests_max(floor: Floors, kv_dtype: str, gpus: int, memory_bytes: int) -> float:
+    """R = SLACK × (G × M − W) / S."""
+    request = floor.request_bytes.get(kv_dtype, 0)
+    if not floor.bounded or request <= 0:
+        return NO_BOUND
+    return SLACK * max(gpus * memory_bytes - floor.weights_bytes, 0) / request
+
+
+def fewest_gpus(most: float, gpus: int, concurrency: int, max_gpus: int, max_replicas: int | None) -> int | None:
+    """The fewest GPUs a setup of `gpus` per replica serving at most `most` requests each needs (None: it cannot
+    serve the load within the limits)."""
+    per_replica = concurrency if most == NO_BOUND else min(int(most), concurrency)
+    if per_replica < 1:
+        return None
+    replicas = cdiv(concurrency, per_replica)
+    if (max_replicas is not None and replicas > max_replicas) or replicas * gpus > max_gpus:
+        return None
+    return replicas * gpus
+
+
+def bounded_setups(question: CapacityRequest, profile: Engine,
+                   asked: tuple[Sequence[str], Sequence[str], Mapping[str, float], Sequence[Parallel]],
+                   limits: tuple[int, int, int, int | None]) -> list[Setup]:
+    """The space (GPU types × layouts × KV dtypes, in that order) with each setup's bound: the GPU-independent
+    floors once, then arithmetic per setup. `limits`: context, concurrency, max GPUs, max replicas."""
+    gpus, dtypes, price, space = asked
+    context, concurrency, max_gpus, max_replicas = limits
+    floor = floors(question, dtypes, context)
+    replica = [(shape, profile.replica_gpus(shape)) for shape in space]
+    out: list[Setup] = []
+    for g in gpus:
+        memory, cost = question.memory.gpu_memory_bytes or lookup_gpu(g).memory_bytes, price.get(g)
+        for shape, n in replica:
+            for k, d in enumerate(dtypes):
+                fewest = fewest_gpus(most := requests_max(floor, d, n, memory), n, concurrency, max_gpus, max_replicas)
+                lower = None if fewest is None else \
+                    (cost is None, 0.0 if cost is None else round(fewest * cost, 6), fewest, shape.pp, k)
+                out.append(Setup(len(out), g, shape, d, n, most, lower))
+    return out
+
+
+Planner = Callable[[Setup], Any]  # plans one setup into a Candidate
+
+
+def walk(setups: Sequence[Setup], plan: Planner, good_key: Callable[[Any], tuple[Any, ...]],
+         shown: int) -> tuple[list[tuple[int, Any]], list[Setup]]:
+    """Plan the setups in the order of their bounds, skipping those that cannot be shown; returns the candidates
+    planned with their places in the space, and the setups skipped."""
+    order = sorted(setups, key=lambda s: (s.lower is None, s.lower or (), -s.requests_max, s.place))
+    good: list[tuple[Any, ...]] = []  # rank key prefixes of the setups serving the load, sorted
+    bad: list[tuple[float, int]] = []  # (-requests per replica, GPUs per replica) of the others, sorted
+    planned: list[tuple[int, Any]] = []
+    skipped: list[Setup] = []
+    for s in order:
+        if not _wanted(s, good, bad, shown):
+            skipped.append(s)
+            continue
+        c = plan(s)
+        planned.append((s.place, c))
+        if c.fits:
+            bisect.insort(good, good_key(c))
+        else:
+            bisect.insort(bad, (-c.requests_per_replica, c.gpus_per_replica))
+    return planned, skipped
+
+
+def _wanted(s: Setup, good: list[tuple[Any, ...]], bad: list[tuple[float, int]], shown: int) -> bool:
+    """Whether the setup could still rank among the first `shown` serving the load, or among the closest shown
+    after them (ties are planned: the space's order breaks them)."""
+    if s.lower is not None and (len(good) < shown or s.lower <= good[shown - 1]):
+        return True
+    room = shown - len(good)
+    return room > 0 and (len(bad) < room or (-s.requests_max, s.gpus) <= bad[room - 1])
