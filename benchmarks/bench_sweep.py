@@ -6,6 +6,8 @@
 3. That a sweep without --plot imports neither matplotlib nor numpy.
 4. Flat memory: the peak resident memory of a 10,000-row and a 1,000,000-row `--csv` sweep (rows are
    written as they are made; target: the 1M-row peak within 1.5x of the 10k-row one).
+5. Issue 33: an 8,448-row `--csv` sweep against one `kvplan size`, interleaved run by run (target: paired ratio
+   <= 2), and rows per second of the CSV beyond start-up, in-process, rows made and written (target: >= 500k/s).
 
 Run: python benchmarks/bench_sweep.py [--runs 7]
 """
@@ -67,6 +69,39 @@ def in_process() -> dict[str, float]:
     return {"points_per_s": rows / compute, "csv_s": time.perf_counter() - start}
 
 
+# 6 models × 4 tp × 2 dtypes × 11 lengths (1..1k) × 16 batches (1..32k) = 8,448 rows
+SWEEP_8K = ["sweep", *MODELS, "--max-model-len", "1..1k", "--tp", "1,2,4,8", "--kv-dtype", "bf16,fp8", "--batch",
+            "1..32k"]
+SIZE = ["size", MODELS[0]]
+
+
+def against_size(runs: int, out: Path) -> dict[str, float]:
+    """The 8,448-row sweep and one `kvplan size`, interleaved; the median of run-by-run ratios."""
+    sweep_args = [*SWEEP_8K, "--csv", str(out)]
+    wall_s(sweep_args), wall_s(SIZE)
+    pairs = [(wall_s(sweep_args), wall_s(SIZE)) for _ in range(runs)]
+    assert sum(1 for _ in out.open()) - 1 == 8448
+    return {"sweep_8k_median_s": statistics.median(p[0] for p in pairs),
+            "size_median_s": statistics.median(p[1] for p in pairs),
+            "paired_ratio": statistics.median(a / b for a, b in pairs)}
+
+
+def csv_rows_per_s() -> float:
+    """Rows made and written as CSV per second, in-process, configs loaded and layouts built (a 165,888-row sweep:
+    6 models × 4 tp × 2 dtypes × 18 lengths × 192 batches)."""
+    from kvplan.render.workflows import write_csv
+    from kvplan.workflows import sweep
+    from kvplan.workflows.ranges import parse_int_axis
+
+    kwargs = dict(max_model_lens=parse_int_axis("1..128k", "s"), batches=tuple(range(1, 193)), tps=(1, 2, 4, 8),
+                  kv_dtypes=("bf16", "fp8"))
+    result = sweep(MODELS, **kwargs)  # type: ignore[arg-type]
+    sink = io.StringIO()
+    start = time.perf_counter()
+    write_csv(result, sink)
+    return result.num_rows / (time.perf_counter() - start)
+
+
 def peak_rss_mib(rows: int, out: Path) -> float:
     """Peak resident memory of a CLI sweep of `rows` rows (1,000 lengths × rows/1,000 batches) written as CSV."""
     lengths = ",".join(str(1000 + i) for i in range(1000))
@@ -94,13 +129,18 @@ def main() -> int:
         report = {"cli": cli_timing(args.runs, Path(tmp) / "sweep.csv"), "in_process": in_process(),
                   "heavy_imports": heavy_imports(),
                   "peak_rss_mib": {"10k_rows": peak_rss_mib(10_000, Path(tmp) / "m10k.csv"),
-                                   "1M_rows": peak_rss_mib(1_000_000, Path(tmp) / "m1m.csv")}}
+                                   "1M_rows": peak_rss_mib(1_000_000, Path(tmp) / "m1m.csv")},
+                  "against_size": against_size(args.runs, Path(tmp) / "s8k.csv"), "csv_rows_per_s": csv_rows_per_s()}
     print(json.dumps(report, indent=2))
     rss = report["peak_rss_mib"]
     ok = report["cli"]["median_s"] < 1.0 and not report["heavy_imports"] and rss["1M_rows"] <= 1.5 * rss["10k_rows"]
     print("PASS" if ok else "FAIL: targets are < 1 s for 10,000+ points, no heavy imports and flat memory",
           file=sys.stderr)
-    return 0 if ok else 1
+    issue33 = {"8,448-row sweep <= 2x one size (paired ratio)": report["against_size"]["paired_ratio"] <= 2,
+               "CSV rows >= 500k/s beyond start-up": report["csv_rows_per_s"] >= 500_000}
+    for target, met in issue33.items():
+        print(f"{'met' if met else 'NOT met'}: {target}", file=sys.stderr)
+    return 0 if ok and all(issue33.values()) else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ tables from the same object; bytes stay ints in payloads and become GiB only in 
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -19,13 +20,14 @@ from kvplan.render.size import Parallel, SizePayload, size_payload, size_tables
 from kvplan.render.tables import Table
 from kvplan.render.workload import AllocatorPayload, allocator_payload, allocator_table, plural, workload_tables
 from kvplan.units import format_floor
-from kvplan.workflows.capacity_curve import CapacityPoint
-from kvplan.workflows.compare import Comparison
 from kvplan.workflows.sweep import Sweep
-from kvplan.workflows.waste import WasteResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: a sweep without engines never imports the capacity stack (issue 33)
     from rich.console import RenderableType
+
+    from kvplan.workflows.capacity_curve import CapacityPoint
+    from kvplan.workflows.compare import Comparison
+    from kvplan.workflows.waste import WasteResult
 
 MAX_TABLE_ROWS = 200
 
@@ -102,9 +104,22 @@ def compare_tables(rows: list[CompareRow]) -> list[Table]:
 # --------------------------------------------------------------------------- sweep
 
 def write_csv(result: Sweep, out: IO[str]) -> None:
+    """The sweep as CSV, row by row (memory stays flat however many rows). Without engines, each (layout, length)
+    writes its batches' lines at once: its text columns quoted by the csv module once, the numbers (ints, which CSV
+    never quotes) formatted into one template: no row tuple built, no field converted one by one."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(result.columns)
-    writer.writerows(result.iter_rows())  # row by row: memory stays flat however many rows
+    if result.engines:
+        writer.writerows(result.iter_rows())
+        return
+    batches, heads = result.batches, io.StringIO()
+    head_writer = csv.writer(heads, lineterminator="")
+    for head, length, token, token_gpu, seq, seq_gpu, paged, every in result.iter_lengths():
+        heads.seek(0)
+        heads.truncate()
+        head_writer.writerow((*head, length))
+        first, middle = heads.getvalue() + ",", f",{token},{token_gpu},{seq},{seq_gpu},"
+        out.write("".join([f"{first}{b}{middle}{b * seq},{b * seq_gpu},{b * paged},{b * every}\n" for b in batches]))
 
 
 def write_json_lines(result: Sweep, out: IO[str]) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 from kvplan.config.model import ModelConfig
 from kvplan.engines import DEFAULT_ENGINE
 from kvplan.errors import KvplanError
-from kvplan.planning.capacity import capacity
 from kvplan.planning.request import CapacityRequest, capacity_request
 
 ENGINE_COLUMNS = ("engine", "gpu", "kv_budget_bytes_per_gpu", "kv_tokens", "max_concurrency",
@@ -55,6 +54,8 @@ def check_engines(engines: Sequence[str], gpu: str | None) -> None:
 def capacity_point(question: CapacityRequest, engine: str) -> CapacityPoint:
     """One engine's capacity for the question's max_model_len; an engine's refusal becomes a note, not an
     error."""
+    from kvplan.planning.capacity import capacity  # here: a sweep without engines never imports the planner
+
     length, gpu = question.max_model_len, question.memory.gpu
     try:
         r = capacity(question, engine=engine)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvplan.config import as_model
 from kvplan.config.model import ModelConfig
@@ -25,7 +25,9 @@ from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest, cache_request
 from kvplan.formulas.sizing import KvCacheResult
 from kvplan.planning.request import NO_MEMORY, CapacityRequest, Memory
-from kvplan.workflows.capacity_curve import ENGINE_COLUMNS, CapacityPoint, capacity_point, check_engines
+
+if TYPE_CHECKING:  # the capacity stack is imported only by a sweep with engines (start-up: issue 33)
+    from kvplan.workflows.capacity_curve import CapacityPoint
 
 SWEEP_COLUMNS = (
     "model", "tp", "pp", "kv_dtype", "block_size", "num_gpus", "seq_len", "batch",
@@ -60,7 +62,11 @@ class Sweep:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return SWEEP_COLUMNS + ENGINE_COLUMNS if self.engines else SWEEP_COLUMNS
+        if not self.engines:
+            return SWEEP_COLUMNS
+        from kvplan.workflows.capacity_curve import ENGINE_COLUMNS
+
+        return SWEEP_COLUMNS + ENGINE_COLUMNS
 
     @property
     def num_rows(self) -> int:
@@ -79,6 +85,14 @@ class Sweep:
                     for b in self.batches:
                         yield (*next(rows), *point.columns(b))
 
+    def iter_lengths(self) -> Iterator[LengthRow]:
+        """Per layout and length (a sweep without engines), what its rows are made of: a writer that multiplies the
+        batch in itself (the CSV's) need not build a row tuple each."""
+        if self.engines:
+            raise ValueError("a sweep with engines has capacity columns per row: read iter_rows")
+        for layout in self.layouts:
+            yield from _lengths(layout, self.max_model_lens)
+
     @property
     def rows(self) -> tuple[Row, ...]:
         """Every row at once (a small sweep; write a large one from iter_rows)."""
@@ -95,15 +109,31 @@ class Sweep:
 
 
 def _points(layout: Layout, lengths: Sequence[int], batches: Sequence[int]) -> Iterator[Row]:
-    head = (layout.model.model_id, layout.tp, layout.pp, layout.kv_dtype.name, layout.block_size, layout.num_gpus)
-    for length in lengths:
-        one = KvCacheResult(layout, length, 1)
-        per_token, per_token_gpu = one.bytes_per_token, one.bytes_per_token_per_gpu
-        seq, seq_gpu = one.bytes_per_sequence, one.bytes_per_sequence_per_gpu
-        paged_gpu, all_gpus = one.bytes_per_sequence_paged_per_gpu, one.total_bytes_all_gpus
+    for head, length, per_token, per_token_gpu, seq, seq_gpu, paged_gpu, all_gpus in _lengths(layout, lengths):
         for b in batches:
             yield (*head, length, b, per_token, per_token_gpu, seq, seq_gpu, b * seq, b * seq_gpu,
                    b * paged_gpu, b * all_gpus)
+
+
+class LengthRow(NamedTuple):
+    """What a sweep row's columns are made of, per layout and length: the batch multiplies the last four."""
+
+    head: tuple[str, int, int, str, int, int]  # model, tp, pp, kv_dtype, block_size, num_gpus
+    length: int
+    per_token: int
+    per_token_gpu: int
+    sequence: int
+    sequence_gpu: int
+    sequence_paged_gpu: int
+    sequence_all_gpus: int
+
+
+def _lengths(layout: Layout, lengths: Sequence[int]) -> Iterator[LengthRow]:
+    head = (layout.model.model_id, layout.tp, layout.pp, layout.kv_dtype.name, layout.block_size, layout.num_gpus)
+    for length in lengths:
+        one = KvCacheResult(layout, length, 1)
+        yield LengthRow(head, length, one.bytes_per_token, one.bytes_per_token_per_gpu, one.bytes_per_sequence,
+                        one.bytes_per_sequence_per_gpu, one.bytes_per_sequence_paged_per_gpu, one.total_bytes_all_gpus)
 
 
 def _check_axes(axes: dict[str, Sequence[Any]]) -> None:
@@ -130,6 +160,8 @@ def sweep(models: Sequence[ModelConfig | str], *, max_model_lens: Sequence[int],
         raise InputError("sweep sequence lengths and batch sizes must be positive")
     base = cache_request(request, **fields)  # bad input for every layout: one error, not a skip each
     if engines is not None:
+        from kvplan.workflows.capacity_curve import check_engines
+
         check_engines(engines.engines, engines.memory.gpu)
     notes: list[str] = []
     combos = [(as_model(m), tp, pp, d) for m in models for tp, pp, d in itertools.product(tps, pps, kv_dtypes)]
@@ -172,6 +204,8 @@ def _engine_points(layout: Layout, base: CacheRequest, lengths: Sequence[int], e
                    notes: list[str], tick: Callable[[], None]) -> tuple[CapacityPoint, ...]:
     """Each engine's capacity at each length (capacity depends on the length, not on the batch): the sweep's
     layout (its block size aside: each engine pages in its own) with the axis' GPU, budget and knobs."""
+    from kvplan.workflows.capacity_curve import capacity_point
+
     cache = replace(base, tp=layout.tp, pp=layout.pp, kv_dtype=layout.kv_dtype.name, block_size=None)
     question = CapacityRequest(model=layout.model, cache=cache, settings=engines.settings, memory=engines.memory)
     out = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from kvplan.workflows.ranges import parse_int_axis, parse_str_axis
 
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 QWEN32 = "Qwen/Qwen3-32B"
+CONFIGS = Path(__file__).resolve().parent.parent.parent / "configs"
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -161,3 +163,22 @@ def test_memory_refusal_keeps_the_answer(run_cli):
     (row,) = list(csv.DictReader(io.StringIO(out)))
     assert (row["kv_tokens"], row["requests_at_max_len"], row["fits"]) == ("81920", "0.0", "False")
     assert "vllm refuses at 131,072: To serve at least one request" in err
+
+
+def test_csv_lines_are_the_csv_modules_rows(tmp_path):
+    """write_csv formats a sweep's numbers into one template per (layout, length): the text is what csv.writer makes
+    of the rows, a model named by a path that needs quoting (a comma, a quote) included."""
+    from kvplan.render.workflows import write_csv
+
+    folder = tmp_path / 'my "llama", 8b'
+    folder.mkdir()
+    (folder / "config.json").write_text((CONFIGS / "meta-llama" / "Llama-3.1-8B" / "config.json").read_text())
+    result = sweep([LLAMA70, str(folder)], max_model_lens=(1000, 4096, 131072), batches=(1, 3, 2048), tps=(1, 8),
+                   kv_dtypes=("bf16", "fp8"))
+    written, expected = io.StringIO(), io.StringIO()
+    write_csv(result, written)
+    writer = csv.writer(expected, lineterminator="\n")
+    writer.writerow(result.columns)
+    writer.writerows(result.iter_rows())
+    assert written.getvalue() == expected.getvalue()
+    assert 'my ""llama"", 8b",' in written.getvalue()  # quoted: the path's comma and quotes
