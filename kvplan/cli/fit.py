@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,6 +26,9 @@ from kvplan.cli.options import (
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
 from kvplan.planning.request import CapacityRequest, Memory
+
+if TYPE_CHECKING:
+    from kvplan.planning.fit import FitResult
 
 MAX_PRICE_FILE_BYTES = 1024**2
 
@@ -76,8 +79,6 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
     """
     from kvplan.cli.progress import progress
     from kvplan.planning.fit import fit as run
-    from kvplan.render.fit import fit_payload, fit_tables
-    from kvplan.render.tables import CommandLine
 
     fmt = output_format(format, json)
     engines = _one_engine(engine)
@@ -92,17 +93,25 @@ def fit(model: ModelArgs, cache: FitCache, settings: EngineArgs, memory: FitMemo
         return _disaggregated(question, pd_ratio, fmt, engines[0], searched)
     with progress("fitting") as step:
         result = run(question, engine=engines[0], progress=step, **searched)
+    _show(result, fmt)
+    if result.best is None:
+        raise typer.Exit(1)
+
+
+def _show(result: FitResult, fmt: str) -> None:
+    """fit's answer as YAML, JSON or tables with the winner's launch command."""
+    from kvplan.render.fit import fit_payload, fit_tables
+    from kvplan.render.tables import CommandLine
+
     payload = fit_payload(result)
     if fmt == "yaml":
         print(yaml_text(fit_manifest(payload)), end="")
-    else:
-        best = payload.best
-        launch = [CommandLine(f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}", best.command)] \
-            if fmt == "table" and best is not None and best.command else None
-        told = [*([result.why] if result.why and fmt == "table" else []), *(launch or [])]
-        emit(payload, fmt == "json", fit_tables, told or None, notes=result.notes)
-    if result.best is None:
-        raise typer.Exit(1)
+        return
+    best = payload.best
+    launch = [CommandLine(f"launch, each of {best.replicas} replica{'s' * (best.replicas != 1)}", best.command)] \
+        if fmt == "table" and best is not None and best.command else None
+    told = [*([result.why] if result.why and fmt == "table" else []), *(launch or [])]
+    emit(payload, fmt == "json", fit_tables, told or None, notes=result.notes)
 
 
 def _one_engine(engine: list[str] | None) -> tuple[str, ...]:
