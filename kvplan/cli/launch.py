@@ -23,8 +23,8 @@ Words = Annotated[list[str], typer.Argument(
          "MODEL ..., python -m vllm.entrypoints.openai.api_server --model MODEL ..., python -m sglang.launch_server "
          "--model-path MODEL ..., sglang serve ..., trtllm-serve MODEL ... (every flag of the --engine release).",
     show_default=False, metavar="MODEL | -- COMMAND")]
-Format = Annotated[str | None, option("--format", "table, json or yaml (the fields a deployment takes: model, "
-                                      "engine, release, GPUs per replica, replicas, flags, min GPU memory); kserve (a "
+Format = Annotated[str | None, option("--format", "table, json, yaml, kserve or llm-d; json, yaml: the fields a deployment takes: model, "
+                                      "engine, release, GPUs per replica, replicas, flags, min GPU memory; kserve (a "
                                       "KServe LLMInferenceService) or llm-d (a Kustomize patch of llm-d's Deployment),"
                                       " with the pod's memory: engine + pinned host tier + /dev/shm.", OUTPUT,
                                       "FORMAT")]
