@@ -55,12 +55,14 @@ def resolve(asked: Asked, engines: list[str], named: bool = False) -> tuple[Any,
     """(model, Launch or None, engines): a plain model id, or the command read with the --engine release (`named`:
     --engine was given; else the command's engine, its newest release). A model given before -- as well is the
     command's, or a conflict (exit 2)."""
-    from kvplan.launch.command import is_command, read_command
-    from kvplan.launch.read import read_launch
+    from kvplan.launch.words import is_command
 
     words = list(asked.words)
     if not is_command(words):
         return model_options(words[0], asked.revision, asked.dtype), None, engines
+    from kvplan.launch.command import read_command  # the engines' launch readers: only for a command
+    from kvplan.launch.read import read_launch
+
     split = len(words) > 1 and not is_command(words[:1]) and is_command(words[1:2])  # a model, then the command
     before, words = (words[0], words[1:]) if split else (None, words)
     if len(engines) > 1:
