@@ -184,19 +184,37 @@ def fit(model: str | ModelConfig | CapacityRequest, *, batch: Int = "1", max_mod
         mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
         gpu_memory_bytes: Size = None,
         kv_budget_bytes: Budget = None, overhead_bytes: Size = None, non_torch_bytes: Size = None,
-        weights_dtype: str | None = None, quantization: str | None = None,
-        progress: Callable[[int, int], None] | None = None) -> FitResult:
+        weights_dtype: str | None = None, quantization: str | None = None, disaggregated: bool = False,
+        pd_ratio: str = "1:1", progress: Callable[[int, int], None] | None = None) -> FitResult:
     """The cheapest setups (GPU type, replicas × TP × PP, KV dtype) that serve `batch` requests (also
     `concurrency`) of `max_model_len` tokens, as `kvplan fit` ranks them. ``.verdict`` is "fits" or "refuses"."""
     from kvplan.planning.fit import fit as search
 
     values = locals()
-    asked = question(fit, model, {k: x for k, x in values.items() if k not in ("batch", "gpu", "kv_dtype")})
+    asked = question(fit, model, {k: x for k, x in values.items() if k not in _FIT_SEARCH})
     if asked.cache.max_model_len is None:
         raise InputError("fit needs max_model_len: the tokens of each request (32k)", arg="max_model_len")
-    return search(asked, concurrency=v.count("batch", batch), gpu=gpu, engine=engine, kv_dtype=kv_dtype,
-                  gpus_per_node=8 if gpus_per_node is None else int(gpus_per_node), max_gpus=_int(max_gpus),
-                  nodes=_int(nodes), max_replicas=_int(max_replicas), prices=_prices(prices), progress=progress)
+    searched: dict[str, Any] = dict(
+        concurrency=v.count("batch", batch), gpu=gpu, kv_dtype=kv_dtype, max_gpus=_int(max_gpus), nodes=_int(nodes),
+        gpus_per_node=8 if gpus_per_node is None else int(gpus_per_node), max_replicas=_int(max_replicas),
+        prices=_prices(prices))
+    if disaggregated:
+        return _pools(asked, pd_ratio, engine, searched)
+    return search(asked, engine=engine, progress=progress, **searched)
+
+
+_FIT_SEARCH = ("batch", "gpu", "kv_dtype", "disaggregated", "pd_ratio")
+
+
+def _pools(asked: CapacityRequest, pd_ratio: str, engine: str, searched: dict[str, Any]) -> FitResult:
+    """fit(disaggregated=True): the decode side's search with its prefill and decode pools in ``.disaggregated``."""
+    import dataclasses
+
+    from kvplan.planning.disaggregated import disaggregated as pools
+    from kvplan.planning.disaggregated import parse_ratio
+
+    found = pools(asked, ratio=parse_ratio(str(pd_ratio)), engine=engine, **searched)
+    return dataclasses.replace(found.fitted, disaggregated=found)
 
 
 @documented
