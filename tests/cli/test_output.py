@@ -4,6 +4,7 @@ the columns that were asked for, words instead of unexplained marks, plurals, se
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import re
 import typing
@@ -159,7 +160,7 @@ def test_long_commands_report_progress() -> None:
                  progress=lambda done, total: calls.append((done, total)))
     total = result.num_evaluated + result.num_skipped  # a setup the bound skips is done without being planned
     assert calls[-1] == (total, total) and len(calls) == result.num_evaluated + 1
-    assert all(a[0] <= b[0] and a[1] == total for a, b in zip(calls, calls[1:], strict=False))
+    assert all(a[0] <= b[0] and a[1] == total for a, b in itertools.pairwise(calls))
 
 
 @pytest.mark.parametrize("command", ["size", "models", "capacity", "fit", "compare", "sweep", "waste", "probe",
