@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import KvDtypeName
@@ -34,9 +34,6 @@ from kvplan.planning.prices import gpu_types, price_notes, price_table
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.planning.search import Setup, bounded_setups, walk
 from kvplan.units import cdiv, format_floor
-
-if TYPE_CHECKING:
-    from kvplan.planning.disaggregated import Disaggregated
 
 ANY_KV_DTYPES = ("auto", "fp8")
 MAX_SHOWN = 12
@@ -116,7 +113,7 @@ class FitResult:
     why: str | None = None  # the winner against the best layout of the other family on the same GPUs
     considered: tuple[str, ...] = ()  # every layout searched, with the nodes of one replica
     catalog: bool = False  # no GPU was named: every GPU type of the catalog was searched
-    disaggregated: Disaggregated | None = None  # the prefill and decode pools (fit with disaggregated=True)
+    disaggregated: Any = None  # fit(disaggregated=True): planning.disaggregated.Disaggregated (that module imports this)
 
     @property
     def verdict(self) -> str:
