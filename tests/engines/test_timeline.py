@@ -40,8 +40,8 @@ VERSIONED = re.compile(r"^(?!len\().*(\bversion\b|\bVersion\.parse\b)")
 # compared values that are versions but no engine's: Python's (sys.version_info) and a GPU's compute capability
 NOT_RELEASES = re.compile(r"^(sys\.version_info\b|.*\bget_device_capability\()")
 
-# (module, what) still outside the rows, and why. Remove an entry when its site moves into a row. Open: the launch
-# spellings' entry points and TRT-LLM's flag table.
+# (module, what) still outside the rows, and why. Remove an entry when its site moves into a row. Open: SGLang's
+# launch entry points.
 PENDING: dict[tuple[str, str], str] = {
     ("config/aliases.py", "release '0.17.0'"): "the vLLM release an unmodelled architecture's source was read from",
     ("config/aliases.py", "release '0.26.0'"): "the same: a source citation",
@@ -51,8 +51,6 @@ PENDING: dict[tuple[str, str], str] = {
     ("config/aliases.py", "release '0.33.0'"): "the same: a source citation",
     ("engines/sglang/spelling.py", "release '0.5.5'"): "the launch spelling's entry points by release",
     ("engines/sglang/spelling.py", "release '0.5.16'"): "the same",
-    ("engines/trtllm_launch.py", "release '0.20'"): "TRT-LLM's launch-flag table by release",
-    ("engines/trtllm_launch.py", "release '0.18.2'"): "the same",
 }
 
 
