@@ -43,12 +43,6 @@ NOT_RELEASES = re.compile(r"^(sys\.version_info\b|.*\bget_device_capability\()")
 
 # (module, what) still outside the rows, and why. Remove an entry when its site moves into a row.
 PENDING: dict[tuple[str, str], str] = {
-    ("config/aliases.py", "release '0.17.0'"): "the vLLM release an unmodelled architecture's source was read from",
-    ("config/aliases.py", "release '0.26.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.28.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.29.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.30.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.33.0'"): "the same: a source citation",
 }
 
 
