@@ -3,10 +3,10 @@ versions elsewhere (issue 30).
 
 Read from the source with ``ast`` over every module of ``kvplan/``: outside the rows, no call of ``at_least`` or
 ``below``, no ordering comparison of a version (``rel.version < (0, 30)``, ``x >= (0, 8)``, anything named
-``version``), and no string that is a release (``"0.18"``). The rows modules are where the releases live. What is
-still outside them, and what the scan takes for a release but is not an engine's (kvplan's own version, a compute
-capability), is listed in ``PENDING`` with the reason; an entry that is no longer found fails too, so the list only
-shrinks.
+``version``, a release's place in a list), and no string that is a release (``"0.18"``). The rows modules are where
+the releases live. Versions that are no engine's are passed by the scan itself (kvplan's ``__version__``, Python's
+``sys.version_info``, a GPU's compute capability). ``PENDING`` (empty) would list a site still outside the rows with its
+reason; an entry that is no longer found fails too, so the list only shrinks.
 """
 
 from __future__ import annotations
