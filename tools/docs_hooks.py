@@ -7,7 +7,8 @@ build time, so it cannot drift from the code.
     <!-- kvplan: run engines -->   a command and what it prints now, for long listings that change with the data
                                    (`kvplan engines`, `kvplan models`)
 
-Help is what a 120-column terminal shows (tools/readme_examples.py runs it the same way). Shown examples
+Help is what a 120-column terminal shows, then a table of every option's help in full (`--help` prints each
+option's first clause) (tools/readme_examples.py runs it the same way). Shown examples
 with their output are not generated here: they live in the pages and tests/test_readme.py checks them.
 """
 
@@ -41,7 +42,26 @@ def command_names() -> list[str]:
 
 def help_block(command: str) -> str:
     shown = f"kvplan {command} --help" if command else "kvplan --help"
-    return f"```\n$ {shown}\n{readme_examples.run(shown)}```\n"
+    block = f"```\n$ {shown}\n{readme_examples.run(shown)}```\n"
+    return f"{block}\n{options_table(command)}" if command else block
+
+
+def options_table(command: str) -> str:
+    """Every option's whole help: `--help` shows each option's first clause and this command's notes
+    (kvplan.cli.help), the rest (other commands' notes, defaults by release, the values in full) is here."""
+    import typer
+    from rich.markup import render
+
+    from kvplan.cli import app
+
+    group: Any = typer.main.get_command(app)
+    rows = ["| option | help in full |", "|---|---|"]
+    for param in group.commands[command].params:
+        text = render(getattr(param, "help", None) or "").plain.replace("|", "\\|")
+        if not getattr(param, "hidden", False) and text:
+            names = ", ".join(f"`{name}`" for name in [*param.opts, *param.secondary_opts])
+            rows.append(f"| {names} | {text} |")
+    return "\n".join(rows) + "\n"
 
 
 def help_section() -> str:

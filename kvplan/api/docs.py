@@ -51,6 +51,8 @@ PARAMETERS = {
     "mooncake_segment_bytes": "SGLang HiCache's Mooncake store global_segment_size: bytes, or '10GiB'",
     "role": "prefill or decode: one instance of a disaggregated deployment",
     "host_memory_bytes": "one node's RAM: bytes or '512GiB'",
+    "disaggregated": "fit: prefill and decode pools (returned in the result's .disaggregated)",
+    "pd_ratio": "fit with disaggregated: prefill:decode replicas, '1:2'",
     "gpu": "GPU type: H100, H200, A100-80G, L40S, ... (fit: a list or 'H100,L4')",
     "gpu_memory_bytes": "the GPU's memory instead of the catalog's: bytes or '79GiB'",
     "kv_budget_bytes": "KV memory per GPU as the engine logs it: bytes, '20GiB', or one per PP stage",

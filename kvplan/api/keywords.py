@@ -100,12 +100,13 @@ def _rename(where: str, accepted: Mapping[str, inspect.Parameter], given: dict[s
     return out
 
 
-def public(readers: Mapping[str, v.Reader] | None = None, fast: Callable[..., Any] | None = None,
-           plain: Mapping[str, type] | None = None) -> Callable[[F], F]:
+def public(readers: Mapping[str, v.Reader] | None = None,
+           fast: Callable[..., Any] | None = None) -> Callable[[F], F]:
     """Take the CLI's spellings and value forms for `func`'s keywords (`readers`: this function's own readers,
     a sweep's axes); refuse an unknown keyword with the closest name. The signature shown is `func`'s. `fast`
-    answers a call whose keywords are all `plain` (each of its type) with nothing to read (a script's loop)."""
-    own_readers, fast_types = dict(readers or {}), dict(plain or {})
+    answers first where it can, given the call's arguments and keywords as they came (None: it cannot), a call
+    with nothing to read (a script's loop)."""
+    own_readers = dict(readers or {})
 
     def decorate(func: F) -> F:
         accepted = {name: p for name, p in inspect.signature(func).parameters.items()
@@ -114,8 +115,8 @@ def public(readers: Mapping[str, v.Reader] | None = None, fast: Callable[..., An
 
         @functools.wraps(func)
         def wrapper(*args: Any, **given: Any) -> Any:
-            if fast is not None and all(type(x) is fast_types.get(k) for k, x in given.items()):
-                answer = fast(*args, **given)
+            if fast is not None:
+                answer = fast(args, given)
                 if answer is not None:
                     return answer
             return func(*args, **_rename(where, accepted, given, own_readers))

@@ -35,17 +35,49 @@ Fraction = float | str | None
 Names = str | Sequence[str]  # "vllm,sglang" or ["vllm", "sglang"]
 
 
-def _plain_size(model: Any, request: Any = None, **given: Any) -> KvCacheResult | None:
-    """kv_cache of a loaded model with plain keywords only: straight to the formulas (None: not such a call)."""
-    return size_of(model, **given) if request is None and type(model) is ModelConfig else None
+def _plain_size(args: tuple[Any, ...], given: dict[str, Any]) -> KvCacheResult | None:
+    """kv_cache of a model (a loaded one, or an id resolved now) with plain keywords only: straight to the formulas,
+    and the same config asked the same keywords again (values and their types) a dictionary look-up (None: not such
+    a call)."""
+    if len(args) != 1:
+        return None  # a request given, or the model as a keyword
+    model, kinds = args[0], tuple(map(type, given.values()))
+    if type(model) is str:
+        if (tuple(given), kinds) not in _PLAIN_CALLS and not _plain(given):
+            return None  # a keyword to read or refuse first
+        model = load(model, request=False)  # resolved on every call: an edited or shadowing file is seen
+    elif type(model) is not ModelConfig:
+        return None
+    key = (id(model), tuple(given.items()), kinds)
+    seen = _SEEN.get(key)
+    if seen is not None and seen[0] is model:
+        return seen[1]
+    if not _plain(given):
+        return None
+    if len(_SEEN) >= 4096:
+        _SEEN.clear()
+    answer = size_of(model, **given)
+    _SEEN[key] = (model, answer)  # the model held: its id stays its own while the entry lives
+    return answer
 
 
 _PLAIN = {**dict.fromkeys(("tp", "pp", "dcp", "dp", "ep", "max_model_len", "batch", "block_size", "quant_group"), int),
           **dict.fromkeys(("kv_dtype", "state_dtype", "ssm_state_dtype"), str)}
+_SEEN: dict[tuple[Any, ...], tuple[ModelConfig, KvCacheResult]] = {}
+_PLAIN_CALLS: set[tuple[tuple[str, ...], tuple[type, ...]]] = set()  # keyword names and value types seen plain
+
+
+def _plain(given: dict[str, Any]) -> bool:
+    """Every keyword one the formulas take as it is (an int or a str where it is one): nothing to read."""
+    if not all(type(x) is _PLAIN.get(k) for k, x in given.items()):
+        return False
+    if len(_PLAIN_CALLS) < 1024:
+        _PLAIN_CALLS.add((tuple(given), tuple(map(type, given.values()))))
+    return True
 
 
 @documented
-@public(fast=_plain_size, plain=_PLAIN)
+@public(fast=_plain_size)
 def kv_cache(model: str | ModelConfig, request: CacheRequest | None = None, *, revision: str | None = None,
              dtype: str = "auto", tp: Int = 1, pp: Int = 1, dcp: Int = 1, max_model_len: Length = None,
              batch: Int = "1", kv_dtype: str = "auto", block_size: OptInt = None, quant_group: Int = 8,
@@ -152,19 +184,37 @@ def fit(model: str | ModelConfig | CapacityRequest, *, batch: Int = "1", max_mod
         mooncake_segment_bytes: Size = None, role: str | None = None, host_memory_bytes: Size = None,
         gpu_memory_bytes: Size = None,
         kv_budget_bytes: Budget = None, overhead_bytes: Size = None, non_torch_bytes: Size = None,
-        weights_dtype: str | None = None, quantization: str | None = None,
-        progress: Callable[[int, int], None] | None = None) -> FitResult:
+        weights_dtype: str | None = None, quantization: str | None = None, disaggregated: bool = False,
+        pd_ratio: str = "1:1", progress: Callable[[int, int], None] | None = None) -> FitResult:
     """The cheapest setups (GPU type, replicas × TP × PP, KV dtype) that serve `batch` requests (also
     `concurrency`) of `max_model_len` tokens, as `kvplan fit` ranks them. ``.verdict`` is "fits" or "refuses"."""
     from kvplan.planning.fit import fit as search
 
     values = locals()
-    asked = question(fit, model, {k: x for k, x in values.items() if k not in ("batch", "gpu", "kv_dtype")})
+    asked = question(fit, model, {k: x for k, x in values.items() if k not in _FIT_SEARCH})
     if asked.cache.max_model_len is None:
         raise InputError("fit needs max_model_len: the tokens of each request (32k)", arg="max_model_len")
-    return search(asked, concurrency=v.count("batch", batch), gpu=gpu, engine=engine, kv_dtype=kv_dtype,
-                  gpus_per_node=8 if gpus_per_node is None else int(gpus_per_node), max_gpus=_int(max_gpus),
-                  nodes=_int(nodes), max_replicas=_int(max_replicas), prices=_prices(prices), progress=progress)
+    searched: dict[str, Any] = dict(
+        concurrency=v.count("batch", batch), gpu=gpu, kv_dtype=kv_dtype, max_gpus=_int(max_gpus), nodes=_int(nodes),
+        gpus_per_node=8 if gpus_per_node is None else int(gpus_per_node), max_replicas=_int(max_replicas),
+        prices=_prices(prices))
+    if disaggregated:
+        return _pools(asked, pd_ratio, engine, searched)
+    return search(asked, engine=engine, progress=progress, **searched)
+
+
+_FIT_SEARCH = ("batch", "gpu", "kv_dtype", "disaggregated", "pd_ratio")
+
+
+def _pools(asked: CapacityRequest, pd_ratio: str, engine: str, searched: dict[str, Any]) -> FitResult:
+    """fit(disaggregated=True): the decode side's search with its prefill and decode pools in ``.disaggregated``."""
+    import dataclasses
+
+    from kvplan.planning.disaggregated import disaggregated as pools
+    from kvplan.planning.disaggregated import parse_ratio
+
+    found = pools(asked, ratio=parse_ratio(str(pd_ratio)), engine=engine, **searched)
+    return dataclasses.replace(found.fitted, disaggregated=found)
 
 
 @documented

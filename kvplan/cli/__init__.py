@@ -90,6 +90,12 @@ class Command(TyperCommand):
         super().__init__(*args, **kwargs)
         self.help = unwrapped(self.help)
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The compact layout of kvplan.cli.help (under 120 lines at 80 columns)."""
+        from kvplan.cli.help import format_help
+
+        format_help(self, ctx)
+
     def get_help_option(self, ctx: Any) -> Any:
         return _switch(super().get_help_option(ctx))
 

@@ -15,7 +15,6 @@ from kvplan.cli.launch import CLUSTER_FORMATS, Asked, Format, model_or_command, 
 from kvplan.cli.options import Explain, GpusPerNode, Json, KvDtypes, Plot, cache_options, listed
 from kvplan.errors import InputError
 from kvplan.formulas import CacheRequest
-from kvplan.launch.read import question_of
 from kvplan.planning.request import CapacityRequest
 
 # The KV dtype is a list here (compared side by side); a capacity question holds no batch.
@@ -67,6 +66,8 @@ def capacity(model: ModelOrCommand, cache: CapacityCache, settings: EngineArgs, 
     if launch is not None:
         if len(kv_dtypes) > 1:
             raise InputError("a launch command is one question: give one --kv-cache-dtype (or none)", arg="kv_dtype")
+        from kvplan.launch.read import question_of  # the launch command's reader: only with a command
+
         question = question_of(launch, question, explicit(question))
         kv_dtypes = [question.cache.kv_dtype]
     if gpus_per_node is not None and gpus_per_node < 1:

@@ -27,8 +27,8 @@ def engines_completed(incomplete: str) -> list[str]:
 
 
 # Engine.
-ENGINES = option("--engine", "vllm, sglang, trtllm, hf, all (the newest releases), or a release: vllm@0.19, "
-                 "sglang@0.5.2 (kvplan engines lists them); a comma list or repeated compares them (fit, reconcile: "
+ENGINES = option("--engine", "vllm, sglang, trtllm, hf, all, or a release: vllm@0.19; all: the newest releases; "
+                 "kvplan engines lists the releases; a comma list or repeated compares them (fit, reconcile: "
                  "one).", ENGINE, "ENGINE", autocompletion=engines_completed)
 Engines = Annotated[list[str] | None, ENGINES]
 GpuUtil = Annotated[float | None, option("--gpu-memory-utilization", "vLLM: fraction of total memory (0.92 from "
@@ -45,8 +45,8 @@ MaxSeqs = Annotated[int | None, option("--max-num-seqs", "vLLM sampler rows of t
                                        "1024 on an H100, 256 below 70 GiB).", ENGINE, "N")]
 EntryPoint = Annotated[str, option("--entry-point", "vLLM: serve (vllm serve) or llm (the LLM class); their "
                                    "scheduler defaults differ.", ENGINE, "NAME")]
-Sampler = Annotated[str | None, option("--sampler", "vLLM profile-run sampler: sort, flashinfer, triton, "
-                                       "flashinfer+triton, gumbel or bf16 (default: the release's).", ENGINE, "NAME")]
+Sampler = Annotated[str | None, option("--sampler", "vLLM profile-run sampler (default: the release's); "
+                                       "sort, flashinfer, triton, flashinfer+triton, gumbel or bf16.", ENGINE, "NAME")]
 Eager = Annotated[bool, switch("--enforce-eager", "vLLM/TRT-LLM: no CUDA graphs, eager profile forward.", ENGINE)]
 MoeBackend = Annotated[str | None, option("--moe-backend", "vLLM MXFP4 experts: marlin, triton, flashinfer_trtllm "
                                           "or deepgemm (default: the release's pick for the GPU).", ENGINE, "NAME")]
@@ -55,7 +55,7 @@ NoAsync = Annotated[bool, switch("--no-async-scheduling", "vLLM: one batch fewer
 
 # GPU memory.
 GPU = option("--gpu", "GPU type: H100, H200, A100-80G, L40S, ... (default H100); a comma list where a command "
-             "ranks them (fit: default every GPU of the catalog); probe: the local CUDA device's index.", MEMORY, "GPU", autocompletion=gpus_completed)
+             "ranks them; fit: default every GPU of the catalog; probe: the local CUDA device's index.", MEMORY, "GPU", autocompletion=gpus_completed)
 Gpu = Annotated[str | None, GPU]
 GpuIndex = Annotated[int | None, GPU]
 GpuMem = Annotated[str | None, option("--gpu-mem", "The GPU's memory instead of the catalog's, e.g. 79GiB.",
@@ -68,8 +68,8 @@ NonTorch = Annotated[str | None, option("--non-torch", "Non-torch memory per GPU
                                         "e.g. 2.1GiB.", MEMORY, "SIZE")]
 WeightsDtype = Annotated[str | None, option("--weights-dtype", "What-if weights: bf16, fp16, fp32, fp8, int8, int4 "
                                             "(default: the checkpoint's).", MEMORY, "DTYPE")]
-HostMem = Annotated[str | None, option("--host-mem", "One node's RAM, which the pinned host tier and offloaded "
-                                       "weights of its ranks must fit (default: the GPU's usual server).", MEMORY,
+HostMem = Annotated[str | None, option("--host-mem", "One node's RAM (default: the GPU's usual server); the "
+                                       "pinned host tier and offloaded weights of its ranks must fit in it.", MEMORY,
                                        "SIZE")]
 Quantization = Annotated[str | None, option("--quantization", "vLLM --quantization (also -q): the checkpoint's own "
                                             "method, or fp8 quantized at load.", MEMORY, "METHOD")]
@@ -99,8 +99,8 @@ HicacheRatio = Annotated[float | None, option("--hicache-ratio", "SGLang HiCache
                                               "(2.0).", EXTRAS, "RATIO")]
 LmcacheSize = Annotated[str | None, option("--lmcache-cpu-size", "LMCache max_local_cpu_size, allocated by every "
                                            "rank; GiB or a size.", EXTRAS, "GIB")]
-Role = Annotated[str | None, option("--role", "prefill or decode: one instance of a disaggregated deployment (its "
-                                    "KV transfer flags, transfer bytes and descriptors per request, decode reserve).",
+Role = Annotated[str | None, option("--role", "prefill or decode: one instance of a disaggregated deployment; its "
+                                    "KV transfer flags, transfer bytes and descriptors per request, decode reserve.",
                                     EXTRAS, "ROLE")]
 MooncakeSize = Annotated[str | None, option("--mooncake-segment-size", "SGLang HiCache with the Mooncake store: "
                                             "global_segment_size, split over the TP ranks (4GiB); GiB or a size.",

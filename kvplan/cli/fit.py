@@ -47,17 +47,17 @@ def read_prices(spec: str) -> dict[str, float]:
     return prices_from_file_text(text, Path(spec).suffix)
 
 
-Price = Annotated[str | None, option("--price", "Price per GPU-hour: H100=2.49,H200=3.5, or a .toml (H100 = 2.49) "
-                                     "or .csv (gpu,price) file. Ranks by cost per hour.", MEMORY, "PRICES")]
+Price = Annotated[str | None, option("--price", "Price per GPU-hour: H100=2.49,H200=3.5, or a .toml or .csv "
+                                     "file; .toml: H100 = 2.49; .csv: gpu,price; ranks by cost per hour.", MEMORY, "PRICES")]
 MaxReplicas = Annotated[int | None, option("--max-replicas", "Most data-parallel replicas (1: one replica serves "
                                            "it all; default: as many as --max-gpus allows).", PARALLEL, "N")]
 Nodes = Annotated[int | None, option("--nodes", "Most nodes in all, of --gpus-per-node GPUs each (default 8; "
                                      "--max-gpus within it).", PARALLEL, "N")]
 MaxGpus = Annotated[int | None, option("--max-gpus", "Most GPUs in all, replicas × tp × pp (default 8 nodes).",
                                        PARALLEL, "N")]
-Disaggregated = Annotated[bool, switch("--disaggregated", "Prefill and decode pools: the decode pool holds the load "
-                                       "(with its decode reserve), the prefill pool --pd-ratio of its replicas; each "
-                                       "with its budget, transfer bytes and launch command.", PARALLEL)]
+Disaggregated = Annotated[bool, switch("--disaggregated", "Prefill and decode pools, each with its budget, transfer bytes "
+                                       "and launch command; the decode pool holds the load (with its decode reserve), "
+                                       "the prefill pool --pd-ratio of its replicas.", PARALLEL)]
 PdRatio = Annotated[str, option("--pd-ratio", "Prefill:decode replicas with --disaggregated.", PARALLEL, "P:D")]
 # tp, pp, dp, ep and the KV dtype are what fit searches; the GPU is a list of types here.
 FitCache = Annotated[CacheRequest, Expand(cache_options, without=("tp", "pp", "dp", "ep", "kv_dtype"))]

@@ -23,8 +23,8 @@ Words = Annotated[list[str], typer.Argument(
          "MODEL ..., python -m vllm.entrypoints.openai.api_server --model MODEL ..., python -m sglang.launch_server "
          "--model-path MODEL ..., sglang serve ..., trtllm-serve MODEL ... (every flag of the --engine release).",
     show_default=False, metavar="MODEL | -- COMMAND")]
-Format = Annotated[str | None, option("--format", "table, json or yaml (the fields a deployment takes: model, "
-                                      "engine, release, GPUs per replica, replicas, flags, min GPU memory); kserve (a "
+Format = Annotated[str | None, option("--format", "table, json, yaml, kserve or llm-d; json, yaml: the fields a deployment takes: model, "
+                                      "engine, release, GPUs per replica, replicas, flags, min GPU memory; kserve (a "
                                       "KServe LLMInferenceService) or llm-d (a Kustomize patch of llm-d's Deployment),"
                                       " with the pod's memory: engine + pinned host tier + /dev/shm.", OUTPUT,
                                       "FORMAT")]
@@ -55,12 +55,14 @@ def resolve(asked: Asked, engines: list[str], named: bool = False) -> tuple[Any,
     """(model, Launch or None, engines): a plain model id, or the command read with the --engine release (`named`:
     --engine was given; else the command's engine, its newest release). A model given before -- as well is the
     command's, or a conflict (exit 2)."""
-    from kvplan.launch.command import is_command, read_command
-    from kvplan.launch.read import read_launch
+    from kvplan.launch.words import is_command
 
     words = list(asked.words)
     if not is_command(words):
         return model_options(words[0], asked.revision, asked.dtype), None, engines
+    from kvplan.launch.command import read_command  # the engines' launch readers: only for a command
+    from kvplan.launch.read import read_launch
+
     split = len(words) > 1 and not is_command(words[:1]) and is_command(words[1:2])  # a model, then the command
     before, words = (words[0], words[1:]) if split else (None, words)
     if len(engines) > 1:

@@ -51,7 +51,7 @@ def switch(flag: str, help: str, panel: str) -> Any:
 
 
 # Model.
-MODEL_OPTION = option("--model", "The model (also -m): probe: repeatable (default: a GQA, MQA, MLA, sliding, linear, "
+MODEL_OPTION = option("--model", "The model (also -m); probe: repeatable (default: a GQA, MQA, MLA, sliding, linear, "
                       "fp8, int4 set); reconcile: where the log names none or one kvplan cannot load.", MODEL, "MODEL",
                       autocompletion=models_completed)
 ModelOrNone = Annotated[str | None, MODEL_OPTION]
@@ -60,8 +60,8 @@ Model = Annotated[str, typer.Argument(help="Model id (bundled, HF cache or hub),
                                       show_default=False, autocompletion=models_completed)]
 Revision = Annotated[str | None, option("--revision", "Hub revision (branch, tag or commit) of the config, from the "
                                         "HF cache or the hub; never the bundled copy.", MODEL, "REV")]
-ModelDtype = Annotated[str, option("--dtype", "As vLLM's --dtype: auto (the config's; fp32 served as bf16), "
-                                   "bfloat16, float16, float32.", MODEL, "DTYPE")]
+ModelDtype = Annotated[str, option("--dtype", "As vLLM's --dtype: auto, bfloat16, float16, float32; "
+                                   "auto: the config's, fp32 served as bf16.", MODEL, "DTYPE")]
 
 # Parallelism. (An option object is shared by the aliases that type it: one value, or a sweep's axis.)
 AXIS = "; sweep: a list or a range"
@@ -76,8 +76,8 @@ PpAxis = Annotated[str, PP]
 PpOrNone = Annotated[int | None, PP]
 Dcp = Annotated[int, option("--decode-context-parallel-size", "DCP size (also --dcp, -dcp): splits a sequence's "
                             "tokens over that many of the TP ranks.", PARALLEL, "N")]
-Dp = Annotated[int, option("--data-parallel-size", "Data parallel, as the engine runs it (also --dp, -dp): vLLM "
-                           "--data-parallel-size, dp engines of tp × pp GPUs each with its own KV pool; SGLang "
+Dp = Annotated[int, option("--data-parallel-size", "Data parallel (also --dp, -dp), as the engine runs it; vLLM "
+                           "--data-parallel-size: dp engines of tp × pp GPUs each with its own KV pool; SGLang "
                            "--dp-size with --enable-dp-attention, dp attention groups inside the tp GPUs "
                            "(attention TP = tp / dp).", PARALLEL, "N")]
 Ep = Annotated[int, option("--ep", "Expert-parallel ranks: vLLM --enable-expert-parallel is dp × tp; SGLang "
@@ -90,8 +90,8 @@ BATCH = option("--batch", f"Sequences held at once (also --concurrency){AXIS}.",
 MaxModelLen = Annotated[str | None, MAX_MODEL_LEN]
 LengthAxis = Annotated[str, MAX_MODEL_LEN]
 Batch = Annotated[str, BATCH]
-KV_DTYPE = option("--kv-cache-dtype", f"KV dtype (also --kv-dtype): {', '.join(KV_DTYPE_NAMES)}; where a command "
-                  "compares them, a comma list or repeated (fit: or any).", CACHE, "DTYPE",
+KV_DTYPE = option("--kv-cache-dtype", f"KV dtype (also --kv-dtype): auto, bf16, fp8, int8, int4, nvfp4, ...; all: "
+                  f"{', '.join(KV_DTYPE_NAMES)}; where a command compares them, a comma list or repeated (fit: or any).", CACHE, "DTYPE",
                   autocompletion=dtypes_completed)
 KvDtype = Annotated[str, KV_DTYPE]
 KvDtypes = Annotated[list[str] | None, KV_DTYPE]
@@ -99,10 +99,10 @@ KvDtypeOrNone = Annotated[str | None, KV_DTYPE]
 BlockSize = Annotated[int | None, option("--block-size", "Tokens per block (also --page-size; 0: no paging); "
                                          "default: the engine's (size: 16).", CACHE, "TOKENS")]
 QuantGroup = Annotated[int, option("--quant-group", "int8/int4 KV: elements per fp16 scale.", CACHE, "N")]
-StateDtype = Annotated[str, option("--mamba-cache-dtype", "Linear/Mamba conv state dtype (also --state-dtype), and "
-                                   "the recurrent one's unless given: auto, fp32, bf16, fp16.", CACHE, "DTYPE")]
+StateDtype = Annotated[str, option("--mamba-cache-dtype", "Linear/Mamba conv state dtype (also --state-dtype): "
+                                   "auto, fp32, bf16, fp16; the recurrent one's too unless given.", CACHE, "DTYPE")]
 SsmStateDtype = Annotated[str, option("--mamba-ssm-cache-dtype", "Recurrent state dtype (also --ssm-state-dtype): "
-                                      "auto (the config's own, else the conv state's), fp32, bf16, fp16.", CACHE,
+                                      "auto, fp32, bf16, fp16; auto: the config's own, else the conv state's.", CACHE,
                                       "DTYPE")]
 Attention = Annotated[str | None, option("--attention", "Override the attention kind: mha, gqa, mqa, mla.", CACHE,
                                          "KIND")]
@@ -113,11 +113,11 @@ Window = Annotated[str | None, option("--window", "Override the window (sliding)
                                       "TOKENS")]
 
 # Output.
-GpusPerNode = Annotated[int | None, option("--gpus-per-node", "GPUs of one node (fit: 8; the largest TP, PP and DP cross "
-                                    "nodes; capacity: the command is written for a replica over as many nodes as "
-                                    "it needs).", PARALLEL, "N")]
-Json = Annotated[bool, switch("--json", "Print JSON instead of tables (sweep: JSON lines, one per point; report: the "
-                              "page's JSON, and the page only with -o).", OUTPUT)]
+GpusPerNode = Annotated[int | None, option("--gpus-per-node", "GPUs of one node; fit: 8, and the largest TP, PP and DP "
+                                    "cross nodes; capacity: the command is written for a replica over as many nodes "
+                                    "as it needs.", PARALLEL, "N")]
+Json = Annotated[bool, switch("--json", "Print JSON instead of tables; sweep: JSON lines, one per point; report: the "
+                              "page's JSON, and the page only with -o.", OUTPUT)]
 Explain = Annotated[bool, switch("--explain", "Show each number with its formula.", OUTPUT)]
 Plot = Annotated[str | None, option("--plot", "Also draw a chart to this .png/.svg file (needs kvplan\\[plot]).",
                                     OUTPUT, "FILE")]

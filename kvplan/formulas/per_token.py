@@ -8,6 +8,7 @@ dtype (``latent_dtype``, ``StateDtypes``) and computes both, so ``--explain`` ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 from kvplan.dtypes import (
@@ -128,6 +129,15 @@ def part_bytes_per_state(spec: Part, dtype: KvDtype) -> int:
 
 
 def part_cost(spec: Part, dtype: KvDtype) -> PartCost:
+    """`_part_cost`, remembered per (spec, dtype): both are frozen values, and a model's layers repeat a few specs
+    (32 layers of one AttnSpec), asked again by every capacity and fit setup."""
+    try:
+        return _remembered_cost(spec, dtype)
+    except TypeError:  # a spec holding an unhashable value: computed each time
+        return _part_cost(spec, dtype)
+
+
+def _part_cost(spec: Part, dtype: KvDtype) -> PartCost:
     """Bytes one decoder token adds to one cache, with its formula: K + V heads, the MLA latent (in the dtype
     latent_dtype picks), the indexer key; 0 for fixed states and for cross-attention (its tokens are the
     encoder's). A compressed cache (one entry per `ratio` tokens) counts cdiv(entry bytes, ratio): its exact bytes
@@ -147,6 +157,9 @@ def part_cost(spec: Part, dtype: KvDtype) -> PartCost:
             entry, ratio = entry_cost(spec, dtype), tokens_per_state(spec)
             return entry if ratio == 1 else PartCost(cdiv(entry.bytes, ratio), f"{entry.formula} / {ratio}, rounded up")
     raise TypeError(f"not a layer spec: {spec!r}")
+
+
+_remembered_cost = lru_cache(maxsize=4096)(_part_cost)
 
 
 def part_bytes_per_token(spec: Part, dtype: KvDtype) -> int:

@@ -15,9 +15,6 @@ points (each engine's own, as its release installs them):
 
 from __future__ import annotations
 
-import os
-import re
-import shlex
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -27,11 +24,11 @@ from kvplan.errors import InputError
 from kvplan.launch.argv import Given, decimal_suffix_note, label, parse_args
 from kvplan.launch.config_file import with_config_file
 from kvplan.launch.tables import FlagTable, flag_table, releases, table_release
+from kvplan.launch.words import _ENV, _PYTHON, _executable, words_of
+from kvplan.launch.words import is_command as is_command  # where callers found it before
 
 ENTRY_POINTS = ("vllm serve MODEL, python -m vllm.entrypoints.openai.api_server --model MODEL, "
                 "python -m sglang.launch_server --model-path MODEL, sglang serve, trtllm-serve MODEL")
-_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
-_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,30 +53,6 @@ def _spellings() -> tuple[tuple[str, Spelling], ...]:
 
 def _executables() -> frozenset[str]:
     return frozenset(e.words[0] for _, s in _spellings() for e in s.entry_points if not e.module)
-
-
-def words_of(words: list[str]) -> list[str]:
-    """The command's words: one string is split as a shell would (continuations joined); stray `\\` dropped."""
-    if len(words) == 1 and re.search(r"\s", words[0]):
-        try:
-            words = shlex.split(re.sub(r"\\\r?\n", " ", words[0]))
-        except ValueError as exc:
-            raise InputError(f"cannot split the command: {exc}") from None
-    return [w.strip() for w in words if w.strip() not in ("", "\\")]
-
-
-def is_command(words: list[str]) -> bool:
-    """Whether the words are a launch command rather than one model id: more than one word, or one string that
-    starts with an engine's executable, python, env or NAME=value (a path with a space is a model)."""
-    if len(words) > 1:
-        return True
-    split = words_of(words)
-    return bool(split) and (split[0] == "env" or bool(_ENV.fullmatch(split[0])) or
-                            _executable(split[0]) in _executables() or bool(_PYTHON.fullmatch(_executable(split[0]))))
-
-
-def _executable(word: str) -> str:
-    return os.path.basename(word)
 
 
 def _matches(entry: EntryPoint, words: list[str]) -> int:

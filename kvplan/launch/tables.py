@@ -19,12 +19,14 @@ import difflib
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 from kvplan.engines import get_engine
 from kvplan.engines.spelling import Parser
 from kvplan.errors import InputError
+
+TABLES = Path(__file__).resolve().parent / "tables"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +85,7 @@ class FlagTable:
 
 @cache
 def _data(engine: str) -> dict[str, Any]:
-    text = files("kvplan.launch").joinpath(f"tables/{engine}.json").read_text(encoding="utf-8")
+    text = (TABLES / f"{engine}.json").read_text(encoding="utf-8")  # a path, not importlib.resources: no zipfile
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import KvDtypeName
@@ -34,6 +34,9 @@ from kvplan.planning.prices import gpu_types, price_notes, price_table
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.planning.search import Setup, bounded_setups, walk
 from kvplan.units import cdiv, format_floor
+
+if TYPE_CHECKING:
+    from kvplan.planning.disaggregated import Disaggregated
 
 ANY_KV_DTYPES = ("auto", "fp8")
 MAX_SHOWN = 12
@@ -113,6 +116,7 @@ class FitResult:
     why: str | None = None  # the winner against the best layout of the other family on the same GPUs
     considered: tuple[str, ...] = ()  # every layout searched, with the nodes of one replica
     catalog: bool = False  # no GPU was named: every GPU type of the catalog was searched
+    disaggregated: Disaggregated | None = None  # the prefill and decode pools (fit with disaggregated=True)
 
     @property
     def verdict(self) -> str:
@@ -275,6 +279,8 @@ def _search(question: CapacityRequest, profile: Engine, load: Load, asked: Asked
         pairs += [(s.place, plan(s)) for s in skipped if s.gpu == best.gpu and s.kv_dtype == best.kv_dtype and
                   s.gpus == best.gpus_per_replica and (s.shape.dp > 1) != (best.dp > 1)]
     pairs.sort(key=lambda p: p[0])
+    if progress:
+        progress(len(setups), len(setups))  # the setups the bound skipped are done too
     return [c for _, c in pairs], len(setups) - len(pairs)
 
 

@@ -11,7 +11,7 @@ from kvplan.render.size import or_dash, size_payload
 from kvplan.render.tables import Table
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +42,12 @@ def model_row(result: KvCacheResult) -> ModelRow:
 
 
 def models_tables(rows: Sequence[ModelRow]) -> list[RenderableType]:
-    """`kvplan models`: one row per bundled model."""
+    """`kvplan models`: one row per bundled model, every column where the terminal has room for them (113
+    columns); narrower, the compact listing (a row of it fits 80 columns)."""
+    return [ModelsListing(rows)]
+
+
+def full_table(rows: Sequence[ModelRow]) -> Table:
     table = Table(title="bundled models (KV dtype auto)", title_justify="left")
     for name in ("id", "attention", "layers", "kv heads", "head dim", "bytes/token", "state bytes/seq", "max len"):
         table.add_column(name, justify="left" if name in ("id", "attention") else "right")
@@ -51,4 +56,33 @@ def models_tables(rows: Sequence[ModelRow]) -> list[RenderableType]:
         table.add_row(r.id, r.attention, str(r.num_layers), *heads, f"{r.bytes_per_token:,}",
                       or_dash(r.state_bytes_per_sequence),
                       f"{r.max_model_len:,}" if r.max_model_len else "-")
-    return [table]
+    return table
+
+
+def compact_table(rows: Sequence[ModelRow]) -> Table:
+    """Narrow terminals: the models under their organization's line, with the attention kind, bytes per token
+    and longest context; the other columns (layers, KV heads, head dim, state bytes) are in --json."""
+    table = Table(title="bundled models (KV dtype auto; layers, KV heads, head dim, state: --json)",
+                  title_justify="left")
+    for name in ("model", "attn", "bytes/token", "max len"):
+        table.add_column(name, justify="left" if name in ("model", "attn") else "right")
+    org = None
+    for r in rows:
+        owner, _, name = r.id.rpartition("/")
+        if owner and owner != org:
+            table.add_row(f"{owner}/", "", "", "")
+        org = owner
+        table.add_row(name, r.attention, f"{r.bytes_per_token:,}", f"{r.max_model_len:,}" if r.max_model_len else "-")
+    return table
+
+
+class ModelsListing:
+    """The full table where it fits the console's width, else the compact one (which stacks where even it
+    does not)."""
+
+    def __init__(self, rows: Sequence[ModelRow]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        full = full_table(self.rows)
+        yield full if full.fits(options.max_width) else compact_table(self.rows)

@@ -21,6 +21,7 @@ from kvplan.cli.options import FLAG_ALIASES
 from kvplan.cli.reconcile import reconcile as reconcile_command
 from kvplan.cli.size import size as size_command
 from kvplan.cli.sweep import sweep as sweep_command
+from kvplan.errors import InputError
 
 # (library function, command): the function answers the command's question
 PAIRS = [
@@ -115,3 +116,18 @@ def test_the_docstring_lists_every_parameter(function: Callable[..., Any], comma
 def test_dir_lists_the_exports() -> None:
     assert set(kvplan.__all__) <= set(dir(kvplan))
     assert {"capacity", "capacity_all", "fit", "kv_cache", "size", "sweep", "compare", "reconcile"} <= set(dir(kvplan))
+
+
+def test_a_remembered_kv_cache_answer_is_never_given_to_another_spelling() -> None:
+    # kv_cache answers plain keywords from a dictionary keyed by the values and their types (issue 33): True and
+    # 2.0 equal 1 and 2 as keys, and must still be refused as the readers refuse them once 1 or 2 was asked
+    model = kvplan.load_model("meta-llama/Llama-2-70b")
+    first = kvplan.kv_cache(model, tp=2, max_model_len=4096, batch=8)
+    assert kvplan.kv_cache(model, tp=2, max_model_len=4096, batch=8) is first
+    for wrong in (True, 2.0):
+        with pytest.raises(InputError, match="tp must be an int"):
+            kvplan.kv_cache(model, tp=wrong, max_model_len=4096, batch=8)
+    assert kvplan.kv_cache(model, tp="2", max_model_len="4k", batch=8) == first  # read, then the same answer
+    assert kvplan.kv_cache("meta-llama/Llama-2-70b", tp=2, max_model_len=4096, batch=8) == first
+    with pytest.raises(InputError, match="no keyword 'tpp'"):  # the keyword is refused before the model is read
+        kvplan.kv_cache("no-such/model-xyz", tpp=2)

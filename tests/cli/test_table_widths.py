@@ -28,7 +28,7 @@ from kvplan.cli import app, common
 from kvplan.planning.request import Memory
 from kvplan.render.capacity_tables import capacity_tables
 from kvplan.render.fit import fit_tables
-from kvplan.render.models import models_tables
+from kvplan.render.models import compact_table, full_table, models_tables
 from kvplan.render.payload import plain
 from kvplan.render.probe import probe_tables
 from kvplan.render.reconcile import reconcile_tables
@@ -98,7 +98,10 @@ CASES: dict[str, tuple[Callable[[Any], list[Any]], Callable[[], tuple[Any, Any]]
     "size-workload": (size_and_workload_tables, lambda: cli_json(
         "size", "meta-llama/Llama-3.1-8B", "--batch", "32", "--shared-prefix", "1000", "--seq-len", "1200"),
         ["total_bytes", "workload.bytes_per_gpu", "workload.unshared_bytes_per_gpu"]),
-    "models": (models_tables, lambda: cli_json("models"), ["0.bytes_per_token", "-1.bytes_per_token"]),
+    "models": (lambda rows: [full_table(rows)], lambda: cli_json("models"),
+               ["0.bytes_per_token", "-1.bytes_per_token", "0.num_layers", "-1.max_model_len"]),
+    "models-compact": (lambda rows: [compact_table(rows)], lambda: cli_json("models"),
+                       ["0.bytes_per_token", "-1.bytes_per_token", "-1.max_model_len"]),
     "capacity": (capacity_tables, lambda: cli_json("capacity", "Qwen/Qwen3-8B", "--kv-budget", "20GiB",
                                                    "--max-model-len", "40960"),
                  ["kv_tokens", "num_blocks", "page_bytes", "weights_bytes_per_gpu"]),
@@ -175,3 +178,18 @@ def test_piped_output_keeps_whole_rows() -> None:
                           env={**os.environ, "COLUMNS": "80"}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "┃ model" in proc.stdout and "│ meta-llama/Llama-3.1-70B │ GQA" in proc.stdout and "…" not in proc.stdout
+
+
+def test_models_at_80_columns_is_one_line_per_model() -> None:
+    """`kvplan models` stacked at 80 and 100 columns (3 lines a model, 310 lines); the compact listing keeps
+    each model on one line of at most 80 columns, and the full table (every column) where it fits."""
+    rows, _ = cli_json("models")
+    narrow, wide = draw(models_tables, rows, 80), draw(models_tables, rows, 200)
+    lines = narrow.splitlines()
+    assert max(len(line) for line in lines) <= 80 and len(lines) < 2 * len(rows), narrow
+    for row in rows:
+        name = row.id.rpartition("/")[2]
+        line = next(line for line in lines if line.startswith(f"│ {name} "))
+        assert f" {row.bytes_per_token:,} " in line and f" {row.attention} " in line, line
+    assert "state bytes/seq" in wide and "head dim" in wide and "model " not in wide.splitlines()[2]
+

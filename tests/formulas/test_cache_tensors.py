@@ -25,6 +25,7 @@ from transformers.cache_utils import DynamicSlidingWindowLayer, LinearAttentionL
 
 import kvplan
 from kvplan.config import bundled_index
+from kvplan.formulas import kv_cache as formula_kv_cache  # takes an Overrides (the library takes its fields)
 from kvplan.formulas.layers import Overrides
 
 BATCH = 2
@@ -92,8 +93,8 @@ def hf_expected_bytes(model: kvplan.ModelConfig, seq_len: int, kv_dtype: str,
     min(N, W−1) tokens. The difference is B × sliding layers × bytes per token per layer ×
     (min(N, W) − min(N, W−1)): one token per sliding layer once N ≥ W, nothing below.
     """
-    result = kvplan.kv_cache(model, max_model_len=seq_len, batch=BATCH, block_size=0, kv_dtype=kv_dtype,
-                             overrides=overrides)
+    result = formula_kv_cache(model, max_model_len=seq_len, batch=BATCH, block_size=0, kv_dtype=kv_dtype,
+                              overrides=overrides)
     surplus_bytes = 0
     for group in result.layout.groups:
         window = group.token_limit

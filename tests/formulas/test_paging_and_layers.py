@@ -6,6 +6,7 @@ import pytest
 
 import kvplan
 from kvplan.errors import InputError
+from kvplan.formulas import kv_cache as formula_kv_cache  # takes an Overrides (the library takes its fields)
 from kvplan.formulas.layers import Overrides, parse_layer_ranges
 
 LLAMA8B_LAYER_TOKEN = 4096  # 8 heads × (128 + 128) × 2 B per layer per token
@@ -51,25 +52,25 @@ def test_linear_attention_state_is_fixed_per_sequence() -> None:
 ])
 def test_attention_override(attention: str, kv_heads: int | None, expected: int) -> None:
     ov = Overrides(attention=attention, kv_heads=kv_heads)
-    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1, overrides=ov)
+    r = formula_kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1, overrides=ov)
     assert r.bytes_per_token == expected
     assert r.layout.attention == attention.upper()
 
 
 def test_mla_decompressed_view() -> None:
     # engines.md §6: HF caches DeepSeek-V3 decompressed: 128 heads × (192 + 128) × 2 B × 61 = 4,997,120 B/token
-    r = kvplan.kv_cache("deepseek-ai/DeepSeek-V3", max_model_len=1, overrides=Overrides(attention="mha"))
+    r = formula_kv_cache("deepseek-ai/DeepSeek-V3", max_model_len=1, overrides=Overrides(attention="mha"))
     assert r.bytes_per_token == 4_997_120
 
 
 def test_layer_type_ranges() -> None:
     ranges = parse_layer_ranges("0-15:full,16-31:sliding", 32)
     ov = Overrides(layer_kinds=ranges, window=4096)
-    r = kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=8192, overrides=ov)
+    r = formula_kv_cache("meta-llama/Llama-3.1-8B", max_model_len=8192, overrides=ov)
     assert r.bytes_per_sequence == 16 * LLAMA8B_LAYER_TOKEN * 8192 + 16 * LLAMA8B_LAYER_TOKEN * 4096
     assert r.layout.attention == "hybrid"
     # and back: Mistral's every-layer window switched off
-    off = kvplan.kv_cache("mistralai/Mistral-7B-v0.1", max_model_len=8192, overrides=Overrides(
+    off = formula_kv_cache("mistralai/Mistral-7B-v0.1", max_model_len=8192, overrides=Overrides(
         layer_kinds=parse_layer_ranges("0-31:full", 32)))
     assert off.bytes_per_sequence == 32 * LLAMA8B_LAYER_TOKEN * 8192
 
@@ -82,7 +83,7 @@ def test_bad_layer_ranges(text: str) -> None:
 
 def test_mla_override_needs_a_latent() -> None:
     with pytest.raises(InputError):
-        kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1, overrides=Overrides(attention="mla"))
+        formula_kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1, overrides=Overrides(attention="mla"))
     with pytest.raises(InputError):  # sliding needs a window Llama's config does not have
         kvplan.kv_cache("meta-llama/Llama-3.1-8B", max_model_len=1,
                         overrides=Overrides(layer_kinds=parse_layer_ranges("0-1:sliding", 32)))

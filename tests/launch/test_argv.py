@@ -102,3 +102,13 @@ def test_entry_points_and_continuations() -> None:
 def test_a_model_with_a_space_is_a_model_not_a_command() -> None:
     assert not is_command(["/models/my model/config.json"])
     assert is_command(["vllm serve x"]) and is_command(["python", "-m", "x"])
+
+
+def test_the_executables_known_before_any_engine_loads_are_the_spellings() -> None:
+    # is_command tells a model id from a command with EXECUTABLES, without importing every engine (issue 33,
+    # start-up); the engines' spellings are what it stands for.
+    from kvplan.launch.command import _executables
+    from kvplan.launch.words import EXECUTABLES
+
+    assert _executables() == EXECUTABLES
+    assert all(is_command([name]) for name in EXECUTABLES) and not is_command(["meta-llama/Llama-3.1-8B"])

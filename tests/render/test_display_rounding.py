@@ -30,7 +30,7 @@ def setup(per_replica: float) -> SetupPayload:
 
 
 def test_fit_row_never_shows_more_requests_per_replica_than_it_serves() -> None:
-    cells = _row(1, setup(70.995), priced=False, why=False)
+    cells = _row(1, setup(70.995), priced=False, why=False, shown=(False, False, False))
     assert "70.99x" in cells and "70" in cells and "71.00x" not in cells
 
 
