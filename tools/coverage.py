@@ -71,8 +71,7 @@ def records() -> dict[str, Counter[str]]:
 def status(arch: str, found: dict[str, Counter[str]]) -> tuple[str, str]:
     served = registry()[arch]
     if arch in UNMODELLED_ARCHITECTURES:
-        why, first = UNMODELLED_ARCHITECTURES[arch]
-        return "refused", f"{why} (served from {first})"
+        return "refused", f"{UNMODELLED_ARCHITECTURES[arch]} (served from {served.first})"
     if served.refused_from:
         return "served until", f"vLLM {newest()} refuses it: supported until v{served.says_last}. {NOTES.get(arch, '')}"
     if arch in found:

@@ -7,6 +7,9 @@ formulas. Sources: vLLM's ``get_total_num_kv_heads`` order and ``derive_max_mode
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 # canonical field -> config keys, first non-null wins (order matters).
@@ -188,45 +191,43 @@ KNOWN_ARCHITECTURES = ("AliceAIForCausalLM", "MiniMaxM3SparseForCausalLM", "Mini
 UNKNOWN_NEEDS = (("num_layers", "num_hidden_layers"), ("num_attention_heads", "num_attention_heads"),
                  ("num_kv_heads", "num_key_value_heads"), ("head_dim", "head_dim (or hidden_size)"))
 
+# vLLM's architectures by release (first listed, ...): data shared with kvplan.engines.vllm.served
+REGISTRY = Path(__file__).resolve().parents[1] / "engines" / "vllm" / "registry.json"
+
 # Architectures whose linear_* fields feed Kimi's KDA layer, not a gated DeltaNet (kvplan.config.state).
 KDA_ON_LINEAR_FIELDS = ("AliceAIForCausalLM",)
 
 # Architectures vLLM 0.33 serves whose caches kvplan does not model: refused in one line naming the config's
 # `architectures`, never sized with the generic rules. Each row: why (what vLLM builds that kvplan has no rule for,
-# with the file that builds it), and the release vLLM serves it from (tests check it against
-# kvplan/engines/vllm/registry.json).
-UNMODELLED_ARCHITECTURES: dict[str, tuple[str, str]] = {
+# with the file that builds it); the release vLLM serves it from is the registry's (``served_from``).
+UNMODELLED_ARCHITECTURES: dict[str, str] = {
     "BailingMoeV2_5ForCausalLM": (
         "lightning-attention state beside MLA (bailing_moe_linear.py:68-75, :768-780); its width is config.head_dim, "
         "which transformers' BailingHybridConfig (model_type bailing_hybrid) rewrites to qk_rope_head_dim, and no "
-        "released config shows which class a checkpoint gets", "0.17.0"),
+        "released config shows which class a checkpoint gets"),
     "BailingMoeV3ForCausalLM": (
         "KDA state beside MLA (bailing_moe_v3.py:131-158) sized from config.head_dim, which transformers' "
-        "BailingHybridConfig rewrites to qk_rope_head_dim; no released config shows which class a checkpoint gets",
-        "0.28.0"),
-    "BailingMoeV3VLForConditionalGeneration": ("the Bailing V3 text model (KDA beside MLA), see BailingMoeV3ForCausalLM",
-                                               "0.30.0"),
+        "BailingHybridConfig rewrites to qk_rope_head_dim; no released config shows which class a checkpoint gets"),
+    "BailingMoeV3VLForConditionalGeneration": ("the Bailing V3 text model (KDA beside MLA), see BailingMoeV3ForCausalLM"),
     "Qwen4ExpForCausalLM": (
         "a per-layer-embedding short-conv state not split by TP, and QSA layers with a ring buffer "
         "(CircularBufferSpec) and a compressed key cache beside K/V (models/qwen4_exp/nvidia/model.py:790-898, "
-        "common/qsa_cache.py:842-875)", "0.29.0"),
+        "common/qsa_cache.py:842-875)"),
     "InklingForCausalLM": (
         "a short-conv cache kept as a sliding-window cache of its own block size on every layer, beside the "
-        "attention (models/inkling/nvidia/sconv_swa_attn.py:150-195)", "0.26.0"),
-    "InklingForConditionalGeneration": ("the Inkling text model's short-conv sliding cache, see InklingForCausalLM",
-                                        "0.26.0"),
+        "attention (models/inkling/nvidia/sconv_swa_attn.py:150-195)"),
+    "InklingForConditionalGeneration": ("the Inkling text model's short-conv sliding cache, see InklingForCausalLM"),
     "Glm5NextForCausalLM": (
         "KDA layers beside sparse MLA with a kpool indexer and a ring-buffer tail cache (CircularBufferSpec; "
-        "models/glm5next/common/attention.py:79-275)", "0.30.0"),
+        "models/glm5next/common/attention.py:79-275)"),
     "DeepseekV41ForCausalLM": (
         "DeepSeek-V4.1's compressed MLA with bounded replay and a ring buffer (CircularBufferSpec; "
-        "models/deepseek_v41/compressor.py:231), not DeepSeek-V4's layout", "0.30.0"),
+        "models/deepseek_v41/compressor.py:231), not DeepSeek-V4's layout"),
     "Step5ForCausalLM": (
         "a sparse summary cache (one 256-byte fp8 summary per 8 tokens) and a CSA tail ring beside DSA "
-        "(models/step5/nvidia/sparse_summary_cache.py:116-156)", "0.33.0"),
+        "(models/step5/nvidia/sparse_summary_cache.py:116-156)"),
     "Dots3NoteForCausalLM": (
-        "DeepSeek sparse MLA with a physical head size override (models/dots3_note/nvidia/model.py:236-239)",
-        "0.28.0"),
+        "DeepSeek sparse MLA with a physical head size override (models/dots3_note/nvidia/model.py:236-239)"),
 }
 
 # Config fields whose architecture kvplan does not model: a one-line refusal names the field.
@@ -256,3 +257,16 @@ MODEL_ID_ALIASES: dict[str, str] = {
     "deepseek-ai/deepseek-v3-base": "deepseek-ai/DeepSeek-V3",
     "deepseek-ai/deepseek-v2-lite-chat": "deepseek-ai/DeepSeek-V2-Lite",
 }
+
+
+@cache
+def _registry() -> dict[str, list[str | None]]:
+    """vLLM's architectures by release: the data of ``kvplan.engines.vllm.served`` (read, not imported)."""
+    doc = json.loads(REGISTRY.read_text())
+    return dict(doc["architectures"])
+
+
+def served_from(arch: str) -> str | None:
+    """The first vLLM release that lists `arch` (None: not listed, or 0.8.0 and before)."""
+    row = _registry().get(arch)
+    return row[0] if row else None

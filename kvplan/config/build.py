@@ -14,6 +14,7 @@ from kvplan.config.aliases import (
     UNKNOWN_NEEDS,
     UNMODELLED_ARCHITECTURES,
     UNMODELLED_FIELDS,
+    served_from,
 )
 from kvplan.config.compressed import DSV4_TYPES, deepseek_v4_specs, is_deepseek_v4
 from kvplan.config.defaults import class_defaults
@@ -78,7 +79,7 @@ def refuse_unmodelled(values: dict[str, Any], origin: dict[str, str], source: st
             raise ConfigError(f"{source}: config field '{origin.get(name, name)}': {why}")
     for arch in architectures if isinstance(architectures, list) else ():
         if isinstance(arch, str) and arch in UNMODELLED_ARCHITECTURES:
-            why, first = UNMODELLED_ARCHITECTURES[arch]
+            why, first = UNMODELLED_ARCHITECTURES[arch], served_from(arch)
             raise ConfigError(f"{source}: config field 'architectures': {arch} (vLLM serves it from {first}) is not "
                               f"modelled: {why}")
 

@@ -102,14 +102,17 @@ class LoadRule:
 class CommRule:
     """NCCL memory a vLLM V1 release subtracts: every communicator, created after the start-up snapshot (0.8-0.10,
     NCCL_CUMEM_ENABLE forced to 0), or only the TP group's torch communicator the profile's logits all-gather
-    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not. ``measured_on``: the release
-    whose logs size the profile-time communicator (``kvplan.planning.budget.COMM_GROUP_BYTES``)."""
+    creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not. The bytes per TP and per PP
+    group, and ``measured_on``, the release whose logs sized them (empty for "init"), come from the engine's row
+    (vLLM: ``kvplan.engines.vllm.row.COMM_GROUP_BYTES``)."""
 
     when: Literal["init", "profile"]
     nvls: bool
     tp_groups: int
+    group_bytes: int  # per TP group, on this GPU (NVLS or not)
+    pp_group_bytes: int  # per PP group (never NVLS)
     pp_groups: int = 0
-    measured_on: Literal["0.11", "0.19"] = "0.19"
+    measured_on: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

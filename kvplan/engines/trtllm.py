@@ -43,7 +43,7 @@ from kvplan.engines.base import (
 from kvplan.engines.protocol import EngineBase
 from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, ProfileRun, WeightSplit, term_bytes
 from kvplan.engines.settings import Settings
-from kvplan.engines.trtllm_launch import LAUNCH_SNAPSHOT, LAUNCH_TABLES, SPELLING
+from kvplan.engines.trtllm_launch import SPELLING as LAUNCH_SPELLING
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 from kvplan.formulas.per_token import kv_bytes_per_token
@@ -67,6 +67,10 @@ class TrtllmRelease:
     blocks_log: Literal["pages", "blocks"]  # the C++ manager's first line: "pages per sequence" (0.20) or the 1.x form
     changes: str
     source: str
+    # the trtllm-serve whose options are read (kvplan.launch.tables): the nearest release whose serve.py was read,
+    # or the one snapshot (snapshot-00209af, 1.2/1.3-era serve.py) for every 1.x row
+    launch_table: str
+    serve_subcommand: bool  # `trtllm-serve serve MODEL` is accepted (the snapshot's DefaultGroup; 0.18.2 has none)
 
 
 RELEASES = {r.key: r for r in (
@@ -78,7 +82,7 @@ RELEASES = {r.key: r for r in (
         source="0.20.0 tensorrt_llm/_torch/pyexecutor/_util.py get_cache_size_per_token, cal_max_tokens, "
                "estimate_max_kv_cache_tokens (github Ataraksia/TensorRT-LLM@a451bf93, HEAD side, version.py 0.20.0); "
                "32 tokens per block and the 'Max KV cache pages per sequence' line as NVIDIA/TensorRT-LLM#6294's 0.20.0 "
-               "log prints"),
+               "log prints", launch_table="0.18.2", serve_subcommand=False),
     TrtllmRelease(
         key="1.1", label="TensorRT-LLM 1.x (PyTorch backend)", tokens_per_block=32, estimator_layers="attention",
         kv_dtypes=("fp8", "nvfp4"), estimate_log="Estimated max memory in KV cache : {gib} GiB", blocks_log="blocks",
@@ -88,8 +92,13 @@ RELEASES = {r.key: r for r in (
         source="1.1.0rc6-era tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory and "
                "tensorrt_llm/llmapi/llm_args.py KvCacheConfig (Ataraksia/TensorRT-LLM@a451bf93, upstream side); "
                "1.2.0rc2 _util.py KvCacheCreator, resource_manager.py KVCacheManager.get_cache_size_per_token / "
-               "get_cache_bytes_per_token (NVIDIA/TensorRT-LLM@b35ac1b6); the 1.1.0rc3 and 1.2.1 start-up logs"),
+               "get_cache_bytes_per_token (NVIDIA/TensorRT-LLM@b35ac1b6); the 1.1.0rc3 and 1.2.1 start-up logs",
+        launch_table="snapshot-00209af", serve_subcommand=True),
 )}
+# trtllm-serve's entry point, its subcommand absent from the table of the rows without one
+SPELLING = replace(LAUNCH_SPELLING, entry_points=tuple(
+    replace(e, subcommand_absent_in=next((r.launch_table for r in RELEASES.values() if not r.serve_subcommand), ""))
+    for e in LAUNCH_SPELLING.entry_points))
 # Names kvplan takes -> the row (1.1 and 1.2 size the cache alike: the 1.1.0rc6-era and 1.2.0rc2 code read the same).
 VERSIONS = {"0.20": "0.20", "1": "1.1", "1.1": "1.1", "1.2": "1.1"}
 
@@ -135,7 +144,7 @@ class TrtllmEngine(EngineBase):
                              "(PyTorch backend)", arg="engine")
         label = "1.x" if release_key == "1" else release_key
         self.release, self.version = found, f"TensorRT-LLM {label} (PyTorch backend)"
-        self.launch_release = LAUNCH_TABLES.get(release_key, LAUNCH_SNAPSHOT)
+        self.launch_release = found.launch_table
 
     def resolve(self, request: Request) -> Resolved:
         no_data_parallel(request, "kvplan plans TensorRT-LLM without attention DP or expert parallel (enable_attention_dp, moe_expert_parallel_size): not modelled")

@@ -1,6 +1,6 @@
 """TensorRT-LLM's launch command (``kvplan.engines.spelling``): ``trtllm-serve MODEL``, read as click reads it
-(exact option names), and where ``serve`` is a subcommand (the snapshot's DefaultGroup; 0.18.2 has none)
-``trtllm-serve serve MODEL``. The KV dtype and the block size go in its YAML (``--extra_llm_api_options``:
+(exact option names), and where ``serve`` is a subcommand (the snapshot's DefaultGroup; which table has none is
+a row field, ``TrtllmRelease.serve_subcommand``) ``trtllm-serve serve MODEL``. The KV dtype and the block size go in its YAML (``--extra_llm_api_options``:
 ``kv_cache_config.dtype``, ``tokens_per_block``); a replica over nodes is said by ``--gpus_per_node``; its EP size
 is carried into the command written but not planned (kvplan plans TensorRT-LLM without expert parallel).
 """
@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from kvplan.engines.spelling import EntryPoint, Spelling
 
-LAUNCH_TABLES = {"0.20": "0.18.2"}  # trtllm-serve's options: 0.20 -> 0.18.2, the nearest release whose options were read
-LAUNCH_SNAPSHOT = "snapshot-00209af"  # every other row (1, 1.1, 1.2): one serve.py snapshot (1.2/1.3-era)
 SPELLING = Spelling(
     label="trtllm-serve", parser="click", written_entry=("trtllm-serve",),
-    entry_points=(EntryPoint(name="serve", words=("trtllm-serve",), subcommand="serve", subcommand_absent_in="0.18.2"),),
+    entry_points=(EntryPoint(name="serve", words=("trtllm-serve",), subcommand="serve"),),  # absent: kvplan.engines.trtllm
     flags={"tp": ("--tp_size",), "pp": ("--pp_size",), "ep": ("--ep_size",), "length": ("--max_seq_len",),
            "seqs": ("--max_batch_size",), "fraction": ("--kv_cache_free_gpu_memory_fraction",),
            "batched": ("--max_num_tokens",), "gpus_per_node": ("--gpus_per_node",), "kv_dtype": (), "block": ()},

@@ -56,3 +56,8 @@ class Version(NamedTuple):
 def below(row: str, bound: str) -> bool:
     """The row key's version < bound, on the key's parts (``Version.below``)."""
     return Version.parse(row).below(bound)
+
+
+def listed_from(order: tuple[str, ...], release: str, first: str) -> bool:
+    """`release` is `first` (or a patch of it) or later, in `order`: an engine's releases as its tables list them."""
+    return order.index(release) >= next(i for i, r in enumerate(order) if r.startswith(first))

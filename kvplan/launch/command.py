@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from kvplan.engines.spelling import EntryPoint, Spelling
+from kvplan.engines.version import listed_from
 from kvplan.errors import InputError
 from kvplan.launch.argv import Given, decimal_suffix_note, label, parse_args
 from kvplan.launch.config_file import with_config_file
@@ -79,8 +80,7 @@ def entry_point(words: list[str]) -> tuple[str, EntryPoint, list[str], list[str]
 
 def _newer(table: FlagTable, first: str) -> bool:
     """The table's release is `first` or later (its engine's releases in order)."""
-    order = releases(table.engine)
-    return order.index(table.release) >= next(i for i, r in enumerate(order) if r.startswith(first))
+    return listed_from(releases(table.engine), table.release, first)
 
 
 def _said(entry: EntryPoint) -> str:

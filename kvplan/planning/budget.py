@@ -54,21 +54,6 @@ NON_TORCH: dict[str, tuple[str, int, str]] = {
                          "0.01-0.16 GiB at tp 1 in eight vLLM V0/V1 logs (T4, RTX 2060, A100, H100)"),
 }
 NCCL_BYTES_PER_GROUP = 256 * MIB  # estimate; a tp-8 A100 V0 log shows 2.10 GiB with custom all-reduce
-# vLLM V1's NCCL memory by when its budget sees it (CommRule), per group, from the non-torch memory real logs print
-# (estimates: NCCL's own allocations, not vLLM's code). "init" (0.8-0.10: every communicator is growth after the
-# snapshot, NCCL_CUMEM_ENABLE=0): TP 2 on an H200 1.38 GiB of non-torch growth (vllm-v0102-qwen3-next-80b-a3b-tp2-h200)
-# -> 1.33 per group beside the 0.05 baseline; a TP-2 A100 0.69 GiB of activation + non-torch where TP 1 has 0.56
-# (vllm-v01011-qwen2-7b-*-a100-80gb) and TP 8 on L40S 0.17-0.21 GiB (vllm-v0102-qwen3-235b-a22b-fp8-tp8-l40s) -> 0.13.
-# "profile" (0.11-0.25: the TP group's torch communicator, created by the profile's logits all-gather, with cuMem and
-# NVLS now allowed), sized by release (CommRule.measured_on): issue 21's vLLM 0.19 H100 runs log 2.06-2.21 GiB per
-# GPU at TP 2-4 (0.07 with PP only), the midpoint taken, for 0.17-0.25 (0.17 adds the -O2 FlashInfer all-reduce
-# fusion workspace, created in the profile at TP > 1 on SM90/SM100: 0.17.0 config/vllm.py:113-132, 204); vLLM
-# 0.11.0 H100 runs (the llm-d memory profiles, tests/data/vllm-0.11-h100-profiles.json) log 0.54-0.55 GiB of
-# non-torch growth at TP 2 where TP 1 logs 0.13-0.14: 0.41 per GPU (the means), for 0.11-0.16 (no fusion workspace;
-# no 0.12-0.16 log measured); without NVLS (L40S TP2 0.16, vllm-v0160-llama3-70b-awq-tp2-l40s) a plain group's 0.13.
-COMM_GROUP_BYTES = {("init", True): int(1.33 * GIB), ("init", False): int(0.13 * GIB),
-                    ("profile", True): int(2.13 * GIB), ("profile", False): int(0.13 * GIB),
-                    ("profile-0.11", True): int(0.41 * GIB), ("profile-0.11", False): int(0.13 * GIB)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,16 +146,15 @@ def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
                               source="estimate: 256 MiB per TP/PP group"))
     if rules.comm is not None:
         c = rules.comm
-        key = "profile-0.11" if c.when == "profile" and c.measured_on == "0.11" else c.when
-        size = COMM_GROUP_BYTES[key, c.nvls]
+        size = c.group_bytes
         name = ("TP communicator created in the profile run" if c.when == "profile" else
                 f"NCCL buffers ({c.tp_groups + c.pp_groups} process group(s))")
         measured = f" {c.measured_on}" if c.when == "profile" else ""
         out.append(BudgetTerm(
             name=name, bytes=c.tp_groups * size
-            + c.pp_groups * COMM_GROUP_BYTES[key, False], exact=False, kind="non_torch",
+            + c.pp_groups * c.pp_group_bytes, exact=False, kind="non_torch",
             source=f"estimate from vLLM{measured} logs: {format_gib(size)} GiB per TP group "
-                   f"({'NVSwitch GPU' if c.nvls else 'no NVLink SHARP'}), {format_gib(COMM_GROUP_BYTES[key, False])}"
+                   f"({'NVSwitch GPU' if c.nvls else 'no NVLink SHARP'}), {format_gib(c.pp_group_bytes)}"
                    " per PP group"))
     return out
 

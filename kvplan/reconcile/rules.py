@@ -71,8 +71,8 @@ class BudgetRule:
 
 
 BUDGET_RULES: tuple[BudgetRule, ...] = (
-    BudgetRule((0, 0), "V0", "floor", "none", "vllm/worker/worker.py determine_num_available_blocks (0.6.5-0.10): "
-               "total × u − weights − activation peak − non-torch; 0.6.4: − absolute torch peak − non-torch"),
+    BudgetRule((0, 0), "V0", "floor", "none", "vllm/worker/worker.py:207-210 determine_num_available_blocks (0.6.5-"
+               "0.10): total × u − weights − activation peak − non-torch; 0.6.4: − absolute torch peak − non-torch"),
     BudgetRule((0, 9, 2), "0.9.2-0.13", "floor", "none", "vllm/v1/worker/gpu_worker.py:187-236 (0.9.2), utils "
                "memory_profiling: total × u − weights − torch peak increase − non-torch increase"),
     BudgetRule((0, 14, 0), "0.14-0.17", "ceil", "none", "vllm/v1/worker/utils.py:253-272 (0.14.0): ceil(total × u)"),
@@ -94,13 +94,16 @@ V0_WORDING: tuple[tuple[str, Release], ...] = (("Memory profiling results", (0, 
                                                 ("# cuda blocks", (0, 8)))
 
 
+FIRST_READ: Release = (0, 5)  # the oldest release a log is placed at; a development build's 0.1.devN says nothing
+
+
 def release(version: str | None) -> Release | None:
     """'0.6.4.dev26+g92d86da2' -> (0, 6, 4); a development build's '0.1.dev7548' says nothing -> None."""
     found = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", version or "")
     if not found:
         return None
     out = tuple(int(g) for g in found.groups() if g is not None)
-    return out if out >= (0, 5) else None
+    return out if holds(FIRST_READ, out) else None
 
 
 def is_v0(log: StartupLog) -> bool:
@@ -128,9 +131,14 @@ def placed(log: StartupLog) -> tuple[Release | None, str]:
     return None, "no version printed and no print site placed"
 
 
+def holds(first: Release, at: Release) -> bool:
+    """A row (or the reading) that starts at `first` holds at `at`: the one comparison of releases here."""
+    return first <= at
+
+
 def row_for(firsts: tuple[Release, ...], at: Release) -> int:
     """The index of the last row whose first release is at or before `at`."""
-    return max(i for i, first in enumerate(firsts) if first <= at)
+    return max(i for i, first in enumerate(firsts) if holds(first, at))
 
 
 def assumed(log: StartupLog) -> tuple[Release, str]:

@@ -3,10 +3,10 @@ versions elsewhere (issue 30).
 
 Read from the source with ``ast`` over every module of ``kvplan/``: outside the rows, no call of ``at_least`` or
 ``below``, no ordering comparison of a version (``rel.version < (0, 30)``, ``x >= (0, 8)``, anything named
-``version``), and no string that is a release (``"0.18"``). The rows modules are where the releases live. What is
-still outside them, and what the scan takes for a release but is not an engine's (kvplan's own version, a compute
-capability), is listed in ``PENDING`` with the reason; an entry that is no longer found fails too, so the list only
-shrinks.
+``version``, a release's place in a list), and no string that is a release (``"0.18"``). The rows modules are where
+the releases live. Versions that are no engine's are passed by the scan itself (kvplan's ``__version__``, Python's
+``sys.version_info``, a GPU's compute capability). ``PENDING`` (empty) would list a site still outside the rows with its
+reason; an entry that is no longer found fails too, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -30,34 +30,19 @@ ROWS = {
     "engines/sglang/row.py", "engines/sglang/rows.py",  # SGLang's rows
     "engines/trtllm.py",  # TensorRT-LLM's rows
     "engines/__init__.py",  # the registry of names: SGLang's and TRT-LLM's releases are listed there
+    # reconcile's timeline: how each vLLM release printed its numbers (VLLM_RULES, BUDGET_RULES, with file:line),
+    # patch releases with no planner row among them (0.8.4, 0.10.2, 0.20.1); compared only in its holds()
+    "reconcile/rules.py",
 }
 RELEASE = re.compile(r"^v?\d\.\d+(\.\d+)*$")  # 0.18, 0.8.5, 1.2 (not 127.0.0.1)
-# a compared value that is a version: x.version, sys.version_info, Version.parse(...) (not len({... version ...}))
-VERSIONED = re.compile(r"^(?!len\().*(\bversion\b|version_info|\bVersion\.parse\b)")
+# a compared value that is a version: x.version, Version.parse(...), a release or its place in a list of releases
+# (order.index(table.release)); not len({... version ...})
+VERSIONED = re.compile(r"^(?!len\().*(\bversion\b|\bVersion\.parse\b|\brelease\b|\.index\()")
+# compared values that are versions but no engine's: Python's (sys.version_info) and a GPU's compute capability
+NOT_RELEASES = re.compile(r"^(sys\.version_info\b|.*\bget_device_capability\()")
 
-# (module, what) still outside the rows, and why. Remove an entry when its site moves into a row. Open: reconcile's
-# VLLM_RULES/BUDGET_RULES; the launch spellings' entry points and TRT-LLM's flag table.
+# (module, what) still outside the rows, and why. Remove an entry when its site moves into a row.
 PENDING: dict[tuple[str, str], str] = {
-    ("__init__.py", "release '0.1.0'"): "kvplan's own version, not an engine's",
-    ("config/aliases.py", "release '0.17.0'"): "the vLLM release an unmodelled architecture's source was read from",
-    ("config/aliases.py", "release '0.26.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.28.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.29.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.30.0'"): "the same: a source citation",
-    ("config/aliases.py", "release '0.33.0'"): "the same: a source citation",
-    ("engines/rules.py", "release '0.11'"): "a row's tp_comm_measured_on: whose logs size the NCCL term (a label)",
-    ("engines/rules.py", "release '0.19'"): "the same label",
-    ("planning/budget.py", "release '0.11'"): "the same label",
-    ("engines/vllm/refusals.py", "release '0.33'"): "a row's refusal style (RefusalStyle): a wording's label",
-    ("engines/sglang/spelling.py", "release '0.5.5'"): "the launch spelling's entry points by release",
-    ("engines/sglang/spelling.py", "release '0.5.16'"): "the same",
-    ("engines/trtllm_launch.py", "release '0.20'"): "TRT-LLM's launch-flag table by release",
-    ("engines/trtllm_launch.py", "release '0.18.2'"): "the same",
-    ("reconcile/rules.py", "release '0.8.0'"): "reconcile's VLLM_RULES/BUDGET_RULES: logs of patch releases with no "
-                                               "row (0.8.4, 0.10.2); not yet row fields",
-    ("reconcile/rules.py", "version comparison"): "the same table: a logged version placed among its rows",
-    ("probe/check.py", "version comparison"): "a CUDA compute capability (8, 9), not a release",
-    ("planning/prices.py", "version comparison"): "Python's sys.version_info, not an engine's",
 }
 
 
@@ -85,6 +70,8 @@ def _what(node: ast.AST, docstrings: set[int]) -> str | None:
         return f"call {name}" if name in ("at_least", "below") else None
     if isinstance(node, ast.Compare) and any(isinstance(o, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for o in node.ops):
         sides = [node.left, *node.comparators]
+        if any(NOT_RELEASES.match(ast.unparse(s)) for s in sides):
+            return None
         if any(_int_tuple(s) or VERSIONED.match(ast.unparse(s)) for s in sides):
             return "version comparison"
         return None
@@ -94,6 +81,12 @@ def _what(node: ast.AST, docstrings: set[int]) -> str | None:
     return None
 
 
+def _own_version(tree: ast.AST) -> set[int]:
+    """The constant of ``__version__ = "..."``: kvplan's own release, not an engine's."""
+    return {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)}
+
+
 def findings(package: Path = PACKAGE) -> Iterator[tuple[str, str, int]]:
     """(module relative to kvplan/, what, line) outside the rows."""
     for path in sorted(package.rglob("*.py")):
@@ -101,7 +94,7 @@ def findings(package: Path = PACKAGE) -> Iterator[tuple[str, str, int]]:
         if module in ROWS:
             continue
         tree = ast.parse(path.read_text())
-        docstrings = _docstrings(tree)
+        docstrings = _docstrings(tree) | _own_version(tree)
         for node in ast.walk(tree):
             if (what := _what(node, docstrings)) is not None:
                 yield module, what, getattr(node, "lineno", 0)
@@ -115,12 +108,24 @@ def test_no_release_comparison_outside_the_rows() -> None:
     assert not gone, "no longer found: remove from PENDING:\n" + "\n".join(gone)
 
 
+@pytest.mark.parametrize("source", [
+    pytest.param("import sys\nx = sys.version_info < (3, 11)\n", id="python"),
+    pytest.param("x = torch.cuda.get_device_capability(device) >= (8, 9)\n", id="compute-capability"),
+    pytest.param("__version__ = '0.1.0'\n", id="own-version"),
+])
+def test_the_scan_passes_what_is_no_engines_release(tmp_path: Path, source: str) -> None:
+    (tmp_path / "planning").mkdir()
+    (tmp_path / "planning" / "gate.py").write_text(source)
+    assert list(findings(tmp_path)) == []
+
+
 @pytest.mark.parametrize(("source", "what"), [
     pytest.param("if at_least(rel.key, FIRST):\n    pass\n", "call at_least", id="at_least"),
     pytest.param("x = rel.version < (0, 30)\n", "version comparison", id="version-tuple"),
     pytest.param("x = at >= (0, 8)\n", "version comparison", id="int-tuple"),
     pytest.param("x = Version.parse(key) >= Version.parse(bound)\n", "version comparison", id="Version"),
     pytest.param("FIRST = '0.8.5'\n", "release '0.8.5'", id="literal"),
+    pytest.param("x = order.index(table.release) >= order.index(first)\n", "version comparison", id="index"),
 ])
 def test_the_scan_finds_each_kind(tmp_path: Path, source: str, what: str) -> None:
     (tmp_path / "planning").mkdir()

@@ -11,7 +11,7 @@ import pytest
 
 import kvplan
 from kvplan.config import load_model
-from kvplan.config.aliases import UNMODELLED_ARCHITECTURES
+from kvplan.config.aliases import UNMODELLED_ARCHITECTURES, served_from
 from kvplan.config.hf import normalize
 from kvplan.engines import Request, Settings, get_engine
 from kvplan.engines.vllm import families
@@ -27,8 +27,8 @@ GIB = 2**30
 
 @pytest.mark.parametrize("arch", sorted(UNMODELLED_ARCHITECTURES))
 def test_unmodelled_architecture_names_its_reason_and_release(arch: str) -> None:
-    _, first = UNMODELLED_ARCHITECTURES[arch]
-    assert registry()[arch].first == first  # the release the refusal names is the registry's
+    first = registry()[arch].first  # the release the refusal names is the registry's
+    assert first is not None and served_from(arch) == first
     doc = {"architectures": [arch], "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512}
     with pytest.raises(ConfigError, match=f"{arch} \\(vLLM serves it from {first}\\) is not modelled: "):
         normalize(doc, model_id="x", source="x")

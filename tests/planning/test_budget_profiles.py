@@ -131,7 +131,7 @@ MEETS = [
     pytest.param(Case("vllm10511-llama3-8b-tp1-h100", LLAMA3_8B, "vllm@0.6.5", 8192, non_torch_gib=1.79),
                  id="vllm10511-tp1-logged-non-torch"),
     # L4 ×4, tp 2 pp 2, eager; u and total assumed. Pinned at -1.43 / -1.64 % while kvplan charged 256 MiB per NCCL
-    # group; 0.13 GiB per group (the 0.10.1.1 A100 TP-2 pair, kvplan.planning.budget.COMM_GROUP_BYTES) meets it.
+    # group; 0.13 GiB per group (the 0.10.1.1 A100 TP-2 pair, kvplan.engines.vllm.row.COMM_GROUP_BYTES) meets it.
     pytest.param(Case("vllm20665-deepseek-v2-lite-tp2-pp2-l4", bundled("deepseek-ai/DeepSeek-V2-Lite"), "vllm@0.9",
                       1024, tp=2, pp=2, settings={"enforce_eager": True}, total_gib=22.05, util=0.9, stage="rank3"),
                  id="vllm20665-pp-stage1"),

@@ -16,6 +16,10 @@ from kvplan.engines.version import Version
 
 # Every SGLang minor release on PyPI from 0.4 on (there is no 0.5.0).
 MINORS = (*(f"0.4.{n}" for n in range(11)), *(f"0.5.{n}" for n in range(1, 24)))
+# The launch command's entry points by release (``kvplan.engines.sglang.spelling``): ``sglang serve`` from 0.5.5
+# (0.5.5 entry_points.txt:2 ``sglang = sglang.cli.main:main``, cli/serve.py:13 ``serve``), taking a positional model
+# from 0.5.16 (0.5.16 cli/serve.py:49-53 ``_normalize_positional_model_path``).
+SERVE_FROM, SERVE_POSITIONAL_FROM = "0.5.5", "0.5.16"
 gib = 1024  # MiB
 
 

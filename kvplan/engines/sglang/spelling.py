@@ -1,5 +1,5 @@
 """SGLang's launch command (``kvplan.engines.spelling``): ``python -m sglang.launch_server --model-path MODEL`` and
-``sglang serve`` (0.5.5 on; a positional model from 0.5.16, ``cli/serve.py _normalize_positional_model_path``;
+``sglang serve`` (its releases are the rows': ``rows.SERVE_FROM``, ``SERVE_POSITIONAL_FROM``;
 ``--model-type`` is its own, 0.5.12 on), read with argparse (abbreviations taken, ``--tp_size`` unknown).
 
 - ``--dp-size`` is DP attention (``CacheRequest.dp``) only with ``--enable-dp-attention``; without it the router runs
@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from kvplan.engines.sglang.rows import SERVE_FROM, SERVE_POSITIONAL_FROM
 from kvplan.engines.spelling import EntryPoint, Spelling
 
 KV_DTYPES = {"fp8": "fp8_e4m3", "bf16": "bfloat16"}  # kvplan's name -> SGLang's, where they differ
@@ -42,6 +43,6 @@ SPELLING = Spelling(
     label="SGLang", parser="argparse", written_entry=("python", "-m", "sglang.launch_server", "--model-path"),
     flags=FLAGS, reads=READS, kv_dtypes=KV_DTYPES,
     entry_points=(EntryPoint(name="launch_server", words=("sglang.launch_server",), module=True, positional_model=None),
-                  EntryPoint(name="serve", words=("sglang", "serve"), first="0.5.5", positional_model="0.5.16",
+                  EntryPoint(name="serve", words=("sglang", "serve"), first=SERVE_FROM, positional_model=SERVE_POSITIONAL_FROM,
                              model_option="--model-path", own_flags=("--model-type",))),
     data_parallel="attention", expert_parallel="size", table_match="last_patch")

@@ -24,7 +24,7 @@ _TRY = "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` wh
 
 def no_memory(style: RefusalStyle) -> str:
     """Available KV memory ≤ 0 (after the null block from 0.29)."""
-    if style == "0.33":
+    if style == "v1-0.22":
         return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
                 "initializing the engine (this flag also controls CPU memory reservation on the CPU backend, "
                 f"despite its name). {_DOCS}")
@@ -37,7 +37,7 @@ def _gib(value: int) -> str:
 
 def too_long(style: RefusalStyle, max_model_len: int, need_bytes: int, available_bytes: int, estimate: int) -> str:
     """One max_model_len request needs more than the available KV memory (V1)."""
-    if style in ("0.33", "v1-0.14"):
+    if style in ("v1-0.22", "v1-0.14"):
         return _rounded(style, max_model_len, need_bytes, available_bytes, estimate)
     unit = "GB" if style == "v1-0.8.0" else "GiB"
     head = (f"To serve at least one request with the models's max seq len ({max_model_len}), "
@@ -53,10 +53,10 @@ def too_long(style: RefusalStyle, max_model_len: int, need_bytes: int, available
 
 def _rounded(style: RefusalStyle, max_model_len: int, need_bytes: int, available_bytes: int, estimate: int) -> str:
     hint = f"Based on the available memory, the estimated maximum model length is {estimate}. " if estimate else ""
-    head = (f"To serve at least one request with the {'model' if style == '0.33' else 'models'}'s max seq len "
+    head = (f"To serve at least one request with the {'model' if style == 'v1-0.22' else 'models'}'s max seq len "
             f"({max_model_len}), ({_gib(need_bytes)} GiB KV cache is needed, which is larger than the available KV "
             f"cache memory ({_gib(available_bytes)} GiB). {hint}")
-    if style == "0.33":
+    if style == "v1-0.22":
         return (f"{head}Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) "
                 f"or decreasing `max_model_len` when initializing the engine. {_DOCS}")
     return f"{head}{_TRY} {_DOCS}"

@@ -22,7 +22,7 @@ from kvplan.engines.settings import Settings
 from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
 from kvplan.engines.vllm.moe_backends import mxfp4_pick, release_pick
-from kvplan.engines.vllm.row import GIB, RefusalStyle, SchedulerTier, VllmRelease
+from kvplan.engines.vllm.row import COMM_GROUP_BYTES, GIB, RefusalStyle, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
 from kvplan.engines.vllm.rows_late import NEWEST, RELEASES
 from kvplan.errors import InputError
@@ -199,8 +199,12 @@ def comm_rule(rel: VllmRelease, req: Request) -> CommRule | None:
     device = req.device or ASSUMED_DEVICE  # an NVSwitch part at its own memory (a GPU given only by size is not)
     nvls = (device.name or "") in NVLS_GPUS and device.memory_bytes >= 70 * GIB
     if rel.tp_comm == "lazy":
-        return CommRule(when="profile", nvls=nvls, tp_groups=1, measured_on=rel.tp_comm_measured_on)
-    return CommRule(when="init", nvls=nvls, tp_groups=int(req.tp > 1), pp_groups=int(req.pp > 1)) \
+        on = rel.tp_comm_measured_on
+        return CommRule(when="profile", nvls=nvls, tp_groups=1, measured_on=on,
+                        group_bytes=COMM_GROUP_BYTES["profile", on, nvls],
+                        pp_group_bytes=COMM_GROUP_BYTES["profile", on, False])
+    return CommRule(when="init", nvls=nvls, tp_groups=int(req.tp > 1), pp_groups=int(req.pp > 1),
+                    group_bytes=COMM_GROUP_BYTES["init", "", nvls], pp_group_bytes=COMM_GROUP_BYTES["init", "", False]) \
         if req.tp > 1 or req.pp > 1 else None
 
 

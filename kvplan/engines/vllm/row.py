@@ -13,9 +13,26 @@ from typing import Literal
 from kvplan.engines.version import Version
 
 GIB = 1024**3
+# vLLM V1's NCCL memory by when its budget sees it (CommRule), per group, from the non-torch memory real logs print
+# (estimates: NCCL's own allocations, not vLLM's code). "init" (0.8-0.10: every communicator is growth after the
+# snapshot, NCCL_CUMEM_ENABLE=0): TP 2 on an H200 1.38 GiB of non-torch growth (vllm-v0102-qwen3-next-80b-a3b-tp2-h200)
+# -> 1.33 per group beside the 0.05 baseline; a TP-2 A100 0.69 GiB of activation + non-torch where TP 1 has 0.56
+# (vllm-v01011-qwen2-7b-*-a100-80gb) and TP 8 on L40S 0.17-0.21 GiB (vllm-v0102-qwen3-235b-a22b-fp8-tp8-l40s) -> 0.13.
+# "profile" (0.11-0.25: the TP group's torch communicator, created by the profile's logits all-gather, with cuMem and
+# NVLS now allowed), sized by release (VllmRelease.tp_comm_measured_on): issue 21's vLLM 0.19 H100 runs log 2.06-2.21 GiB per
+# GPU at TP 2-4 (0.07 with PP only), the midpoint taken, for 0.17-0.25 (0.17 adds the -O2 FlashInfer all-reduce
+# fusion workspace, created in the profile at TP > 1 on SM90/SM100: 0.17.0 config/vllm.py:113-132, 204); vLLM
+# 0.11.0 H100 runs (the llm-d memory profiles, tests/data/vllm-0.11-h100-profiles.json) log 0.54-0.55 GiB of
+# non-torch growth at TP 2 where TP 1 logs 0.13-0.14: 0.41 per GPU (the means), for 0.11-0.16 (no fusion workspace;
+# no 0.12-0.16 log measured); without NVLS (L40S TP2 0.16, vllm-v0160-llama3-70b-awq-tp2-l40s) a plain group's 0.13.
+# Keyed by (when, the release whose logs measured it, NVLS; "" for "init"), read by releases.comm_rule.
+COMM_GROUP_BYTES: dict[tuple[str, str, bool], int] = {
+    ("init", "", True): int(1.33 * GIB), ("init", "", False): int(0.13 * GIB),
+    ("profile", "0.19", True): int(2.13 * GIB), ("profile", "0.19", False): int(0.13 * GIB),
+    ("profile", "0.11", True): int(0.41 * GIB), ("profile", "0.11", False): int(0.13 * GIB)}
 # The wording of the start-up check: V0; V1 0.8.0 ("GB", no estimate); 0.8.5-0.9.0 (estimate dropped); 0.9.2-0.12
 # (%.2f GiB); 0.13 (+ docs link); 0.14-0.21 (round(x, 2), estimate glued to "Try"); 0.22 on ("model's", CPU notes).
-RefusalStyle = Literal["v0", "v1-0.8.0", "v1-0.8", "v1", "v1-0.13", "v1-0.14", "0.33"]
+RefusalStyle = Literal["v0", "v1-0.8.0", "v1-0.8", "v1", "v1-0.13", "v1-0.14", "v1-0.22"]
 # Default top-k/top-p path of the V1 runner's profile sampler: PyTorch sort; FlashInfer; vLLM's Triton kernel
 # (0.17 on, no sort); both, one pass each (0.21 on).
 SamplerPath = Literal["sort", "flashinfer", "triton", "flashinfer+triton"]

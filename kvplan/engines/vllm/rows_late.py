@@ -97,7 +97,7 @@ V1_022 = _after(V1_021, "0.22", "0.22.0", (
      "config/vllm.py:69, 492-532; v1/worker/gpu/sample/penalties.py:32-42; v1/worker/gpu/model_runner.py:620-622"),
     ("refusal says \"model's\" and that gpu_memory_utilization also controls CPU memory",
      "v1/core/kv_cache_utils.py:691-728"),
-), mrv2=Mrv2Rule(architectures=frozenset({"Qwen3ForCausalLM"}), listed_dense_only=True), refusal="0.33")
+), mrv2=Mrv2Rule(architectures=frozenset({"Qwen3ForCausalLM"}), listed_dense_only=True), refusal="v1-0.22")
 V1_023 = _after(V1_022, "0.23", "0.23.0", (
     ("Model Runner V2 default also for LlamaForCausalLM and MistralForCausalLM", "config/vllm.py:69-75, 544-558"),
 ), mrv2=Mrv2Rule(architectures=frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}),
