@@ -19,6 +19,8 @@ load the config reader and pydantic before the command needs them.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -71,3 +73,17 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     """The exports too (they are imported on first use): what an editor and dir(kvplan) offer."""
     return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """``kvplan.reconcile`` is the library function, and kvplan/reconcile/ a subpackage of the same name: Python
+    binds a subpackage on its parent once it is imported, which would shadow the function after any code imported
+    it. That binding is not kept for an exported name (``from kvplan.reconcile import ...`` reads sys.modules)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

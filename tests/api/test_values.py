@@ -149,3 +149,12 @@ def test_diff_takes_the_cli_forms() -> None:
     assert (typed.a.plan, typed.b.plan) == (plain.a.plan, plain.b.plan)
     with pytest.raises(kvplan.InputError, match="diff compares two setups"):
         kvplan.diff(QWEN, gpu="H100")
+
+
+def test_reconcile_stays_the_function_after_its_package_is_imported() -> None:
+    import subprocess
+    import sys
+
+    code = ("import kvplan.reconcile.parse, kvplan\n"  # Python binds kvplan.reconcile to the subpackage here
+            "assert kvplan.reconcile.__module__ == 'kvplan.api.workflows', kvplan.reconcile")
+    subprocess.run([sys.executable, "-c", code], check=True)
