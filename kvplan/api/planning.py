@@ -14,6 +14,7 @@ from kvplan.api import values as v
 from kvplan.api.docs import documented
 from kvplan.api.keywords import public
 from kvplan.api.request import cache_question, load, question
+from kvplan.config import load_model
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
 from kvplan.formulas.sizing import kv_cache as size_of
@@ -45,7 +46,9 @@ def _plain_size(args: tuple[Any, ...], given: dict[str, Any]) -> KvCacheResult |
     if type(model) is str:
         if (tuple(given), kinds) not in _PLAIN_CALLS and not _plain(given):
             return None  # a keyword to read or refuse first
-        model = load(model, request=False)  # resolved on every call: an edited or shadowing file is seen
+        if not model.strip():
+            return None  # refused as load refuses it
+        model = load_model(model)  # resolved on every call: an edited or shadowing file is seen
     elif type(model) is not ModelConfig:
         return None
     key = (id(model), tuple(given.items()), kinds)

@@ -56,8 +56,24 @@ def test_without_its_file_a_bundled_config_loads_through_the_parser(monkeypatch:
 
     config._indexed.cache_clear()
     config._bundled.cache_clear()
+    monkeypatch.setattr(config, "_BY_NAME", {})
     monkeypatch.setattr(index_module, "INDEX_DIR", tmp_path)  # no files there
     model = load_model("Qwen/Qwen3-8B")
     config._indexed.cache_clear()
     config._bundled.cache_clear()
     assert model == _fresh("Qwen/Qwen3-8B") and model.num_layers == 36
+
+
+def test_a_bundled_id_asked_again_is_the_same_answer_until_a_local_folder_shadows_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # load_model keeps a bundled answer by the name asked (kvplan.config._again): a script's loop pays two stat
+    # calls, not a resolution. A folder of that name in the working directory still wins, as resolve() says.
+    first = load_model("Qwen/Qwen3-8B")
+    assert load_model("Qwen/Qwen3-8B") is first
+    local = tmp_path / "Qwen" / "Qwen3-8B"
+    local.mkdir(parents=True)
+    edited = bundled_index()["Qwen/Qwen3-8B"].read_bytes().replace(b'"num_hidden_layers": 36',
+                                                                   b'"num_hidden_layers": 35')
+    (local / "config.json").write_bytes(edited)
+    monkeypatch.chdir(tmp_path)
+    assert load_model("Qwen/Qwen3-8B").num_layers == 35
