@@ -1,9 +1,9 @@
 """Reading model configs: resolution (path, bundled id, HF cache, hub) and normalization.
 
 The only package that reads files. A name is resolved on every call, and its file read (a bundled one: read again
-when its size, modification time or inode changed); a small
-file's parse is cached on its bytes (``hf.load_file``), so sweeps and comparisons that name a model
-many times parse it once, and an edited file is never served stale.
+when its size, modification time or inode changed; a bundled id asked again answered by that name while no local
+path shadows it and its file is unchanged); a small file's parse is cached on its bytes (``hf.load_file``), so sweeps
+and comparisons that name a model many times parse it once, and an edited file is never served stale.
 """
 
 from __future__ import annotations
