@@ -39,7 +39,7 @@ HEAVY = ("torch", "transformers", "numpy", "triton", "matplotlib", "huggingface_
 
 def wall_s(cmd: list[str], cwd: Path | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     return time.perf_counter() - start
 
 
