@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import sys
+from contextlib import suppress
 from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
 
-from kvplan.cli.common import emit
+from kvplan.cli.common import emit, long_lived
 from kvplan.cli.engine_options import EngineArgs, Engines, MemoryArgs
 from kvplan.cli.expand import Expand, command, given_options
 from kvplan.cli.launch import CLUSTER_FORMATS, Asked, Format, model_or_command, output_format, resolve
 from kvplan.cli.options import Explain, GpusPerNode, Json, KvDtypes, Plot, cache_options, listed
-from kvplan.errors import InputError
+from kvplan.errors import InputError, KvplanError
 from kvplan.formulas import CacheRequest
 from kvplan.planning.request import CapacityRequest
 
@@ -33,7 +34,13 @@ def lists(engine: list[str] | None, kv_dtype: list[str] | None) -> tuple[list[st
 
 def _run(question: CapacityRequest, engines: list[str], kv_dtypes: list[str]) -> list[Any]:
     """One result per (KV dtype, engine); one engine and one dtype: its error is the command's (exit 2)."""
-    from kvplan.planning.capacity import capacity, capacity_all
+    with long_lived():  # the planning modules, and each engine's modules and release rows (loaded on first use)
+        from kvplan.engines import get_engine
+        from kvplan.planning.capacity import capacity, capacity_all
+
+        for name in engines:
+            with suppress(KvplanError):  # an unknown engine: reported where its question is asked (below)
+                get_engine(name)
 
     def asking(kv_dtype: str) -> CapacityRequest:
         return question if question.cache.kv_dtype == kv_dtype else question.with_cache(kv_dtype=kv_dtype)
@@ -94,8 +101,9 @@ def explicit(question: CapacityRequest) -> dict[str, tuple[str, Any]]:
 
 def _show(results: list[Any], fmt: str, explain: bool, launch: Any, gpus_per_node: int | None) -> bool:
     """Print the answers (one column each), their --explain lines and notes; whether an engine refuses."""
-    from kvplan.render.capacity import capacity_payload, explain_lines
-    from kvplan.render.capacity_tables import capacity_tables, column_labels
+    with long_lived():
+        from kvplan.render.capacity import capacity_payload, explain_lines
+        from kvplan.render.capacity_tables import capacity_tables, column_labels
 
     payloads = [_with_notes(capacity_payload(r, _layout_extra(r, launch, gpus_per_node)), launch, r) for r in results]
     lines = [line for r in results for line in explain_lines(r)] if explain else None

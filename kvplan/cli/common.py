@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from kvplan.render import to_json
 from kvplan.render.payload import plain
+
+
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """Around a command's lazy imports: their modules and classes live as long as the process, so no collection
+    runs while they are made, and frozen, none scans them afterwards (as main() does while it builds the command;
+    a capacity run imports its planning and rendering modules only inside the command, ~40 collections of them)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def terminal_width(stream: TextIO) -> int | None:
@@ -67,10 +84,12 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
         print(to_json(data))
         print_notes(notes, as_json)
         return
-    from rich.console import Console
-    from rich.text import Text
+    with long_lived():  # rich's modules, and its table module the tables draw with
+        import rich.table  # noqa: F401
+        from rich.console import Console
+        from rich.text import Text
 
-    from kvplan.render.tables import CommandLine, shell_lines, wrap_line
+        from kvplan.render.tables import CommandLine, shell_lines, wrap_line
 
     width = None if sys.stdout.isatty() else terminal_width(sys.stderr)
     console = Console(highlight=False, emoji=False, width=width if width or sys.stdout.isatty() else PIPE_WIDTH)

@@ -16,6 +16,7 @@ A kvplan engine release maps to the table of the release its row was read from (
 from __future__ import annotations
 
 import difflib
+import gc
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -86,7 +87,13 @@ class FlagTable:
 @cache
 def _data(engine: str) -> dict[str, Any]:
     text = (TABLES / f"{engine}.json").read_text(encoding="utf-8")  # a path, not importlib.resources: no zipfile
-    data: dict[str, Any] = json.loads(text)
+    enabled = gc.isenabled()
+    gc.disable()  # the parse makes ~3k containers (vllm.json), all kept (cached): no collection (~4) runs while they are made
+    try:
+        data: dict[str, Any] = json.loads(text)
+    finally:
+        if enabled:
+            gc.enable()
     return data
 
 

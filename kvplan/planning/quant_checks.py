@@ -25,7 +25,7 @@ from typing import Any
 from kvplan.config.model import ModelConfig
 from kvplan.errors import KvplanError
 from kvplan.planning.weights.formats import content_key
-from kvplan.planning.weights.parts import Part, model_parts
+from kvplan.planning.weights.part import Part
 
 MERGED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "gate_proj", "up_proj", "linear_attn.")
 
@@ -107,6 +107,8 @@ def _fp8_block_refusal(model: ModelConfig, _key: str, tp: int, merged_relaxed: b
     block = block_shape(model)
     if block is None:
         return None
+    from kvplan.planning.weights.parts import model_parts  # only for a block-FP8 checkpoint
+
     try:
         layers = model_parts(model).layers
     except KvplanError:
@@ -131,8 +133,12 @@ def _moe_refined_scale_bytes(model: ModelConfig, _key: str, expert_tp: int) -> t
     """(refined block, bytes the refined fp32 scale grid adds on one GPU over the checkpoint's) of a block-FP8 MoE
     whose blocks vLLM 0.29+ refines at `expert_tp`; (0, 0) when it does not."""
     block = block_shape(model)
+    if block is None:
+        return 0, 0
+    from kvplan.planning.weights.parts import model_parts  # only for a block-FP8 checkpoint
+
     try:
-        layers = model_parts(model).layers if block else ()
+        layers = model_parts(model).layers
     except KvplanError:
         return 0, 0
     found, extra = 0, 0

@@ -18,6 +18,7 @@ from kvplan.formulas.layout import with_block_size
 from kvplan.formulas.sizing import KvCacheResult
 from kvplan.planning.capacity import CapacityResult
 from kvplan.planning.extras import Extras
+from kvplan.records import Record
 from kvplan.render.extras import extras_lines
 from kvplan.render.payload import INLINE, OMIT_NONE
 from kvplan.render.size import GroupPayload, Parallel, group_payload
@@ -67,9 +68,9 @@ class PerRequest:
     admission_reserve_bytes_per_gpu: int
 
 
-@dataclass(frozen=True, slots=True)
-class GroupKind:
-    """A layer group the engine planned that the layout did not hand over (no size columns)."""
+class GroupKind(Record):
+    """A layer group the engine planned that the layout did not hand over (no size columns). A record: only an
+    engine that refused before planning (no layout) makes one, so most runs never generate its methods."""
 
     kind: str
 
@@ -165,7 +166,7 @@ def _layer_groups(result: CapacityResult) -> tuple[CapacityGroup, ...]:
     plan, layout = result.plan, result.layout
     rows = {g.kind: g for g in plan.groups}
     if layout is None:  # the engine refused before planning
-        return tuple(_engine_group(GroupKind(kind), row, kind) for kind, row in rows.items())
+        return tuple(_engine_group(GroupKind(kind=kind), row, kind) for kind, row in rows.items())
     size = KvCacheResult(with_block_size(layout, plan.block_size), result.max_model_len, 1)
     out = []
     for g in (group_payload(g, size) for g in layout.groups):

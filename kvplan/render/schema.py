@@ -16,6 +16,8 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
+from kvplan.records import Record, materialize
+
 Schema = dict[str, Any]  # a JSON Schema
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCALARS: dict[Any, Schema] = {int: {"type": "integer"}, float: {"type": "number"}, str: {"type": "string"},
@@ -76,6 +78,8 @@ def schema_of(kind: Any, defs: dict[str, Any]) -> Schema:
         return {"type": "array", "items": schema_of(item, defs)}
     if origin in (dict, Mapping) or kind is dict:
         return {"type": "object", "additionalProperties": schema_of(args[1] if args else Any, defs)}
+    if isinstance(kind, type) and issubclass(kind, Record):
+        materialize(kind)  # a record nothing has built yet is a dataclass only from then on
     if dataclasses.is_dataclass(kind) or _is_named_tuple(kind):
         name = kind.__name__
         if name not in defs:
@@ -107,6 +111,8 @@ def _hints(kind: type) -> dict[str, Any]:
 
 def _object(kind: Any, defs: dict[str, Any]) -> Schema:
     """A payload's object: its fields in order, required unless omitted when None; inlined fields' keys merged."""
+    if isinstance(kind, type) and issubclass(kind, Record):
+        materialize(kind)
     hints = _hints(kind)
     properties: dict[str, Any] = {}
     required: list[str] = []

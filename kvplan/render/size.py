@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kvplan.formulas.layout import Group
 from kvplan.formulas.sizing import KvCacheResult
+from kvplan.records import Record
 from kvplan.render import human_bytes
 from kvplan.render.payload import INLINE, OMIT_NONE
 from kvplan.render.tables import Table
@@ -57,8 +58,7 @@ class GroupPayload:
     encoder_bytes_per_sequence: int | None = field(default=None, metadata=OMIT_NONE)
 
 
-@dataclass(frozen=True, kw_only=True)
-class SizePayload:
+class SizePayload(Record):
     """The `kvplan size --json` contract (keys are stable; new keys may be added)."""
 
     model: str

@@ -12,6 +12,8 @@ Gemma-3-27B: 256 tokens per image (``mm_tokens_per_image``), text hidden 5,376, 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -172,3 +174,27 @@ def test_an_unmodelled_tower_is_said(model_id: str, tower: str) -> None:
     r = capacity(model_id, engine="vllm", gpu="H200", max_model_len=8192)
     assert any(f"with the {tower} tower; kvplan does not model" in n for n in r.notes)
     assert r.extras.encoder_cache is None
+
+
+# Modules only a model with a vision tower, a checkpoint's own headers or kvplan's formula needs (issue 33: start-up)
+UNTABLED = {"kvplan.planning.extras.towers", "kvplan.planning.weights.vision", "kvplan.planning.weights.checkpoint",
+            "kvplan.planning.weights.parts", "kvplan.planning.weights.derived"}
+
+
+def _capacity_modules(model: str) -> tuple[bool, set[str]]:
+    """(whether the answer has an encoder cache, the kvplan.planning modules imported), in a fresh process."""
+    code = ("import sys\nfrom kvplan.planning.capacity import capacity\n"
+            "found = capacity(sys.argv[1], gpu='H100', tp=4).extras.encoder_cache is not None\n"
+            "print(found, *(m for m in sys.modules if m.startswith('kvplan.planning')))")
+    out = subprocess.run([sys.executable, "-c", code, model], check=True, capture_output=True, text=True).stdout.split()
+    return out[0] == "True", set(out[1:])
+
+
+def test_a_text_model_imports_no_vision_tower_tables() -> None:
+    encoder, loaded = _capacity_modules("meta-llama/Llama-3.1-70B")
+    assert not encoder and not loaded & UNTABLED
+
+
+def test_a_vision_model_still_sizes_its_tower() -> None:
+    encoder, loaded = _capacity_modules("google/gemma-3-27b-it")
+    assert encoder and "kvplan.planning.extras.towers" in loaded

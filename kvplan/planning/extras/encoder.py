@@ -22,18 +22,19 @@ The tower's weights are part of the checkpoint's (``kvplan.planning.weights.visi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
 from kvplan.engines.base import BudgetRules, BudgetTerm, EncoderRule, Request
-from kvplan.planning.extras.towers import forward_peak, tower
-from kvplan.planning.weights.vision import vision_config
+from kvplan.records import Record
 from kvplan.units import cdiv, format_gib
 
+if TYPE_CHECKING:
+    from kvplan.planning.extras.towers import Tower
 
-@dataclass(frozen=True, kw_only=True)
-class EncoderSummary:
+
+class EncoderSummary(Record):
     """The encoder cache of the profile run on the first PP stage (JSON ``encoder_cache``)."""
 
     modality: str
@@ -49,9 +50,22 @@ class EncoderSummary:
     row_width: int = 0  # elements of one cached row (the text hidden; × (1 + DeepStack levels) for Qwen3-VL)
 
 
+def _has_tower(model: ModelConfig) -> bool:
+    """A config with a vision or audio sub-config: only those import the tower tables (a text model never does)."""
+    return isinstance(model.raw.get("vision_config"), dict) or isinstance(model.raw.get("audio_config"), dict)
+
+
+def _tower(model: ModelConfig) -> Tower | None:
+    if not isinstance(model.raw.get("vision_config"), dict):  # towers.tower's own first test, without its import
+        return None
+    from kvplan.planning.extras.towers import tower
+
+    return tower(model)
+
+
 def tokens_per_image(model: ModelConfig) -> int | None:
     """Placeholder tokens one image takes in the prompt (None: not a vision tower kvplan models)."""
-    found = tower(model)
+    found = _tower(model)
     return found.tokens_per_item if found else None
 
 
@@ -64,9 +78,11 @@ def items(rule: EncoderRule, per_item: int, budget: int, max_model_len: int) -> 
 
 
 def summary(model: ModelConfig, rule: EncoderRule, max_model_len: int, tp: int = 1) -> EncoderSummary | None:
-    found = tower(model)
+    found = _tower(model)
     if found is None:
         return None
+    from kvplan.planning.extras.towers import forward_peak
+
     s = element_bits(model.dtype) // 8
     budget = max(rule.budget_tokens, found.tokens_per_item)
     n = items(rule, found.tokens_per_item, budget, max_model_len)
@@ -104,8 +120,10 @@ def encoder_phase(model: ModelConfig, rule: EncoderRule, max_model_len: int, tp:
 
 def unmodelled_tower_note(request: Request, rules: BudgetRules) -> str | None:
     """A model whose profile run encodes dummy items of a tower kvplan does not size: said, not guessed."""
-    if rules.encoder is None or tower(request.model) is not None:
+    if rules.encoder is None or not _has_tower(request.model) or _tower(request.model) is not None:
         return None
+    from kvplan.planning.weights.vision import vision_config
+
     vision, audio = vision_config(request.model), request.model.raw.get("audio_config")
     if vision is None and not isinstance(audio, dict):
         return None

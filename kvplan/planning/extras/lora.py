@@ -18,15 +18,14 @@ router gates, punica index buffers (under 1 MiB).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
 from kvplan.engines.base import BudgetTerm, LoraRule
 from kvplan.errors import InputError
 from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.weights.counts import shard_shape
-from kvplan.planning.weights.parts import Part, model_parts
+from kvplan.planning.weights.part import ModelParts, Part
+from kvplan.records import Record
 from kvplan.units import cdiv
 
 # Packed runtime modules and the adapter-visible modules they hold (vLLM packed_modules_mapping).
@@ -35,8 +34,7 @@ PACKED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_pro
 WRAPPED = ("attention", "mlp_dense", "moe_shared_experts")  # part categories whose linears get slots
 
 
-@dataclass(frozen=True, kw_only=True)
-class LoraSummary:
+class LoraSummary(Record):
     """Adapter slots on one GPU and adapters cached in host memory (JSON ``lora``)."""
 
     slots: int
@@ -46,6 +44,13 @@ class LoraSummary:
     bytes_per_slot_per_gpu: int
     host_bytes_per_rank: int  # max_cpu_loras adapters at max rank, whole (not split)
     modules: tuple[str, ...]  # wrapped module names of one layer
+
+
+def model_parts(model: ModelConfig) -> ModelParts:
+    """kvplan's formula's parts (weights.parts, imported only where LoRA slots are asked: its tables cost start-up)."""
+    from kvplan.planning.weights.parts import model_parts as parts_of
+
+    return parts_of(model)
 
 
 def module_name(part: Part) -> str:

@@ -10,7 +10,6 @@ ends it (SemiAnalysisAI/InferenceX PR #3004: a HiCache ratio of 1.5 pinned 679 G
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from kvplan.engines import Engine
@@ -18,6 +17,7 @@ from kvplan.engines.base import EnginePlan, Request
 from kvplan.engines.host_tier import CONNECTORS, HostTier, TierInput
 from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
+from kvplan.records import Record
 from kvplan.specs import MLAAttn, parts
 from kvplan.units import GIB, cdiv, format_gib
 
@@ -43,8 +43,7 @@ SERVERS = {
 GPUS_PER_NODE = 8  # where the catalog knows no server
 
 
-@dataclass(frozen=True, kw_only=True)
-class HostMemory:
+class HostMemory(Record):
     """What a replica pins in host memory, per rank and per node, against the node (JSON ``host_memory``)."""
 
     ranks: int  # processes of one replica (tp × pp)

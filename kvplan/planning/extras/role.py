@@ -14,20 +14,18 @@ request's KV costs to move between the two.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engines import Engine
 from kvplan.engines.base import EnginePlan, Request
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
+from kvplan.records import Record
 from kvplan.specs import MLAAttn, NoKV, parts
 from kvplan.units import cdiv
 
 BLOCK_SIZES = (16, 32, 64, 128)  # the block sizes the descriptor counts are given for
 
 
-@dataclass(frozen=True, kw_only=True)
-class RoleSummary:
+class RoleSummary(Record):
     """One role of a disaggregated deployment (JSON ``role``)."""
 
     role: str  # prefill or decode

@@ -20,7 +20,7 @@ module drafting in turn (``spec_step_idx % num_mtp_layers``; 0.33 ``config/specu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TypeVar
 
 from kvplan.config import as_model
@@ -31,13 +31,13 @@ from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, build_layout
 from kvplan.planning.weights import mtp_bytes_per_gpu, weight_bytes_by_kind, weight_bytes_per_gpu, weights_source
+from kvplan.records import Record
 from kvplan.specs import Composite, LayerSpec, SlidingMLA, parts
 
 R = TypeVar("R", bound=Request)
 
 
-@dataclass(frozen=True, kw_only=True)
-class SpeculativeSummary:
+class SpeculativeSummary(Record):
     """What speculative decoding takes beside the target's KV cache, per GPU (JSON ``speculative``)."""
 
     method: str

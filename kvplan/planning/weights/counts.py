@@ -18,26 +18,22 @@ config (``parts``, a Llama-shaped estimate, said in the notes).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from functools import lru_cache
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import ConfigError, InputError
-from kvplan.planning.weights.checkpoint import checkpoint_parts
-from kvplan.planning.weights.derived import derived_table
 from kvplan.planning.weights.formats import content_key, format_estimate, weight_format
 from kvplan.planning.weights.part import ModelParts, Part
-from kvplan.planning.weights.parts import model_parts
 from kvplan.planning.weights.tables import table_for
 from kvplan.planning.weights.tensors import Split, Towers, add_bytes, stage_bytes, table_parts
 from kvplan.planning.weights.tensors import shard_shape as shard_shape
-from kvplan.planning.weights.vision import vision_note
+from kvplan.records import Record, materialize
 
 NO_WEIGHTS_HINT = "pass --kv-budget, or a folder with the checkpoint's safetensors index"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LayerParams:
+class LayerParams(Record):  # records: only param_count builds them, so a capacity run never pays for their methods
     attention: int = 0  # projections, biases, sinks
     mlp_dense: int = 0
     moe_experts: int = 0
@@ -51,8 +47,7 @@ class LayerParams:
         return sum(getattr(self, f.name) for f in fields(self))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ParamCount:
+class ParamCount(Record):
     embedding: int
     lm_head: int  # 0 when tied to the embedding
     attention: int
@@ -86,6 +81,16 @@ def _weight_parts(model: ModelConfig, _key: str) -> ModelParts:
     table = table_for(model.raw)
     if table is not None:
         return table_parts(table, model, f"tensor table of {table.name} ({table.model_class} on the meta device)")
+    return _untabled_parts(model)
+
+
+def _untabled_parts(model: ModelConfig) -> ModelParts:
+    """A config no recorded table matches: its checkpoint's headers, its type's derived table, else the formula.
+    Imported here: a bundled model (most runs) never reads safetensors headers or the formula's tables."""
+    from kvplan.planning.weights.checkpoint import checkpoint_parts
+    from kvplan.planning.weights.derived import derived_table
+    from kvplan.planning.weights.parts import model_parts
+
     unread: tuple[str, ...] = ()
     try:
         found = checkpoint_parts(model)
@@ -109,7 +114,14 @@ def _layer_params(parts: tuple[Part, ...]) -> LayerParams:
     sums = Counter[str]()
     for part in parts:
         sums[part.category] += part.params
+    materialize(LayerParams)  # its fields before its first instance
     return LayerParams(**{f.name: sums[f.name] for f in fields(LayerParams)})
+
+
+def _vision_note(model: ModelConfig) -> str | None:
+    from kvplan.planning.weights.vision import vision_note  # only for kvplan's formula (weights.parts imports it)
+
+    return vision_note(model)
 
 
 def param_count(model: ModelConfig) -> ParamCount:
@@ -119,7 +131,7 @@ def param_count(model: ModelConfig) -> ParamCount:
     kinds = Counter[str]()
     for part in (*(p for layer in parts.layers for p in layer), *parts.first, *parts.last):
         kinds[part.category] += part.params
-    note = vision_note(model) if parts.estimate else None
+    note = _vision_note(model) if parts.estimate else None
     notes = (*parts.notes, *((note,) if note else ()),
              *(("weights from kvplan's formula for this family (no tensor table matches the config)",)
                if parts.estimate else ()))
