@@ -31,6 +31,7 @@ from kvplan.engines.rules import (
 from kvplan.engines.settings import NO_SETTINGS, Settings
 from kvplan.errors import InputError
 from kvplan.formulas.request import CacheRequest, Parallel
+from kvplan.records import Record
 from kvplan.specs import LayerSpec
 
 __all__ = ["AfterKv", "BudgetRules", "BudgetSteps", "BudgetTerm", "CommRule", "Device", "Draft", "EncoderRule",
@@ -49,8 +50,7 @@ class Device:
     assumed: bool = False  # kvplan's default GPU (no GPU named): what depends on its type is an assumption
 
 
-@dataclass(frozen=True, kw_only=True)
-class Draft:
+class Draft(Record):
     """What speculative decoding adds to the KV cache, as every engine sees it (built by
     ``kvplan.planning.extras.speculative``; engines never build layouts)."""
 
@@ -154,8 +154,7 @@ class GroupRow:
     tokens_reserved_per_request: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class Refusal:
+class Refusal(Record):
     """An engine's "no", as it says it: its message with its numbers, and its own estimate of the
     longest max_model_len that would fit (None where the engine gives none)."""
 
@@ -166,6 +165,8 @@ class Refusal:
 
 @dataclass(frozen=True, kw_only=True)
 class EnginePlan:
+    """An engine's answer: its cache as the engine logs it, per GPU, and whether it starts."""
+
     engine: str
     version: str  # the release whose defaults and rules this profile follows
     kv_dtype: str

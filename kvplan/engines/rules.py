@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from kvplan.records import Record
+
 TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",
                    "non_torch", "cuda_graphs", "given"]
 
@@ -98,8 +100,7 @@ class LoadRule:
     mrope_per_model: bool = False  # M-RoPE caches max_position × the model's own factor, else × 4
 
 
-@dataclass(frozen=True, kw_only=True)
-class CommRule:
+class CommRule(Record):
     """NCCL memory a vLLM V1 release subtracts: every communicator, created after the start-up snapshot (0.8-0.10,
     NCCL_CUMEM_ENABLE forced to 0), or only the TP group's torch communicator the profile's logits all-gather
     creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not. The bytes per TP and per PP
@@ -128,8 +129,7 @@ class AfterKv:
     source: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class LoraRule:
+class LoraRule(Record):
     """How a release allocates LoRA adapter slots on the GPU (sized by ``kvplan.planning.extras.lora``)."""
 
     slots: int  # adapters resident at once (vLLM max_loras, SGLang max_loras_per_batch)

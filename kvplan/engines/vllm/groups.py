@@ -67,6 +67,8 @@ class PagedSpec:
 
 @dataclass(frozen=True, slots=True)
 class Group:
+    """One KV-cache group: a page spec and the layers that share its block ids."""
+
     spec: PagedSpec
     layers: tuple[int, ...]  # module indices (padding is implicit: width - len)
 

@@ -76,8 +76,8 @@ def mamba_rules(req: Request, layout: Layout, rel: VllmRelease, states: list[Lin
         raise InputError(f"{rel.label} caches {all_mode[0]}'s Mamba states per block under prefix caching "
                          "(0.15-0.27 mamba_cache_mode 'all', model_executor/models/config.py), which kvplan does not model; "
                          "plan it with prefix caching off", arg="prefix_caching")
-    return MambaRules(cached and rel.mamba_align_mode, _gdn_flashinfer(req, states), legacy=rel.hybrid_block_legacy,
-                      checkpoints=rel.mamba_checkpoint_mixers)
+    return MambaRules(align=cached and rel.mamba_align_mode, gdn_flashinfer=_gdn_flashinfer(req, states),
+                      legacy=rel.hybrid_block_legacy, checkpoints=rel.mamba_checkpoint_mixers)
 
 
 def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) -> Paging:

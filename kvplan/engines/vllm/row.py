@@ -108,6 +108,8 @@ class Mxfp4Rule:
 
 @dataclass(frozen=True, kw_only=True)
 class VllmRelease:
+    """One vLLM release as data: its defaults, what its budget subtracts and what it accepts (``rows.py``)."""
+
     key: str  # what follows `vllm@`
     label: str  # EnginePlan.version
     # the engine that runs: V0 (LLMEngine, worker/worker.py; vLLM 0.8 keeps it behind VLLM_USE_V1=0) or V1

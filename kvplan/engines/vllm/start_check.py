@@ -15,6 +15,8 @@ from kvplan.engines.vllm.row import StartCheck, VllmRelease
 
 @dataclass(frozen=True, slots=True)
 class Blocks:
+    """The paged KV cache of one plan: its groups, their blocks and what one request reserves."""
+
     groups: tuple[Group, ...]
     block_bytes: tuple[int, ...]  # one block id on a worker of each stage
     need: tuple[int, ...]  # blocks one max-length request reserves per group
