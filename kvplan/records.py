@@ -119,7 +119,8 @@ def _repr_fn(klass: type, names: tuple[str, ...]) -> Callable[[Any], str]:
             return "..."
         running.add(key)
         try:
-            return self.__class__.__qualname__ + "(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
+            name: str = self.__class__.__qualname__
+            return name + "(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
         finally:
             running.discard(key)
     __repr__.__qualname__ = f"{klass.__qualname__}.__repr__"

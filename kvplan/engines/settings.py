@@ -148,8 +148,9 @@ class Settings(Record):
 
 
 NO_SETTINGS = Settings()  # every knob left to the release (a value: shared as every question's default)
-ENGINE_PARTS = {"vllm": VllmSettings, "sglang": SglangSettings, "trtllm": TrtllmSettings}
-SETTING_NAMES = frozenset(name for cls in (Settings, *ENGINE_PARTS.values()) for name in
+ENGINE_PARTS: dict[str, type[Any]] = {"vllm": VllmSettings, "sglang": SglangSettings, "trtllm": TrtllmSettings}
+SETTINGS_CLASSES: tuple[type[Any], ...] = (Settings, *ENGINE_PARTS.values())
+SETTING_NAMES = frozenset(name for cls in SETTINGS_CLASSES for name in
                           (f.name for f in dataclasses.fields(cls)) if name not in ENGINE_PARTS)
 
 

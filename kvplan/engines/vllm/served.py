@@ -36,9 +36,24 @@ class Served:
 
 
 @cache
+def _rows() -> dict[str, list[str | None]]:
+    return dict(json.loads(REGISTRY.read_text())["architectures"])
+
+
+def _served(row: list[str | None]) -> Served:
+    return Served(*(row + [None] * (6 - len(row))))  # type: ignore[arg-type]
+
+
+@cache
 def registry() -> dict[str, Served]:
-    doc = json.loads(REGISTRY.read_text())
-    return {name: Served(*(row + [None] * (6 - len(row)))) for name, row in doc["architectures"].items()}
+    return {name: _served(row) for name, row in _rows().items()}
+
+
+@cache
+def served(arch: str) -> Served | None:
+    """One architecture's row, built alone: a plan looks up its model's one or two of the ~480."""
+    row = _rows().get(arch)
+    return None if row is None else _served(row)
 
 
 def newest() -> str:
@@ -47,14 +62,13 @@ def newest() -> str:
 
 def check_served(architectures: list[str], row_key: str, label: str) -> None:
     """Refuse an architecture the release does not build, in vLLM's words where it has them."""
-    table = registry()
     for arch in architectures:
-        served = table.get(arch)
-        if served is None:
+        row = served(arch)
+        if row is None:
             continue
-        if served.refused_from and not below(row_key, served.refused_from):
-            raise InputError(f"{label} refuses architecture {arch}: supported until v{served.says_last} "
+        if row.refused_from and not below(row_key, row.refused_from):
+            raise InputError(f"{label} refuses architecture {arch}: supported until v{row.says_last} "
                              "(vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS)", arg="engine")
-        if served.first and below(row_key, served.first):
-            raise InputError(f"{label} does not have architecture {arch}: vLLM serves it from v{served.first} "
+        if row.first and below(row_key, row.first):
+            raise InputError(f"{label} does not have architecture {arch}: vLLM serves it from v{row.first} "
                              "(vllm/model_executor/models/registry.py)", arg="engine")
