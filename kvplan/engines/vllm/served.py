@@ -12,18 +12,19 @@ registry for the Transformers backend are still served (kvplan sizes them by the
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from kvplan.engines.version import below
 from kvplan.errors import InputError
+from kvplan.records import Record
 
 REGISTRY = Path(__file__).resolve().parent / "registry.json"
+# registry.json's columns, in order
+SERVED_FIELDS = ("first", "last", "refused_from", "says_last", "kind", "transformers_from")
 
 
-@dataclass(frozen=True, slots=True)
-class Served:
+class Served(Record):
     """One architecture's releases: first listed (None: 0.8.0 or earlier), last native, first refusing, the release
     vLLM's refusal names, kind, and the first release that has it only through the Transformers backend."""
 
@@ -41,7 +42,7 @@ def _rows() -> dict[str, list[str | None]]:
 
 
 def _served(row: list[str | None]) -> Served:
-    return Served(*(row + [None] * (6 - len(row))))  # type: ignore[arg-type]
+    return Served(**dict(zip(SERVED_FIELDS, row + [None] * (6 - len(row)), strict=True)))  # type: ignore[arg-type]
 
 
 @cache
