@@ -6,8 +6,9 @@ class, most of kvplan's own import time. There are twelve layer specs, and a mod
 only ``FullAttn``). So a subclass of ``Record`` puts that work off until the class is first called (or one of its
 instances unpickled), and a class that a run never builds never pays for it.
 
-From its first instance on, a record is exactly what ``@dataclass(frozen=True, kw_only=True)`` makes: ``fields``,
-``replace`` and ``asdict`` work, and so do equality and hashing. Its subclasses are records too, so each one
+From its first instance on, a record is what ``@dataclass(frozen=True, kw_only=True)`` makes: ``fields``,
+``replace`` and ``asdict`` work, and so do equality and hashing (``__repr__``, ``__eq__`` and ``__hash__`` are
+plain functions over the fields' values rather than compiled source: the same answers, a third less to generate). Its subclasses are records too, so each one
 sees its bases' fields. One limit, checked by tests/test_records.py: calling ``dataclasses.fields(cls)`` on a
 class that nothing has built yet needs ``materialize(cls)`` first.
 """
