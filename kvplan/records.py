@@ -6,8 +6,9 @@ class, most of kvplan's own import time. There are twelve layer specs, and a mod
 only ``FullAttn``). So a subclass of ``Record`` puts that work off until the class is first called (or one of its
 instances unpickled), and a class that a run never builds never pays for it.
 
-From its first instance on, a record is exactly what ``@dataclass(frozen=True, kw_only=True)`` makes: ``fields``,
-``replace`` and ``asdict`` work, and so do equality and hashing. Its subclasses are records too, so each one
+From its first instance on, a record is what ``@dataclass(frozen=True, kw_only=True)`` makes: ``fields``,
+``replace`` and ``asdict`` work, and so do equality and hashing (``__repr__``, ``__eq__`` and ``__hash__`` are
+plain functions over the fields' values rather than compiled source: the same answers, a third less to generate). Its subclasses are records too, so each one
 sees its bases' fields. One limit, checked by tests/test_records.py: calling ``dataclasses.fields(cls)`` on a
 class that nothing has built yet needs ``materialize(cls)`` first.
 """
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import _thread
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,5 +61,68 @@ def materialize(cls: type) -> None:
     with _GENERATING:
         for klass in reversed(cls.__mro__):  # bases first: a dataclass reads its bases' fields
             if _PENDING in klass.__dict__:
-                dataclass(frozen=True, kw_only=True)(klass)
+                _generate(klass)
                 delattr(klass, _PENDING)
+
+
+def _generate(klass: type) -> None:
+    """@dataclass(frozen=True, kw_only=True) on `klass`, its source-compiled methods cut to three: dataclass compiles
+    ``__init__`` and the frozen ``__setattr__`` / ``__delattr__``; ``__repr__``, ``__eq__`` and ``__hash__`` (three more
+    compiles, a third of the cost) are the same comparisons written once below, over the fields' values as a tuple.
+    A method the class body defines itself is kept, as dataclass keeps it."""
+    own = dict(klass.__dict__)
+    dataclass(frozen=True, kw_only=True, repr=False, eq=False)(klass)
+    params = klass.__dataclass_params__  # type: ignore[attr-defined]
+    params.repr = params.eq = True  # what the class has: the three methods below
+    all_fields = fields(klass)
+    compared = _values([f.name for f in all_fields if f.compare])
+    if "__repr__" not in own:
+        klass.__repr__ = _repr_fn(klass, tuple(f.name for f in all_fields if f.repr))  # type: ignore[assignment]
+    if "__eq__" not in own:
+        klass.__eq__ = _eq_fn(klass, compared)  # type: ignore[assignment]
+    if "__hash__" not in own or (own["__hash__"] is None and "__eq__" in own):  # dataclass's has_explicit_hash
+        hashed = _values([f.name for f in all_fields if (f.compare if f.hash is None else f.hash)])
+        klass.__hash__ = _hash_fn(klass, hashed)  # type: ignore[assignment]
+
+
+def _values(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """The fields' values as a tuple (attrgetter gives a bare value for one name; dataclass compares tuples)."""
+    if not names:
+        return lambda _: ()
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return attrgetter(*names)
+
+
+def _eq_fn(klass: type, values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any, Any], Any]:
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+    __eq__.__qualname__ = f"{klass.__qualname__}.__eq__"
+    return __eq__
+
+
+def _hash_fn(klass: type, values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], int]:
+    def __hash__(self: Any) -> int:
+        return hash(values(self))
+    __hash__.__qualname__ = f"{klass.__qualname__}.__hash__"
+    return __hash__
+
+
+def _repr_fn(klass: type, names: tuple[str, ...]) -> Callable[[Any], str]:
+    running: set[tuple[int, int]] = set()  # dataclass's recursion guard: a record inside itself shows as ...
+
+    def __repr__(self: Any) -> str:
+        key = id(self), _thread.get_ident()
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            name: str = self.__class__.__qualname__
+            return name + "(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
+        finally:
+            running.discard(key)
+    __repr__.__qualname__ = f"{klass.__qualname__}.__repr__"
+    return __repr__

@@ -57,6 +57,37 @@ def test_instances_compare_hash_repr_and_stay_frozen() -> None:
         specs.FullAttn(8, 128, 128)  # type: ignore[call-arg]
 
 
+def test_repr_equality_and_hash_are_the_dataclass_ones() -> None:
+    """materialize writes __repr__, __eq__ and __hash__ without compiling them: they answer as the dataclass's do."""
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class SlidingAttn:  # the plain dataclass of specs.SlidingAttn's fields
+        num_kv_heads: int
+        head_dim: int
+        v_head_dim: int
+        window: int
+
+    SlidingAttn.__qualname__ = specs.SlidingAttn.__qualname__
+    values = {"num_kv_heads": 8, "head_dim": 128, "v_head_dim": 64, "window": 4096}
+    record, twin = specs.SlidingAttn(**values), SlidingAttn(**values)
+    assert repr(record) == repr(twin) and hash(record) == hash(twin)
+    assert record == dataclasses.replace(record) and record != dataclasses.replace(record, window=1)
+    assert record.__eq__(twin) is NotImplemented and twin.__eq__(record) is NotImplemented
+    assert record.__dataclass_params__.eq and record.__dataclass_params__.repr  # type: ignore[attr-defined]
+
+    class One(Record):
+        x: Any = None
+
+    class Shown(Record):
+        x: int
+        hidden: int = dataclasses.field(default=0, repr=False, compare=False)
+
+    nested = One()
+    object.__setattr__(nested, "x", nested)
+    assert repr(nested).endswith(".One(x=...)") and hash(One(x=1)) == hash((1,)) and One() == One(x=None)
+    assert repr(Shown(x=1, hidden=2)).endswith(".Shown(x=1)") and Shown(x=1, hidden=2) == Shown(x=1)
+    assert hash(Shown(x=1, hidden=2)) == hash((1,))
+
+
 def test_methods_are_generated_on_first_instantiation_only() -> None:
     """The deferral is real: importing the specs generates no spec's methods, building one generates its own and
     its bases' (AttnSpec for FullAttn), and a plain `kvplan size` of a Llama generates FullAttn's alone."""

@@ -9,7 +9,7 @@ take.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 from kvplan.config.model import ModelConfig
@@ -31,6 +31,7 @@ from kvplan.engines.rules import (
 from kvplan.engines.settings import NO_SETTINGS, Settings
 from kvplan.errors import InputError
 from kvplan.formulas.request import CacheRequest, Parallel
+from kvplan.records import Record
 from kvplan.specs import LayerSpec
 
 __all__ = ["AfterKv", "BudgetRules", "BudgetSteps", "BudgetTerm", "CommRule", "Device", "Draft", "EncoderRule",
@@ -38,8 +39,7 @@ __all__ = ["AfterKv", "BudgetRules", "BudgetSteps", "BudgetTerm", "CommRule", "D
            "WeightSplit", "kv_stages", "no_data_parallel", "resolved", "term_bytes"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Device:
+class Device(Record):
     """The GPU a capacity question is asked for, as the engines read it."""
 
     name: str | None  # catalog name (H100-SXM); None: only the memory is known
@@ -49,8 +49,7 @@ class Device:
     assumed: bool = False  # kvplan's default GPU (no GPU named): what depends on its type is an assumption
 
 
-@dataclass(frozen=True, kw_only=True)
-class Draft:
+class Draft(Record):
     """What speculative decoding adds to the KV cache, as every engine sees it (built by
     ``kvplan.planning.extras.speculative``; engines never build layouts)."""
 
@@ -71,8 +70,7 @@ class Draft:
         return self.model.model_id if self.model else None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Request:
+class Request(Record):
     """One capacity question as an engine sees it: the model, the cache asked (its length resolved), the
     knobs, the GPU and what speculative decoding adds. Engines read the cache's fields they need
     (``request.cache.kv_dtype``); the layout knobs reach ``build_layout`` whole."""
@@ -126,7 +124,6 @@ class Request:
         return self.device.name if self.device else None
 
 
-@dataclass(frozen=True, kw_only=True)
 class Resolved(Request):
     """A request as an engine release resolved it (``Engine.resolve``): its checks passed and every knob it leaves
     to the release (``None`` in ``Settings``) filled in with the release's default for this GPU and model.
@@ -140,8 +137,7 @@ def resolved(request: Request) -> Resolved:
     return Resolved(**{f.name: getattr(request, f.name) for f in fields(Request)})
 
 
-@dataclass(frozen=True, kw_only=True)
-class GroupRow:
+class GroupRow(Record):
     """One kind of layer as the engine caches it (size's layer group plus blocks)."""
 
     kind: str
@@ -154,8 +150,7 @@ class GroupRow:
     tokens_reserved_per_request: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class Refusal:
+class Refusal(Record):
     """An engine's "no", as it says it: its message with its numbers, and its own estimate of the
     longest max_model_len that would fit (None where the engine gives none)."""
 
@@ -164,8 +159,9 @@ class Refusal:
     stage: int | None = None  # the PP stage that refused (None: every stage, or no stages)
 
 
-@dataclass(frozen=True, kw_only=True)
-class EnginePlan:
+class EnginePlan(Record):
+    """An engine's answer: its cache as the engine logs it, per GPU, and whether it starts."""
+
     engine: str
     version: str  # the release whose defaults and rules this profile follows
     kv_dtype: str

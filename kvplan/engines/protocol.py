@@ -23,7 +23,6 @@ differs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from kvplan.engines.base import EnginePlan, Refusal, Request, Resolved
@@ -33,6 +32,7 @@ from kvplan.engines.spelling import Spelling
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 from kvplan.formulas.request import CacheRequest, Parallel
+from kvplan.records import Record
 from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
 from kvplan.units import cdiv
 
@@ -45,8 +45,7 @@ NCCL_SHM_RULE = "1 GiB allowance for NCCL's shared-memory segments (an estimate,
 COMPRESSED_PARTS = (CompressedMLA, SlidingMLA, CompressorState)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Fp8BlockCheck:
+class Fp8BlockCheck(Record):
     """A release's check that a block-quantized FP8 checkpoint's weight blocks divide at the TP the weights are cut
     by (``kvplan.planning.quant_checks``)."""
 

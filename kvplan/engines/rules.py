@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from kvplan.records import Record
+
 TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder_cache", "activation", "persistent",
                    "non_torch", "cuda_graphs", "given"]
 
@@ -36,8 +38,7 @@ class BudgetTerm:
         return replace(self, exact=False, estimated_because=found) if found else self
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProfileRun:
+class ProfileRun(Record):
     """An engine's start-up profile run, as data: what runs and what is alive at its peak."""
 
     tokens: int  # the forward pass runs over this many tokens (max_num_batched_tokens)
@@ -53,8 +54,7 @@ class ProfileRun:
     spec_logit_rows: int = 0  # logit rows of a rejection-sampler dummy batch held beside the sampler's rows
 
 
-@dataclass(frozen=True, kw_only=True)
-class WeightSplit:
+class WeightSplit(Record):
     """How an engine cuts the weights over one GPU: attention by ``attention_tp``, the other dense layers by ``tp``,
     each MoE layer's experts over ``ep`` ranks, every expert cut by ``expert_tp // ep`` (at least 1)."""
 
@@ -65,8 +65,7 @@ class WeightSplit:
     towers: Literal["first", "every", "none"] = "first"  # where vision/audio towers load ("none": text-only mode)
 
 
-@dataclass(frozen=True, kw_only=True)
-class BudgetRules:
+class BudgetRules(Record):
     """What a release subtracts before the KV cache, as data; ``kvplan.planning.budget`` sizes each part."""
 
     profile: ProfileRun | None  # None: activations are not measured (SGLang keeps a reserve instead)
@@ -89,8 +88,7 @@ class BudgetRules:
     load: LoadRule | None = None  # how the release keeps what it loads (None: the checkpoint's tensors as stored)
 
 
-@dataclass(frozen=True, kw_only=True)
-class LoadRule:
+class LoadRule(Record):
     """What a release's load keeps beyond the checkpoint's tensors, as data (sized by
     ``kvplan.planning.weights.loaded``)."""
 
@@ -98,8 +96,7 @@ class LoadRule:
     mrope_per_model: bool = False  # M-RoPE caches max_position × the model's own factor, else × 4
 
 
-@dataclass(frozen=True, kw_only=True)
-class CommRule:
+class CommRule(Record):
     """NCCL memory a vLLM V1 release subtracts: every communicator, created after the start-up snapshot (0.8-0.10,
     NCCL_CUMEM_ENABLE forced to 0), or only the TP group's torch communicator the profile's logits all-gather
     creates (0.11-0.25); on a GPU of an NVSwitch system with NVLink SHARP or not. The bytes per TP and per PP
@@ -115,8 +112,7 @@ class CommRule:
     measured_on: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class AfterKv:
+class AfterKv(Record):
     """What a release allocates after its KV cache is sized, as data (sized by ``kvplan.planning.after_kv``):
     CUDA graphs its budget did not subtract, the sampler warm-up on the last PP stage, and persistent buffers
     allocated before the profile that no budget term counts."""
@@ -128,8 +124,7 @@ class AfterKv:
     source: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class LoraRule:
+class LoraRule(Record):
     """How a release allocates LoRA adapter slots on the GPU (sized by ``kvplan.planning.extras.lora``)."""
 
     slots: int  # adapters resident at once (vLLM max_loras, SGLang max_loras_per_batch)
@@ -142,8 +137,7 @@ class LoraRule:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class EncoderRule:
+class EncoderRule(Record):
     """A release's multimodal profile run: dummy items of the largest modality, their outputs held through the
     language model's dummy forward (sized by ``kvplan.planning.extras.encoder``)."""
 
@@ -155,8 +149,7 @@ class EncoderRule:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class BudgetSteps:
+class BudgetSteps(Record):
     """KV memory per GPU and the arithmetic that produced it (for --explain)."""
 
     kv_budget_bytes: int

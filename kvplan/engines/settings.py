@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from kvplan.errors import InputError
+from kvplan.records import Record
 
 EntryPoint = Literal["serve", "llm"]
 # How tokens are drafted (vLLM's method names): a separate draft checkpoint, an EAGLE head, an EAGLE-3 head,
@@ -48,8 +49,7 @@ def _positive(obj: object, *names: str, zero: bool = False) -> None:
             raise InputError(f"{name} must be {'0 or more' if zero else 'positive'}, got {value}", arg=name)
 
 
-@dataclass(frozen=True, kw_only=True)
-class VllmSettings:
+class VllmSettings(Record):
     """vLLM's own knobs."""
 
     gpu_memory_utilization: float | None = None  # fraction of total memory (None: the release row's, filled in by
@@ -73,8 +73,7 @@ class VllmSettings:
         _positive(self, "in_flight_batches")
 
 
-@dataclass(frozen=True, kw_only=True)
-class SglangSettings:
+class SglangSettings(Record):
     """SGLang's own knobs."""
 
     mem_fraction_static: float | None = None  # fraction of free memory, weights included (default: by GPU)
@@ -91,8 +90,7 @@ class SglangSettings:
         _positive(self, "chunked_prefill_size", "cuda_graph_max_bs", "max_total_tokens", "hicache_ratio")
 
 
-@dataclass(frozen=True, kw_only=True)
-class TrtllmSettings:
+class TrtllmSettings(Record):
     """TensorRT-LLM's own knobs."""
 
     free_gpu_memory_fraction: float | None = None  # KvCacheConfig: fraction of memory free after load (0.9)
@@ -103,8 +101,7 @@ class TrtllmSettings:
         _positive(self, "max_tokens")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(Record):
     """Knobs every engine reads under one name, and each engine's own (``vllm``, ``sglang``, ``trtllm``)."""
 
     max_num_batched_tokens: int | None = None  # vLLM (TRT-LLM max_num_tokens): by GPU class and entry point
@@ -151,8 +148,9 @@ class Settings:
 
 
 NO_SETTINGS = Settings()  # every knob left to the release (a value: shared as every question's default)
-ENGINE_PARTS = {"vllm": VllmSettings, "sglang": SglangSettings, "trtllm": TrtllmSettings}
-SETTING_NAMES = frozenset(name for cls in (Settings, *ENGINE_PARTS.values()) for name in
+ENGINE_PARTS: dict[str, type[Any]] = {"vllm": VllmSettings, "sglang": SglangSettings, "trtllm": TrtllmSettings}
+SETTINGS_CLASSES: tuple[type[Any], ...] = (Settings, *ENGINE_PARTS.values())
+SETTING_NAMES = frozenset(name for cls in SETTINGS_CLASSES for name in
                           (f.name for f in dataclasses.fields(cls)) if name not in ENGINE_PARTS)
 
 

@@ -6,16 +6,17 @@ pasted command and writes one with it; nothing there asks for an engine by its n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
+
+from kvplan.records import Record
 
 # How a parser reads option strings: vLLM's FlexibleArgumentParser (``--a_b`` is ``--a-b``, ``--json.key`` sets one key,
 # ``-O3``; argparse's abbreviations), argparse (abbreviations), click (exact names only).
 Parser = Literal["flexible", "argparse", "click"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class EntryPoint:
+class EntryPoint(Record):
     """One way the engine is launched: its words before the arguments, and what that entry point does differently."""
 
     name: str  # serve | api_server | launch_server
@@ -33,8 +34,7 @@ class EntryPoint:
     subcommand_absent_in: str = ""  # the release whose command has no such subcommand
 
 
-@dataclass(frozen=True, kw_only=True)
-class Spelling:
+class Spelling(Record):
     """The launch command of an engine: read (``reads``: parser dest -> the question's part, field and the value's
     conversion) and written (``flags``: knob -> its flags, the first the release has is written)."""
 

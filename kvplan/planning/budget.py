@@ -22,7 +22,7 @@ weights; ``non_torch_bytes`` replaces the non-torch terms.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 
 from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Refusal, Request, Resolved
@@ -39,6 +39,7 @@ from kvplan.planning.provenance import audited
 from kvplan.planning.request import Memory
 from kvplan.planning.weights import weight_bytes_per_stage, weights_source
 from kvplan.planning.weights.loaded import loaded_extras
+from kvplan.records import Record
 from kvplan.units import GIB, MIB, format_gib, parse_bytes
 
 DEFAULT_GPU = "H100"
@@ -56,8 +57,7 @@ NON_TORCH: dict[str, tuple[str, int, str]] = {
 NCCL_BYTES_PER_GROUP = 256 * MIB  # estimate; a tp-8 A100 V0 log shows 2.10 GiB with custom all-reduce
 
 
-@dataclass(frozen=True, kw_only=True)
-class Overhead:
+class Overhead(Record):
     """Everything subtracted besides the checkpoint's weights, summed by kind (JSON ``overhead``)."""
 
     non_torch_bytes: int
@@ -75,8 +75,7 @@ class Overhead:
                 + self.draft_weights_bytes + self.lora_bytes + self.encoder_cache_bytes)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Budget:
+class Budget(Record):
     """KV memory per GPU of each PP stage, and what it was derived from."""
 
     per_stage: tuple[int, ...]

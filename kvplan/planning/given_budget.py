@@ -19,8 +19,6 @@ and graph sizes are estimates (``kvplan.planning.budget``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engines import BudgetRules, BudgetTerm, Engine, Refusal, Resolved
 from kvplan.engines.base import term_bytes
 from kvplan.errors import KvplanError
@@ -28,12 +26,12 @@ from kvplan.planning.after_kv import CUDA_CONTEXT_BYTES, snapshot_bytes
 from kvplan.planning.budget import overridden, stage_terms, weights_per_stage
 from kvplan.planning.request import Memory
 from kvplan.planning.verdict import estimate_error_bytes
+from kvplan.records import Record
 from kvplan.units import format_gib
 
 CONTEXT_TERMS = ("cuda_context", "context_cublas_absolute")  # non-torch terms that already hold the CUDA context
 FREED = ("activation", "cuda_graphs")  # not resident when the cache is allocated
-@dataclass(frozen=True, kw_only=True)
-class Held:
+class Held(Record):
     """One GPU of a stage when its KV cache is allocated."""
 
     stage: int

@@ -108,7 +108,8 @@ def paged_specs(req: Request, parts: tuple[Part | None, ...], dtype: KvDtype) ->
     name = backend(req)
     check_kv_dtype(req, dtype)
     block = cache_block(req)
-    specs = tuple(None if p is None else PagedSpec(p, module_block(p, block), page(p, dtype, module_block(p, block)))
+    specs = tuple(None if p is None else PagedSpec(spec=p, block_size=module_block(p, block),
+                                                         page_bytes=page(p, dtype, module_block(p, block)))
                   for p in parts)
     aligns = tuple(1 if p is None else stride_alignment(p, dtype, block) for p in parts)
     return specs, name, block, aligns

@@ -11,11 +11,12 @@ arithmetic on frozen values; which backend and block size apply is decided in ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kvplan.dtypes import KvDtype
 from kvplan.errors import InputError
 from kvplan.formulas.per_token import StateDtypes, encoder_bytes_per_token, part_bytes_per_token, part_state_bytes
+from kvplan.records import Record
 from kvplan.specs import (
     ChunkedAttn,
     CompressorState,
@@ -31,8 +32,7 @@ from kvplan.specs import (
 from kvplan.units import cdiv
 
 
-@dataclass(frozen=True, slots=True)
-class PagedSpec:
+class PagedSpec(Record):
     """One cache module on one worker as vLLM pages it: the per-GPU part, the block size it ends with
     and the bytes of one block (FullAttentionSpec, SlidingWindowSpec, MLAAttentionSpec, MambaSpec,
     CrossAttentionSpec, ...). `fixed_blocks`: the blocks one request reserves for a Mamba state,
@@ -65,8 +65,9 @@ class PagedSpec:
         return f"{kind}:{self.window}" if self.window else kind
 
 
-@dataclass(frozen=True, slots=True)
-class Group:
+class Group(Record):
+    """One KV-cache group: a page spec and the layers that share its block ids."""
+
     spec: PagedSpec
     layers: tuple[int, ...]  # module indices (padding is implicit: width - len)
 
@@ -75,8 +76,7 @@ Specs = tuple[PagedSpec | None, ...]
 SLIDING = (SlidingAttn, SlidingMLA, CompressorState)  # vLLM SlidingWindowSpec (and SlidingWindowMLASpec)
 
 
-@dataclass(frozen=True, slots=True)
-class SpecReserve:
+class SpecReserve(Record):
     """What speculative decoding adds to one request's reserve (vLLM 0.33): tokens a sliding window keeps below
     itself so multi-module MTP can re-prefill them (``extra_retained_tokens``), and one state block per drafted
     token on Mamba layers (``num_speculative_blocks``)."""
@@ -88,8 +88,7 @@ class SpecReserve:
 NO_SPEC = SpecReserve()
 
 
-@dataclass(frozen=True, slots=True)
-class Modules:
+class Modules(Record):
     """The cache modules of a model's layers, in order: a composite layer gives one per part, a
     layer without cache one None; `stages` are the PP stages' module index ranges."""
 
@@ -104,7 +103,7 @@ def modules(specs: tuple[LayerSpec, ...], stage_ranges: tuple[range, ...]) -> Mo
         starts.append(len(out))
         out.extend(parts(spec) or (None,))
     starts.append(len(out))
-    return Modules(tuple(out), tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
+    return Modules(parts=tuple(out), stages=tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
 
 
 def paged_spec(spec: Part | None, dtype: KvDtype, state_dtypes: StateDtypes, block_size: int) -> PagedSpec | None:
@@ -112,10 +111,10 @@ def paged_spec(spec: Part | None, dtype: KvDtype, state_dtypes: StateDtypes, blo
     if spec is None:
         return None
     if isinstance(spec, LinearState):
-        return PagedSpec(spec, 1, part_state_bytes(spec, state_dtypes))
+        return PagedSpec(spec=spec, block_size=1, page_bytes=part_state_bytes(spec, state_dtypes))
     if isinstance(spec, CrossAttn):
-        return PagedSpec(spec, block_size, block_size * encoder_bytes_per_token(spec, dtype))
-    return PagedSpec(spec, block_size, block_size * part_bytes_per_token(spec, dtype))
+        return PagedSpec(spec=spec, block_size=block_size, page_bytes=block_size * encoder_bytes_per_token(spec, dtype))
+    return PagedSpec(spec=spec, block_size=block_size, page_bytes=block_size * part_bytes_per_token(spec, dtype))
 
 
 def unify_page_size(specs: Specs) -> Specs:
@@ -144,9 +143,9 @@ def kv_cache_groups(specs: Specs, ratio: float | None = 1.5, strided: bool = Tru
     release's group size rule and split (``VllmRelease.group_size_ratio``, ``hybrid_groups_strided``)."""
     layers = [(i, s) for i, s in enumerate(specs) if s is not None]
     if len({s for _, s in layers}) == 1:
-        return (Group(layers[0][1], tuple(i for i, _ in layers)),), False
+        return (Group(spec=layers[0][1], layers=tuple(i for i, _ in layers)),), False
     if len({(s.family, s.block_size) for _, s in layers}) == 1:
-        return (Group(layers[0][1], tuple(i for i, _ in layers)),), True
+        return (Group(spec=layers[0][1], layers=tuple(i for i, _ in layers)),), True
     return _hybrid_groups(unify_page_size(specs), ratio, strided), False
 
 
@@ -162,7 +161,8 @@ def _hybrid_groups(specs: Specs, ratio: float | None, strided: bool) -> tuple[Gr
     groups = []
     for spec, idx in buckets.items():
         n = cdiv(len(idx), size)
-        groups += [Group(spec, tuple(idx[g::n] if strided else idx[g * size:(g + 1) * size])) for g in range(n)]
+        groups += [Group(spec=spec, layers=tuple(idx[g::n] if strided else idx[g * size:(g + 1) * size]))
+                   for g in range(n)]
     return tuple(groups)
 
 

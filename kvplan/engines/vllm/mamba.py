@@ -23,9 +23,9 @@ Mamba-2 in 0.32), whether hybrids default to prefix caching (0.28 on), whether p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from kvplan.engines.vllm.backends import is_blackwell, is_sm90
+from kvplan.records import Record
 from kvplan.specs import LinearState
 from kvplan.units import cdiv
 
@@ -33,8 +33,9 @@ FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64  # vllm/model_executor/layers/mamba/gdn
 MLA_HYBRID_MIN_BLOCK = 128  # interface.py: TRTLLM/FlashInfer MLA decode kernels
 
 
-@dataclass(frozen=True, slots=True)
-class MambaRules:
+class MambaRules(Record):
+    """The Mamba cache rules of one release and request (``paging.mamba_rules``)."""
+
     align: bool  # mamba_cache_mode == "align"
     gdn_flashinfer: bool  # Qwen gated DeltaNet prefill on FlashInfer
     legacy: bool = False  # a release before 0.29: the hybrid block by 16-token alignment only

@@ -79,7 +79,7 @@ def packed_groups(specs: Specs) -> tuple[Group, ...]:
             members = tuple(i for repeat in pattern[k::n] for i in repeat)
             first = specs[members[0]]
             assert first is not None
-            groups.append(Group(first, members))
+            groups.append(Group(spec=first, layers=members))
     return tuple(groups)
 
 

@@ -9,7 +9,7 @@ at least max_model_len (vllm/engine/arg_utils.py:3190-3199).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kvplan.engines.base import Request
 from kvplan.engines.vllm import deepseek_v4, speculative
@@ -27,14 +27,14 @@ from kvplan.engines.vllm.speculative import worker_stages
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
+from kvplan.records import Record
 from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, Part, parts
 
 MAX_NUM_BATCHED_TOKENS = 8192  # vLLM 0.33 `vllm serve` default on an H100
 MAMBA_ALIGN_BLOCK = 16  # attention-free models in align mode: mamba_block_size = cache_config.block_size
 
 
-@dataclass(frozen=True, slots=True)
-class Paging:
+class Paging(Record):
     """The paged specs of one worker's cache modules, and how their block size was chosen."""
 
     specs: Specs
@@ -76,8 +76,8 @@ def mamba_rules(req: Request, layout: Layout, rel: VllmRelease, states: list[Lin
         raise InputError(f"{rel.label} caches {all_mode[0]}'s Mamba states per block under prefix caching "
                          "(0.15-0.27 mamba_cache_mode 'all', model_executor/models/config.py), which kvplan does not model; "
                          "plan it with prefix caching off", arg="prefix_caching")
-    return MambaRules(cached and rel.mamba_align_mode, _gdn_flashinfer(req, states), legacy=rel.hybrid_block_legacy,
-                      checkpoints=rel.mamba_checkpoint_mixers)
+    return MambaRules(align=cached and rel.mamba_align_mode, gdn_flashinfer=_gdn_flashinfer(req, states),
+                      legacy=rel.hybrid_block_legacy, checkpoints=rel.mamba_checkpoint_mixers)
 
 
 def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) -> Paging:
@@ -93,7 +93,7 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     mods = modules(per_gpu, worker_stages(req, layout))
     if deepseek_v4.is_deepseek_v4(mods.parts):
         specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
-        return Paging(specs, mods.stages, name, block, None, packed=aligns)
+        return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None, packed=aligns)
     mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
     backend, bs, kernel = _backend(req, layout, mods.parts, rel)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
@@ -101,20 +101,22 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     specs = _with_cross_blocks(specs, max_num_batched_tokens(req))
     states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)]
     if not states:
-        return Paging(specs, mods.stages, backend, bs, None)
+        return Paging(specs=specs, stages=mods.stages, backend=backend, block_size=bs, mamba_alignment=None)
     rules = mamba_rules(req, layout, rel, states)
     attention = [s for s in specs if s and not isinstance(s.spec, (LinearState, CrossAttn, IndexerCache))]
     if not attention:  # attention-free: unpadded states, block = 16 (align) or max_model_len
         block = MAMBA_ALIGN_BLOCK if rules.align else req.max_model_len
-        return Paging(_states(specs, rules, block, None), mods.stages, backend, block, None, rules.align)
+        return Paging(specs=_states(specs, rules, block, None), stages=mods.stages, backend=backend, block_size=block,
+                      mamba_alignment=None, mamba_align_mode=rules.align)
     per_token = attention[0].page_bytes // attention[0].block_size
     state_page = max(s.page_bytes for s in specs if s and isinstance(s.spec, LinearState))
     alignment = checkpoint_alignment(states, rules)
     block = hybrid_block_size(bs, kernel, per_token, state_page, bool(mla), alignment, rules.legacy)
     raised = tuple(replace(s, block_size=block, page_bytes=s.page_bytes // s.block_size * block)
                    if s and not isinstance(s.spec, LinearState) else s for s in specs)
-    return Paging(_states(raised, rules, block if rules.align else req.max_model_len, block * per_token),
-                  mods.stages, backend, block, alignment, rules.align)
+    return Paging(specs=_states(raised, rules, block if rules.align else req.max_model_len, block * per_token),
+                  stages=mods.stages, backend=backend, block_size=block, mamba_alignment=alignment,
+                  mamba_align_mode=rules.align)
 
 
 def kept_block_size(req: Request, rel: VllmRelease, pages: Paging) -> int:

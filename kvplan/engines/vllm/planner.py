@@ -91,7 +91,8 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
     per_request = deepseek_v4.blocks_per_request(rel, groups, specs, need, stages[-1]) \
         if pages.packed is not None else sum(need)
-    return Blocks(groups, block_bytes, need, num_blocks, in_flight, stages, reserve, check=rel.start_check,
+    return Blocks(groups=groups, block_bytes=block_bytes, need=need, num_blocks=num_blocks, in_flight=in_flight,
+                  stages=stages, reserve=reserve, check=rel.start_check,
                   packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)
 
 

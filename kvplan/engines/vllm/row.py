@@ -7,10 +7,10 @@ release introduced; ``changes`` says, for each release, which rules are new in i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from kvplan.engines.version import Version
+from kvplan.records import Record
 
 GIB = 1024**3
 # vLLM V1's NCCL memory by when its budget sees it (CommRule), per group, from the non-torch memory real logs print
@@ -47,16 +47,14 @@ SamplerPath = Literal["sort", "flashinfer", "triton", "flashinfer+triton"]
 StartCheck = Literal["layers", "model_first_group", "first_group", "groups"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Change:
+class Change(Record):
     """One rule a release has that the release before it did not, and where its code has it."""
 
     rule: str
     source: str  # release and file:line
 
 
-@dataclass(frozen=True, kw_only=True)
-class SchedulerTier:
+class SchedulerTier(Record):
     """One row of the default max_num_batched_tokens / max_num_seqs table (``engine/arg_utils.py``)."""
 
     min_memory_bytes: int  # torch total memory of the GPU class
@@ -66,8 +64,7 @@ class SchedulerTier:
     names: tuple[str, ...] = ()  # 0.8.0: the tier is picked by device name (h100, h200), not memory
 
 
-@dataclass(frozen=True, kw_only=True)
-class Mrv2Rule:
+class Mrv2Rule(Record):
     """Which models run on Model Runner V2 (``v1/worker/gpu/``) without VLLM_USE_V2_MODEL_RUNNER
     (``config/vllm.py`` ``_is_default_v2_model_runner_model``); a model with an unsupported feature falls back."""
 
@@ -81,8 +78,7 @@ class Mrv2Rule:
 Capability = tuple[int, int]  # CUDA compute capability as vLLM reads it: (9, 0) = sm90, (12, 1) = sm121
 
 
-@dataclass(frozen=True, kw_only=True)
-class MoeBackendRule:
+class MoeBackendRule(Record):
     """One entry of a release's MXFP4 MoE backend priority: the backend, the compute capabilities it runs on
     (``low`` up to, not including, ``high``) and a package it needs that may be missing ("": none), with kvplan's
     guess of whether it is there."""
@@ -94,8 +90,7 @@ class MoeBackendRule:
     assumed_present: bool = True  # kvplan's guess for the optional package (the pick is then an estimate)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Mxfp4Rule:
+class Mxfp4Rule(Record):
     """Which MXFP4 MoE backend a release picks by compute capability (the first entry that runs on the GPU), for
     gpt-oss-style experts (quant_method mxfp4, bf16 activations) and for DeepSeek-V4's fp4 experts, and what the
     triton_kernels layout keeps."""
@@ -106,8 +101,9 @@ class Mxfp4Rule:
     source: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class VllmRelease:
+class VllmRelease(Record):
+    """One vLLM release as data: its defaults, what its budget subtracts and what it accepts (``rows.py``)."""
+
     key: str  # what follows `vllm@`
     label: str  # EnginePlan.version
     # the engine that runs: V0 (LLMEngine, worker/worker.py; vLLM 0.8 keeps it behind VLLM_USE_V1=0) or V1

@@ -12,18 +12,19 @@ registry for the Transformers backend are still served (kvplan sizes them by the
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from kvplan.engines.version import below
 from kvplan.errors import InputError
+from kvplan.records import Record
 
 REGISTRY = Path(__file__).resolve().parent / "registry.json"
+# registry.json's columns, in order
+SERVED_FIELDS = ("first", "last", "refused_from", "says_last", "kind", "transformers_from")
 
 
-@dataclass(frozen=True, slots=True)
-class Served:
+class Served(Record):
     """One architecture's releases: first listed (None: 0.8.0 or earlier), last native, first refusing, the release
     vLLM's refusal names, kind, and the first release that has it only through the Transformers backend."""
 
@@ -36,9 +37,24 @@ class Served:
 
 
 @cache
+def _rows() -> dict[str, list[str | None]]:
+    return dict(json.loads(REGISTRY.read_text())["architectures"])
+
+
+def _served(row: list[str | None]) -> Served:
+    return Served(**dict(zip(SERVED_FIELDS, row + [None] * (6 - len(row)), strict=True)))  # type: ignore[arg-type]
+
+
+@cache
 def registry() -> dict[str, Served]:
-    doc = json.loads(REGISTRY.read_text())
-    return {name: Served(*(row + [None] * (6 - len(row)))) for name, row in doc["architectures"].items()}
+    return {name: _served(row) for name, row in _rows().items()}
+
+
+@cache
+def served(arch: str) -> Served | None:
+    """One architecture's row, built alone: a plan looks up its model's one or two of the ~480."""
+    row = _rows().get(arch)
+    return None if row is None else _served(row)
 
 
 def newest() -> str:
@@ -47,14 +63,13 @@ def newest() -> str:
 
 def check_served(architectures: list[str], row_key: str, label: str) -> None:
     """Refuse an architecture the release does not build, in vLLM's words where it has them."""
-    table = registry()
     for arch in architectures:
-        served = table.get(arch)
-        if served is None:
+        row = served(arch)
+        if row is None:
             continue
-        if served.refused_from and not below(row_key, served.refused_from):
-            raise InputError(f"{label} refuses architecture {arch}: supported until v{served.says_last} "
+        if row.refused_from and not below(row_key, row.refused_from):
+            raise InputError(f"{label} refuses architecture {arch}: supported until v{row.says_last} "
                              "(vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS)", arg="engine")
-        if served.first and below(row_key, served.first):
-            raise InputError(f"{label} does not have architecture {arch}: vLLM serves it from v{served.first} "
+        if row.first and below(row_key, row.first):
+            raise InputError(f"{label} does not have architecture {arch}: vLLM serves it from v{row.first} "
                              "(vllm/model_executor/models/registry.py)", arg="engine")

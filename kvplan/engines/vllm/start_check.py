@@ -4,17 +4,17 @@ the refusal: ``refusals.py``; the blocks themselves: ``planner.py``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engines.base import Refusal, Request
 from kvplan.engines.vllm import refusals
 from kvplan.engines.vllm.groups import NO_SPEC, Group, SpecReserve, Specs, blocks_needed, group_width
 from kvplan.engines.vllm.paging import Paging
 from kvplan.engines.vllm.row import StartCheck, VllmRelease
+from kvplan.records import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Blocks:
+class Blocks(Record):
+    """The paged KV cache of one plan: its groups, their blocks and what one request reserves."""
+
     groups: tuple[Group, ...]
     block_bytes: tuple[int, ...]  # one block id on a worker of each stage
     need: tuple[int, ...]  # blocks one max-length request reserves per group
