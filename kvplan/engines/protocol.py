@@ -191,4 +191,4 @@ _RULES: IdentityCache[BudgetRules] = IdentityCache(maxsize=16)
 def rules_of(engine: Engine, request: Resolved) -> BudgetRules:
     """``engine.budget_rules(request)``, once per resolved request object: a capacity answer reads them for its
     budget, its notes and its summaries, and they are a pure function of the engine release and the request."""
-    return _RULES.get((engine, request), (), lambda: engine.budget_rules(request))
+    return _RULES.get(request, engine, lambda: engine.budget_rules(request))

@@ -92,18 +92,19 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     own = layout.specs_per_gpu  # the cached layout's tuple: the same object call after call (_MODULES' key)
     per_gpu = speculative.with_draft_conv_rows((*own, *req.draft.specs_per_gpu) if req.draft else own, req, rel)
     stages = worker_stages(req, layout)
-    mods = _MODULES.get((per_gpu,), (stages,), lambda: modules(per_gpu, stages))
-    kinds = _KINDS.get((mods.parts,), (), lambda: _kinds(mods.parts))
+    bounds = tuple((r.start, r.stop) for r in stages)  # not the ranges: two empty ranges are equal
+    mods = _MODULES.get(per_gpu, bounds, lambda: modules(per_gpu, stages))
+    kinds = _KINDS.get(mods.parts, (), lambda: _kinds(mods.parts))
     if kinds.deepseek_v4:
         specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
         return Paging(specs, mods.stages, name, block, None, packed=aligns)
     backend, bs, kernel = _backend(req, layout, kinds, rel)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
-    specs = _SPECS.get((mods.parts,), (layout.kv_dtype, dtypes, bs),
+    specs = _SPECS.get(mods.parts, (layout.kv_dtype, dtypes, bs),
                        lambda: tuple(paged_spec(p, layout.kv_dtype, dtypes, bs) for p in mods.parts))
     if kinds.cross:
         specs = _with_cross_blocks(specs, max_num_batched_tokens(req))
-    states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)]
+    states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)] if kinds.linear else []
     if not states:
         return Paging(specs, mods.stages, backend, bs, None)
     rules = mamba_rules(req, layout, rel, states)
@@ -147,6 +148,7 @@ class Kinds:
     diff_kv: bool  # an attention module whose V width differs from its K width
     index_key: bool  # a sparse-attention indexer key without scales
     cross: bool  # cross-attention (Whisper): its reserve follows max_num_batched_tokens
+    linear: bool  # a linear-attention / Mamba state
     deepseek_v4: bool
 
 
@@ -157,7 +159,8 @@ def _kinds(parts_: tuple[Part | None, ...]) -> Kinds:
                  head_size=max((p.head_dim for p in heads), default=0),
                  diff_kv=any(p.v_head_dim != p.head_dim for p in heads),
                  index_key=any(isinstance(p, IndexerCache) and not p.scales for p in parts_),
-                 cross=any(isinstance(p, CrossAttn) for p in parts_), deepseek_v4=deepseek_v4.is_deepseek_v4(parts_))
+                 cross=any(isinstance(p, CrossAttn) for p in parts_), linear=any(isinstance(p, LinearState) for p in parts_),
+                 deepseek_v4=deepseek_v4.is_deepseek_v4(parts_))
 
 
 # A cached layout pages the same modules on every call (fit: the same model on many GPUs and layouts): its modules,

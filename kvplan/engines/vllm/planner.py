@@ -83,7 +83,7 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
         groups, uniform_type = packed.packed_groups(specs), True
         block_bytes = tuple(deepseek_v4.block_bytes(rel, groups, specs, r, pages.packed) for r in stages)
     else:
-        groups, uniform_type, block_bytes = _GROUPS.get((specs,), (stages, rel.group_size_ratio, rel.hybrid_groups_strided),
+        groups, uniform_type, block_bytes = _GROUPS.get(specs, (stages, rel.group_size_ratio, rel.hybrid_groups_strided),
                                                         lambda: _grouped(specs, stages, rel))
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
