@@ -100,8 +100,7 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
         return Paging(specs, mods.stages, name, block, None, packed=aligns)
     backend, bs, kernel = _backend(req, layout, kinds, rel)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
-    specs = _SPECS.get(mods.parts, (layout.kv_dtype, dtypes, bs),
-                       lambda: tuple(paged_spec(p, layout.kv_dtype, dtypes, bs) for p in mods.parts))
+    specs = _SPECS.get(mods.parts, (layout.kv_dtype, dtypes, bs), lambda: _paged_specs(mods.parts, layout, dtypes, bs))
     if kinds.cross:
         specs = _with_cross_blocks(specs, max_num_batched_tokens(req))
     states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)] if kinds.linear else []
@@ -168,6 +167,15 @@ def _kinds(parts_: tuple[Part | None, ...]) -> Kinds:
 _MODULES: IdentityCache[Modules] = IdentityCache()
 _KINDS: IdentityCache[Kinds] = IdentityCache()
 _SPECS: IdentityCache[Specs] = IdentityCache()
+
+
+def _paged_specs(parts_: tuple[Part | None, ...], layout: Layout, dtypes: StateDtypes, block_size: int) -> Specs:
+    """Each module's paged spec, once per part object: a layout's layers alike share one per-GPU part."""
+    found: dict[int, PagedSpec | None] = {}  # by id: parts_ holds every part while this runs
+    for p in parts_:
+        if id(p) not in found:
+            found[id(p)] = paged_spec(p, layout.kv_dtype, dtypes, block_size)
+    return tuple(found[id(p)] for p in parts_)
 
 
 def _backend(req: Request, layout: Layout, kinds: Kinds, rel: VllmRelease) -> tuple[str, int, int]:
