@@ -44,7 +44,7 @@ def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
         raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
                          f"{m.max_model_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)", arg="max_model_len")
     source = KV_HEADS_NOT_REPLICATED.get(m.model_type or "")
-    heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0)
+    heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0) if source else 0
     if source and heads and req.tp > heads:
         raise ShardingError(f"vLLM's {m.model_type} model ({source}) splits its {heads} KV heads over tp without "
                             f"replicating them: tp {req.tp} leaves 0 heads per rank (vLLM crashes); use tp <= {heads}",
