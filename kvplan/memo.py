@@ -11,20 +11,20 @@ A cached value is shared by every caller that gets it: callers read it, never mu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
 
 class IdentityCache(Generic[T]):
-    """Values computed from one object (by identity) and small hashable `extra` values (by equality)."""
+    """Values computed from one object (by identity) and a small hashable `extra` value (by equality)."""
 
     def __init__(self, maxsize: int = 256) -> None:
         self.maxsize = maxsize
-        self._entries: dict[tuple[int, Hashable], tuple[Any, T]] = {}
+        self._entries: dict[tuple[int, object], tuple[Any, T]] = {}
 
-    def get(self, obj: Any, extra: Hashable, compute: Callable[[], T]) -> T:
+    def get(self, obj: Any, extra: object, compute: Callable[[], T]) -> T:
         """The value for (obj, extra), computed once. An entry holds its object, so while it is here no other object
         can have that id: a key found is the same object."""
         key = (id(obj), extra)
