@@ -263,8 +263,10 @@ def stage_bytes(parts: ModelParts, split: Split, pp: int, stage: int, *, include
     counts = pp_layer_counts(len(parts.layers), pp)
     start = sum(counts[:stage])
     by_kind: Counter[str] = Counter()
-    for counted in layer_bytes(parts, split)[start:start + counts[stage]]:
-        by_kind.update(counted)
+    layers = layer_bytes(parts, split)[start:start + counts[stage]]
+    times = Counter(map(id, layers))  # layers of one kind share one count: add it once, times their number
+    for counted in {id(c): c for c in layers}.values():
+        by_kind.update({kind: n * times[id(counted)] for kind, n in counted.items()})
     tower = [p for p in parts.first if p.category in TOWER_CATEGORIES]
     if towers == "every" or (towers == "first" and stage == 0):
         add_bytes(by_kind, tower, split)
