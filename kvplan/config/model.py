@@ -12,9 +12,14 @@ from typing import Any
 
 from kvplan.dtypes import canonical_dtype
 from kvplan.errors import InputError
+from kvplan.memo import IdentityCache
 from kvplan.specs import LayerSpec, LinearState
 
 SERVED_DTYPES = ("bf16", "fp16", "fp32")
+_ABSENT = object()  # a field neither in the config nor defaulted: the caller's default
+# ModelConfig.field by model object and name: raw is never changed once the model is built (a changed config is a
+# new model: dataclasses.replace), so a field read once is read again from here
+_FIELDS: IdentityCache[Any] = IdentityCache(maxsize=256)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +57,10 @@ class ModelConfig:
     def field(self, name: str, default: Any = None) -> Any:
         """A config field the KV model does not normalize (vocab_size, intermediate_size, ...), through
         the alias table: the first key present, else its class default (config.defaults), else `default`."""
+        found = _FIELDS.get(self, name, lambda: self._field(name))  # a capacity reads a few fields many times
+        return default if found is _ABSENT else found
+
+    def _field(self, name: str) -> Any:
         from kvplan.config.aliases import WEIGHT_DEFAULTS, WEIGHT_FIELDS  # the weights path only, not `size`'s
         from kvplan.config.defaults import omitted_default
 
@@ -59,7 +68,7 @@ class ModelConfig:
             if self.raw.get(key) is not None:
                 return self.raw[key]
         found = omitted_default(self.raw, WEIGHT_FIELDS[name], name=name, hand=WEIGHT_DEFAULTS)
-        return default if found is None else found.value
+        return _ABSENT if found is None else found.value
 
     @property
     def is_mla(self) -> bool:

@@ -32,6 +32,7 @@ from kvplan.engines.spelling import Spelling
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy
 from kvplan.formulas.request import CacheRequest, Parallel
+from kvplan.memo import IdentityCache
 from kvplan.records import Record
 from kvplan.specs import CompressedMLA, CompressorState, SlidingMLA, parts
 from kvplan.units import cdiv
@@ -181,3 +182,12 @@ class EngineBase:
     def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]:
         """The /dev/shm its processes on one node map (bytes, the rule): NCCL's allowance unless it says more."""
         return NCCL_SHM_BYTES, NCCL_SHM_RULE
+
+
+_RULES: IdentityCache[BudgetRules] = IdentityCache(maxsize=16)
+
+
+def rules_of(engine: Engine, request: Resolved) -> BudgetRules:
+    """``engine.budget_rules(request)``, once per resolved request object: a capacity answer reads them for its
+    budget, its notes and its summaries, and they are a pure function of the engine release and the request."""
+    return _RULES.get(request, engine, lambda: engine.budget_rules(request))

@@ -210,7 +210,9 @@ Stage = tuple[int, tuple[BudgetTerm, ...], tuple[str, ...], AfterKvCheck | None]
 
 def stage_budgets(profile: Engine, request: Resolved, memory: Memory) -> list[Stage]:
     """(KV bytes, terms, the engine's arithmetic, the start after the cache) of each PP stage."""
-    rules = profile.budget_rules(request)
+    from kvplan.engines.protocol import rules_of  # once per request: the notes and the summaries read them too
+
+    rules = rules_of(profile, request)
     weights_dtype = memory.weights_for(request.model)
     weights = weights_per_stage(request, profile.weight_split(request), weights_dtype)
     out = []
@@ -253,6 +255,8 @@ def _informative_weights(profile: Engine, request: Request, memory: Memory) -> i
 
 def _estimated(profile: Engine, request: Resolved, memory: Memory) -> Budget:
     assert request.device is not None
+    from kvplan.engines.protocol import rules_of
+
     stages = stage_budgets(profile, request, memory)
     binding = min(range(len(stages)), key=lambda k: stages[k][0])
     _, terms, steps, _ = stages[binding]
@@ -260,7 +264,7 @@ def _estimated(profile: Engine, request: Resolved, memory: Memory) -> Budget:
     checks = [c for *_, c in stages if c is not None]
     after = next((c for c in checks if c.refusal), checks[-1] if checks else None)
     notes = [] if memory.gpu is not None else [f"no GPU given: assumed {DEFAULT_GPU}"]
-    notes += [n for n in (unified_memory_note(memory), unmodelled_tower_note(request, profile.budget_rules(request)))
+    notes += [n for n in (unified_memory_note(memory), unmodelled_tower_note(request, rules_of(profile, request)))
               if n]
     estimated = [t.name for t in terms if not t.exact]
     if estimated:

@@ -59,10 +59,12 @@ def resident_bytes(request: Resolved, rules: BudgetRules, terms: tuple[BudgetTer
 
 def stages_held(profile: Engine, request: Resolved, memory: Memory, budgets: tuple[int, ...]) -> list[Held] | None:
     """Each stage's GPU at the allocation (None: no GPU, or the weights cannot be sized)."""
+    from kvplan.engines.protocol import rules_of  # the budget's, computed once per request
+
     if request.device is None:
         return None
     try:
-        rules = profile.budget_rules(request)
+        rules = rules_of(profile, request)
         weights_dtype = memory.weights_for(request.model)
         weights = weights_per_stage(request, profile.weight_split(request), weights_dtype)
         out = []

@@ -24,6 +24,7 @@ from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import KvplanError
+from kvplan.memo import IdentityCache
 from kvplan.planning.weights.formats import content_key
 from kvplan.planning.weights.part import Part
 
@@ -113,7 +114,7 @@ def _fp8_block_refusal(model: ModelConfig, _key: str, tp: int, merged_relaxed: b
         layers = model_parts(model).layers
     except KvplanError:
         return None  # a family whose weights kvplan does not know: nothing to check against
-    for layer in layers:
+    for layer in _distinct_layers(layers, model.is_mla):
         for part in layer:
             if part.category == "moe_experts" and expert_tp is None:
                 continue
@@ -121,6 +122,26 @@ def _fp8_block_refusal(model: ModelConfig, _key: str, tp: int, merged_relaxed: b
             if (message := _part_refusal(part, model, at, block, merged_relaxed, moe_refine)) is not None:
                 return message
     return None
+
+
+def _distinct_layers(layers: tuple[tuple[Part, ...], ...], mla: bool) -> tuple[tuple[Part, ...], ...]:
+    """The first layer of each kind, in order: a layer whose parts the check reads alike (all but the layer index of
+    their names) as an earlier one's gives the same message, so the first layer refused is among these (DeepSeek-V3:
+    2 of 61, read once per model for every TP fit tries)."""
+    def facts(layer: tuple[Part, ...]) -> tuple[object, ...]:
+        return tuple((p.is_linear, p.tp, p.category, p.shape, any(p.name.endswith(m) or p.name.startswith(m)
+                                                                  for m in MERGED), p.name == "self_attn.q_proj",
+                      "gate_up" in p.name, "down" in p.name) for p in layer)
+
+    def first_of_each() -> tuple[tuple[Part, ...], ...]:
+        seen: dict[tuple[object, ...], tuple[Part, ...]] = {}
+        for layer in layers:
+            seen.setdefault(facts(layer), layer)
+        return tuple(seen.values())
+    return _DISTINCT.get(layers, mla, first_of_each)
+
+
+_DISTINCT: IdentityCache[tuple[tuple[Part, ...], ...]] = IdentityCache(maxsize=64)
 
 
 def moe_refined_scale_bytes(model: ModelConfig, expert_tp: int) -> tuple[int, int]:

@@ -124,8 +124,9 @@ def capacity_request(model: ModelConfig | str | CapacityRequest, *, cache: Cache
     """A CapacityRequest from its parts and flat option names (the front door: `tp=`, `gpu=`,
     `gpu_memory_utilization=`), or `model`'s request with them changed; options apply on top of the parts."""
     base = model if isinstance(model, CapacityRequest) else CapacityRequest(model=as_model(model))
-    base = dataclasses.replace(base, cache=cache or base.cache, settings=settings or base.settings,
-                               memory=memory or base.memory)
+    if cache or settings or memory:  # else the same request: no copy (a copy validates it again)
+        base = dataclasses.replace(base, cache=cache or base.cache, settings=settings or base.settings,
+                                   memory=memory or base.memory)
     unknown = sorted(set(options) - OPTION_NAMES)
     if unknown:
         near = difflib.get_close_matches(unknown[0], sorted(OPTION_NAMES), n=1)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from kvplan.dtypes import KvDtype
 from kvplan.errors import InputError
 from kvplan.formulas.per_token import StateDtypes, encoder_bytes_per_token, part_bytes_per_token, part_state_bytes
+from kvplan.memo import IdentityCache
 from kvplan.records import Record
 from kvplan.specs import (
     ChunkedAttn,
@@ -167,8 +168,12 @@ def _hybrid_groups(specs: Specs, ratio: float | None, strided: bool) -> tuple[Gr
 
 
 def group_width(groups: tuple[Group, ...], stage: range) -> int:
-    """Layers one block id spans on a worker: the largest group's layer count there."""
-    return max(sum(1 for i in g.layers if i in stage) for g in groups)
+    """Layers one block id spans on a worker: the largest group's layer count there (once per groups tuple and
+    stage: the planner's groups of a cached layout are one object, counted by the budget, the check and the rows)."""
+    return _WIDTHS.get(groups, stage, lambda: max(sum(1 for i in g.layers if i in stage) for g in groups))
+
+
+_WIDTHS: IdentityCache[int] = IdentityCache()
 
 
 def stage_block_bytes(groups: tuple[Group, ...], specs: Specs, stage: range, uniform_type: bool) -> int:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from kvplan.engines.base import Request
 from kvplan.engines.vllm import deepseek_v4, speculative
 from kvplan.engines.vllm.backends import DEFAULT_BLOCK_SIZE, attention_backend, is_hopper
-from kvplan.engines.vllm.groups import PagedSpec, Specs, modules, paged_spec
+from kvplan.engines.vllm.groups import Modules, PagedSpec, Specs, modules, paged_spec
 from kvplan.engines.vllm.mamba import (
     MambaRules,
     checkpoint_alignment,
@@ -27,6 +27,7 @@ from kvplan.engines.vllm.speculative import worker_stages
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
+from kvplan.memo import IdentityCache
 from kvplan.records import Record
 from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, Part, parts
 
@@ -88,18 +89,22 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     315-400). A draft's KV layers follow the target's on the last stage: they register in the same forward
     context and share its pool (speculative.py). The FlashMLA block releases before 0.18 force on Hopper:
     0.11 platforms/cuda.py:161-167 whatever the size, 0.12-0.17 unless a multiple (``_forced_mla_block``)."""
-    per_gpu = speculative.with_draft_conv_rows((*layout.specs_per_gpu, *(req.draft.specs_per_gpu if req.draft else ())),
-                                               req, rel)
-    mods = modules(per_gpu, worker_stages(req, layout))
-    if deepseek_v4.is_deepseek_v4(mods.parts):
+    own = layout.specs_per_gpu  # the cached layout's tuple: the same object call after call (_MODULES' key)
+    per_gpu = speculative.with_draft_conv_rows((*own, *req.draft.specs_per_gpu) if req.draft else own, req, rel)
+    stages = worker_stages(req, layout)
+    bounds = tuple((r.start, r.stop) for r in stages)  # not the ranges: two empty ranges are equal
+    mods = _MODULES.get(per_gpu, bounds, lambda: modules(per_gpu, stages))
+    kinds = _KINDS.get(mods.parts, (), lambda: _kinds(mods.parts))
+    if kinds.deepseek_v4:
         specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
-        return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None, packed=aligns)
-    mla = [p for p in mods.parts if isinstance(p, MLAAttn)]
-    backend, bs, kernel = _backend(req, layout, mods.parts, rel)
+        return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None,
+                      packed=aligns)
+    backend, bs, kernel = _backend(req, layout, kinds, rel)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
-    specs = tuple(paged_spec(p, layout.kv_dtype, dtypes, bs) for p in mods.parts)
-    specs = _with_cross_blocks(specs, max_num_batched_tokens(req))
-    states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)]
+    specs = _SPECS.get(mods.parts, (layout.kv_dtype, dtypes, bs), lambda: _paged_specs(mods.parts, layout, dtypes, bs))
+    if kinds.cross:
+        specs = _with_cross_blocks(specs, max_num_batched_tokens(req))
+    states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)] if kinds.linear else []
     if not states:
         return Paging(specs=specs, stages=mods.stages, backend=backend, block_size=bs, mamba_alignment=None)
     rules = mamba_rules(req, layout, rel, states)
@@ -111,7 +116,7 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     per_token = attention[0].page_bytes // attention[0].block_size
     state_page = max(s.page_bytes for s in specs if s and isinstance(s.spec, LinearState))
     alignment = checkpoint_alignment(states, rules)
-    block = hybrid_block_size(bs, kernel, per_token, state_page, bool(mla), alignment, rules.legacy)
+    block = hybrid_block_size(bs, kernel, per_token, state_page, kinds.mla, alignment, rules.legacy)
     raised = tuple(replace(s, block_size=block, page_bytes=s.page_bytes // s.block_size * block)
                    if s and not isinstance(s.spec, LinearState) else s for s in specs)
     return Paging(specs=_states(raised, rules, block if rules.align else req.max_model_len, block * per_token),
@@ -135,15 +140,52 @@ def _forced_mla_block(req: Request, dense_mla: bool, rel: VllmRelease) -> int | 
     return asked if asked and (asked == size or (rel.mla_block_multiples and asked % size == 0)) else size
 
 
-def _backend(req: Request, layout: Layout, parts_: tuple[Part | None, ...], rel: VllmRelease) -> tuple[str, int, int]:
+class Kinds(Record):
+    """What the backend choice and the paging ask of a worker's cache modules, read once per modules tuple."""
+
+    mla: bool
+    sparse_mla: bool
+    head_size: int  # the widest attention head (0: none)
+    diff_kv: bool  # an attention module whose V width differs from its K width
+    index_key: bool  # a sparse-attention indexer key without scales
+    cross: bool  # cross-attention (Whisper): its reserve follows max_num_batched_tokens
+    linear: bool  # a linear-attention / Mamba state
+    deepseek_v4: bool
+
+
+def _kinds(parts_: tuple[Part | None, ...]) -> Kinds:
     mla = [p for p in parts_ if isinstance(p, MLAAttn)]
     heads = [p for p in parts_ if isinstance(p, AttnSpec)]
-    asked = _forced_mla_block(req, bool(mla) and not any(p.sparse for p in mla), rel)
-    return attention_backend(bool(mla), layout.kv_dtype, asked, req.gpu_name,
-                             sparse=any(p.sparse for p in mla), head_size=max((p.head_dim for p in heads), default=0),
-                             diff_kv=any(p.v_head_dim != p.head_dim for p in heads),
+    return Kinds(mla=bool(mla), sparse_mla=any(p.sparse for p in mla),
+                 head_size=max((p.head_dim for p in heads), default=0),
+                 diff_kv=any(p.v_head_dim != p.head_dim for p in heads),
+                 index_key=any(isinstance(p, IndexerCache) and not p.scales for p in parts_),
+                 cross=any(isinstance(p, CrossAttn) for p in parts_), linear=any(isinstance(p, LinearState) for p in parts_),
+                 deepseek_v4=deepseek_v4.is_deepseek_v4(parts_))
+
+
+# A cached layout pages the same modules on every call (fit: the same model on many GPUs and layouts): its modules,
+# what they hold and their paged specs are computed once per tuple (kvplan.memo: by identity, bounded).
+_MODULES: IdentityCache[Modules] = IdentityCache()
+_KINDS: IdentityCache[Kinds] = IdentityCache()
+_SPECS: IdentityCache[Specs] = IdentityCache()
+
+
+def _paged_specs(parts_: tuple[Part | None, ...], layout: Layout, dtypes: StateDtypes, block_size: int) -> Specs:
+    """Each module's paged spec, once per part object: a layout's layers alike share one per-GPU part."""
+    found: dict[int, PagedSpec | None] = {}  # by id: parts_ holds every part while this runs
+    for p in parts_:
+        if id(p) not in found:
+            found[id(p)] = paged_spec(p, layout.kv_dtype, dtypes, block_size)
+    return tuple(found[id(p)] for p in parts_)
+
+
+def _backend(req: Request, layout: Layout, kinds: Kinds, rel: VllmRelease) -> tuple[str, int, int]:
+    asked = _forced_mla_block(req, kinds.mla and not kinds.sparse_mla, rel)
+    return attention_backend(kinds.mla, layout.kv_dtype, asked, req.gpu_name, sparse=kinds.sparse_mla,
+                             head_size=kinds.head_size, diff_kv=kinds.diff_kv,
                              capability=req.device.compute_capability if req.device else None,
-                             index_key=any(isinstance(p, IndexerCache) and not p.scales for p in parts_))
+                             index_key=kinds.index_key)
 
 
 def _gdn_flashinfer(req: Request, states: list[LinearState]) -> bool:

@@ -14,13 +14,14 @@ from __future__ import annotations
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
 from kvplan.engines.vllm import deepseek_v4, packed, speculative
 from kvplan.engines.vllm.backends import is_hopper
-from kvplan.engines.vllm.groups import Group, kv_cache_groups, stage_block_bytes
+from kvplan.engines.vllm.groups import Group, Specs, kv_cache_groups, stage_block_bytes
 from kvplan.engines.vllm.paging import Paging, kept_block_size, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
 from kvplan.engines.vllm.served import check_served
 from kvplan.engines.vllm.start_check import Blocks, check_bytes, group_need, refusal
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layout import Layout
+from kvplan.memo import IdentityCache
 from kvplan.specs import AttnSpec, parts
 from kvplan.units import cdiv
 
@@ -43,7 +44,7 @@ def check_request(req: Request, layout: Layout, rel: VllmRelease) -> None:
         raise InputError(f"vLLM refuses max_model_len {req.max_model_len:,}: the model's maximum is "
                          f"{m.max_model_len:,} (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)", arg="max_model_len")
     source = KV_HEADS_NOT_REPLICATED.get(m.model_type or "")
-    heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0)
+    heads = next((p.num_kv_heads for s in layout.specs for p in parts(s) if isinstance(p, AttnSpec)), 0) if source else 0
     if source and heads and req.tp > heads:
         raise ShardingError(f"vLLM's {m.model_type} model ({source}) splits its {heads} KV heads over tp without "
                             f"replicating them: tp {req.tp} leaves 0 heads per rank (vLLM crashes); use tp <= {heads}",
@@ -82,8 +83,8 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
         groups, uniform_type = packed.packed_groups(specs), True
         block_bytes = tuple(deepseek_v4.block_bytes(rel, groups, specs, r, pages.packed) for r in stages)
     else:
-        groups, uniform_type = kv_cache_groups(specs, rel.group_size_ratio, rel.hybrid_groups_strided)
-        block_bytes = tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
+        groups, uniform_type, block_bytes = _GROUPS.get(specs, (stages, rel.group_size_ratio, rel.hybrid_groups_strided),
+                                                        lambda: _grouped(specs, stages, rel))
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
@@ -94,6 +95,16 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     return Blocks(groups=groups, block_bytes=block_bytes, need=need, num_blocks=num_blocks, in_flight=in_flight,
                   stages=stages, reserve=reserve, check=rel.start_check,
                   packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)
+
+
+def _grouped(specs: Specs, stages: tuple[range, ...], rel: VllmRelease) -> tuple[tuple[Group, ...], bool, tuple[int, ...]]:
+    groups, uniform_type = kv_cache_groups(specs, rel.group_size_ratio, rel.hybrid_groups_strided)
+    return groups, uniform_type, tuple(stage_block_bytes(groups, specs, r, uniform_type) for r in stages)
+
+
+# The groups of a paged specs tuple, once per tuple: paging returns the same cached tuple for a cached layout
+# (unless a Mamba state or a cross-attention reserve made a new one), so a repeated question groups it once.
+_GROUPS: IdentityCache[tuple[tuple[Group, ...], bool, tuple[int, ...]]] = IdentityCache()
 
 
 def logged_tokens(req: Request, paged: Blocks, concurrency: float) -> int:

@@ -168,9 +168,9 @@ def graphs_subtracted(rel: VllmRelease, req: Request) -> bool:
 
 def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
     """What this release subtracts before the KV cache, for a resolved request."""
-    s, moe = req.settings, mxfp4_pick(rel, req)
+    s, moe, run = req.settings, mxfp4_pick(rel, req), profile_run(rel, req)
     return BudgetRules(
-        profile=profile_run(rel, req),
+        profile=run,
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
         nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.generation == "V0" else 0, comm=comm_rule(rel, req),
         cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=moe.backend,
@@ -178,7 +178,7 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
         fp8_moe_refine=rel.fp8_moe_refine,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None,
         draft_shared=speculative.draft_shared(rel, req), lora=lora_rule(rel, req),
-        encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req),
+        encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req, run),
         load=load_rule(rel, req))
 
 
@@ -208,14 +208,14 @@ def comm_rule(rel: VllmRelease, req: Request) -> CommRule | None:
         if req.tp > 1 or req.pp > 1 else None
 
 
-def after_kv(rel: VllmRelease, req: Request) -> AfterKv | None:
+def after_kv(rel: VllmRelease, req: Request, run: ProfileRun | None = None) -> AfterKv | None:
     """What V1 allocates once the KV cache is sized (v1/worker/gpu_worker.py compile_or_warm_up_model): CUDA graphs
     (captured after the KV cache; budgeted only where an estimate was subtracted), then the V1 runner's sampler
     warm-up over min(max_num_seqs, max_num_batched_tokens) rows on the last PP stage, or Model Runner V2's
     warmup_kernels with SamplingParams.for_sampler_warmup() (fp32 + FlashInfer top-k/top-p; 0.33 profiles it)."""
     if rel.generation == "V0":
         return None
-    run, mrv2 = profile_run(rel, req), uses_mrv2(rel, req)
+    run, mrv2 = run or profile_run(rel, req), uses_mrv2(rel, req)  # `run`: the budget's, already built
     if mrv2 and rel.mrv2_sampler != "flashinfer":
         run = replace(run, sampler_path="flashinfer", sampler_bytes_per_logit=FLASHINFER_BYTES_PER_LOGIT)
     return AfterKv(graphs_unbudgeted=not req.settings.enforce_eager and not graphs_subtracted(rel, req),

@@ -95,7 +95,9 @@ def summarize(profile: Engine, request: Resolved, plan: EnginePlan, layout: Layo
               terms: tuple[BudgetTerm, ...], node: tuple[str | None, int | None] = (None, None)) -> Extras:
     """The summaries of a capacity answer, from the request, the engine's rules and its plan; `node`: the GPU's
     catalog name and the node's memory (--host-mem) the pinned host memory is held against."""
-    rules = profile.budget_rules(request)
+    from kvplan.engines.protocol import rules_of  # the budget's, computed once per request
+
+    rules = rules_of(profile, request)
     m, ranks = request.model, request.tp * request.pp
     tier = host_tier(profile, request, plan)
     moved = -sum(t.bytes for t in terms if t.name == OFFLOAD_TERM)

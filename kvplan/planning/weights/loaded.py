@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from kvplan.config.model import ModelConfig
 from kvplan.engines.base import BudgetRules, BudgetTerm, LoadRule
+from kvplan.memo import IdentityCache
 from kvplan.planning.profile_run import dims
 from kvplan.planning.quant_checks import moe_refined_scale_bytes
 from kvplan.planning.weights.formats import weight_format
@@ -25,8 +26,13 @@ from kvplan.units import cdiv
 
 
 def rotary_bytes(model: ModelConfig, *, mrope_per_model: bool = False) -> int:
-    """Bytes of every cos/sin cache the load builds (0 without max_position_embeddings)."""
-    return sum(c.bytes for c in rope_caches(model, mrope_per_model=mrope_per_model))
+    """Bytes of every cos/sin cache the load builds (0 without max_position_embeddings); once per model object, as
+    every PP stage of every layout (fit) counts them."""
+    return _ROTARY.get(model, mrope_per_model,
+                       lambda: sum(c.bytes for c in rope_caches(model, mrope_per_model=mrope_per_model)))
+
+
+_ROTARY: IdentityCache[int] = IdentityCache(maxsize=64)
 
 
 def awq_terms(model: ModelConfig, load: LoadRule | None, tp: int, first: int, layers: int) -> Iterator[BudgetTerm]:

@@ -32,6 +32,7 @@ from typing import Literal
 from kvplan.config.model import ModelConfig
 from kvplan.config.mtp import declared_modules
 from kvplan.formulas.sharding import kv_heads_per_rank, pp_layer_counts
+from kvplan.memo import IdentityCache
 from kvplan.planning.weights.formats import WeightFormat, tensor_bytes
 from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule
 from kvplan.planning.weights.tables import Row, Table
@@ -186,11 +187,17 @@ def _rank_tp(part: Part, split: Split) -> int | None:
 
 def part_bytes(part: Part, split: Split) -> int:
     """Bytes of `part` on one rank, scales included."""
-    named = split.fmt.named_format(part.name)
-    fmt = named or (split.fmt.for_module(part.name) if split.fmt.modules else split.fmt)
-    linear = part.is_linear or (named is not None and part.category == "lm_head" and len(part.shape) == 2)
-    quantized = linear and part.bits is None and fmt.is_quantized(part.name)
+    fmt, quantized = _stored_as(part, split.fmt)
     return _shaped_bytes(part.shape, part.tp, part.count, part.bits, quantized, _rank_tp(part, split), split, fmt)
+
+
+def _stored_as(part: Part, base: WeightFormat) -> tuple[WeightFormat, bool]:
+    """The format `part` is stored in under `base` (its module's own, where one names it) and whether it is
+    quantized: all that its name decides."""
+    named = base.named_format(part.name)
+    fmt = named or (base.for_module(part.name) if base.modules else base)
+    linear = part.is_linear or (named is not None and part.category == "lm_head" and len(part.shape) == 2)
+    return fmt, linear and part.bits is None and fmt.is_quantized(part.name)
 
 
 @lru_cache(maxsize=8192)
@@ -225,15 +232,29 @@ def layer_bytes(parts: ModelParts, split: Split) -> tuple[Counter[str], ...]:
     hit = _LAYER_BYTES.get((id(parts), split))
     if hit is not None and hit[0] is parts:
         return hit[1]
-    out = []
-    for layer in parts.layers:
-        one: Counter[str] = Counter()
-        add_bytes(one, layer, split)
-        out.append(one)
+    kinds = _LAYER_KINDS.get(parts, split.fmt, lambda: _layer_kinds(parts, split.fmt))
+    counted: dict[int, Counter[str]] = {}  # one count per kind of layer (shared: callers read them)
+    for kind, layer in zip(kinds, parts.layers, strict=True):
+        if kind not in counted:
+            counted[kind] = Counter()
+            add_bytes(counted[kind], layer, split)
+    out = [counted[kind] for kind in kinds]
     if len(_LAYER_BYTES) >= 256:
         _LAYER_BYTES.clear()
     _LAYER_BYTES[(id(parts), split)] = (parts, tuple(out))
     return tuple(out)
+
+
+def _layer_kinds(parts: ModelParts, fmt: WeightFormat) -> tuple[int, ...]:
+    """Each decoder layer's kind: layers whose parts differ only in their names, the names stored alike, are cut
+    alike by every split (DeepSeek-V3: 3 dense layers and 58 MoE ones are 2 kinds), so each split counts one of
+    each kind. Once per model's parts and format: every layout fit plans shares them."""
+    kinds: dict[tuple[object, ...], int] = {}
+    return tuple(kinds.setdefault(tuple((p.shape, p.tp, p.count, p.bits, p.category, p.is_linear, *_stored_as(p, fmt))
+                                        for p in layer), len(kinds)) for layer in parts.layers)
+
+
+_LAYER_KINDS: IdentityCache[tuple[int, ...]] = IdentityCache(maxsize=64)
 
 
 def stage_bytes(parts: ModelParts, split: Split, pp: int, stage: int, *, include_mtp: bool = False,
@@ -242,8 +263,10 @@ def stage_bytes(parts: ModelParts, split: Split, pp: int, stage: int, *, include
     counts = pp_layer_counts(len(parts.layers), pp)
     start = sum(counts[:stage])
     by_kind: Counter[str] = Counter()
-    for counted in layer_bytes(parts, split)[start:start + counts[stage]]:
-        by_kind.update(counted)
+    layers = layer_bytes(parts, split)[start:start + counts[stage]]
+    times = Counter(map(id, layers))  # layers of one kind share one count: add it once, times their number
+    for counted in {id(c): c for c in layers}.values():
+        by_kind.update({kind: n * times[id(counted)] for kind, n in counted.items()})
     tower = [p for p in parts.first if p.category in TOWER_CATEGORIES]
     if towers == "every" or (towers == "first" and stage == 0):
         add_bytes(by_kind, tower, split)
