@@ -97,8 +97,7 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     kinds = _KINDS.get(mods.parts, (), lambda: _kinds(mods.parts))
     if kinds.deepseek_v4:
         specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
-        return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None,
-                      packed=aligns)
+        return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None, packed=aligns)
     backend, bs, kernel = _backend(req, layout, kinds, rel)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
     specs = _SPECS.get(mods.parts, (layout.kv_dtype, dtypes, bs), lambda: _paged_specs(mods.parts, layout, dtypes, bs))
