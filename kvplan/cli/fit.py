@@ -103,7 +103,7 @@ def _show(result: FitResult, fmt: str) -> None:
     from kvplan.render.fit import fit_payload, fit_tables
     from kvplan.render.tables import CommandLine
 
-    payload = fit_payload(result)
+    payload = fit_payload(result, commands=fmt != "table")
     if fmt == "yaml":
         print(yaml_text(fit_manifest(payload)), end="")
         return
@@ -131,7 +131,7 @@ def _disaggregated(question: CapacityRequest, ratio: str, fmt: str, engine: str,
     if fmt == "yaml":
         raise InputError("--disaggregated: choose table or json", arg="format")
     found = disaggregated(question, ratio=parse_ratio(ratio), engine=engine, **options)
-    payload = fit_payload(found.fitted)
+    payload = fit_payload(found.fitted, commands=fmt == "json")
     if fmt == "json":
         data = plain(payload)
         emit({**(data if isinstance(data, dict) else {}), "disaggregated": disaggregated_json(found)}, True,

@@ -20,7 +20,7 @@ family (DP attention or not) on the same GPUs, with the ratio of the two plans' 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from kvplan.config.model import ModelConfig
@@ -33,6 +33,7 @@ from kvplan.planning.layouts import Planned, gpus_allowed, limiting_stage, shape
 from kvplan.planning.prices import gpu_types, price_notes, price_table
 from kvplan.planning.request import CapacityRequest, capacity_request
 from kvplan.planning.search import Setup, bounded_setups, walk
+from kvplan.records import Record
 from kvplan.units import cdiv, format_floor
 
 ANY_KV_DTYPES = ("auto", "fp8")
@@ -42,8 +43,7 @@ RANKING_BY_GPUS = ("GPUs, then fewer PP stages, then the more precise KV dtype, 
 RANKING = f"cost per hour (GPUs × price; unpriced GPU types last), then {RANKING_BY_GPUS}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Candidate:
+class Candidate(Record):
     gpu: str
     tp: int
     pp: int
@@ -94,8 +94,7 @@ class Candidate:
         return None if self.price_per_gpu_hour is None else round(self.num_gpus * self.price_per_gpu_hour, 6)
 
 
-@dataclass(frozen=True, kw_only=True)
-class FitResult:
+class FitResult(Record):
     model_id: str
     engine: str
     gpus: tuple[str, ...]  # catalog names, in the order asked
@@ -134,8 +133,7 @@ class FitResult:
         return self
 
 
-@dataclass(frozen=True, kw_only=True)
-class Load:
+class Load(Record):
     """What is asked, and the limits a setup must stay within."""
 
     context: int

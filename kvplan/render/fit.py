@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.planning.fit import Candidate, FitResult
+from kvplan.records import Record
 from kvplan.render import gib
 from kvplan.render.tables import Table
 from kvplan.units import format_floor
@@ -15,8 +15,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SetupPayload:
+class SetupPayload(Record):
     """One setup tried: replicas × (tp × pp) of a GPU with a KV dtype, and whether it serves the load."""
 
     gpu: str
@@ -50,10 +49,10 @@ class SetupPayload:
     gpu_memory_bytes: int | None = None  # the memory of the GPU planned on (the least the command needs)
 
 
-def setup_payload(c: Candidate) -> SetupPayload:
-    from kvplan.render.capacity import launch_of
-
-    written = launch_of(c.result, c.launch) if c.result is not None else None
+def setup_payload(c: Candidate, command: bool = True) -> SetupPayload:
+    """`command`: write its launch command (False: command, flags, layout and release are None; a table shows
+    only the winner's)."""
+    written = _written(c) if command else None
     pools = max(c.pools, 1)
     return SetupPayload(gpu=c.gpu, tp=c.tp, pp=c.pp, replicas=c.replicas, gpus_per_replica=c.gpus_per_replica,
                         dp=c.dp, ep=c.ep, dcp=c.dcp, nodes=c.nodes, pools=pools, kv_tokens_per_rank=c.kv_tokens // pools,
@@ -68,8 +67,13 @@ def setup_payload(c: Candidate) -> SetupPayload:
                         gpu_memory_bytes=c.result.gpu_memory_bytes if c.result is not None else None)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FitPayload:
+def _written(c: Candidate) -> Any:
+    from kvplan.render.capacity import launch_of
+
+    return launch_of(c.result, c.launch) if c.result is not None else None
+
+
+class FitPayload(Record):
     model: str
     engine: str
     gpus: tuple[str, ...]
@@ -91,13 +95,15 @@ class FitPayload:
     catalog: bool = False  # no GPU was named: every GPU type of the catalog was searched
 
 
-def fit_payload(result: FitResult) -> FitPayload:
+def fit_payload(result: FitResult, commands: bool = True) -> FitPayload:
+    """`commands`: every setup shown with its launch command (JSON, YAML); False: the winner's alone, all a table
+    prints (a launch command is written from the engine's flags, the most of a row's work)."""
     best = result.best
     return FitPayload(model=result.model_id, engine=result.engine, gpus=result.gpus, context=result.context,
                       concurrency=result.concurrency, gpus_per_node=result.gpus_per_node, max_gpus=result.max_gpus,
                       max_replicas=result.max_replicas, ranking=result.ranking, num_evaluated=result.num_evaluated,
                       fits=best is not None, best=None if best is None else setup_payload(best),
-                      alternatives=tuple(setup_payload(c) for c in result.candidates), notes=result.notes,
+                      alternatives=tuple(setup_payload(c, commands) for c in result.candidates), notes=result.notes,
                       why=result.why, considered=result.considered, num_skipped=result.num_skipped,
                       num_setups=result.num_evaluated + result.num_skipped, catalog=result.catalog)
 
