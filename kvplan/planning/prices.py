@@ -9,8 +9,6 @@ every GPU of the catalog, ranked by cost where priced (``price_notes`` says whic
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -59,6 +57,9 @@ def prices_from_toml(text: str) -> dict[str, float]:
 
 
 def prices_from_csv(text: str) -> dict[str, float]:
+    import csv  # only a .csv price file needs it, not every fit
+    import io
+
     out: dict[str, float] = {}
     for row in csv.reader(io.StringIO(text)):
         cells = [c.strip() for c in row]
