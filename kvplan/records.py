@@ -16,8 +16,10 @@ class that nothing has built yet needs ``materialize(cls)`` first.
 from __future__ import annotations
 
 import _thread
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import _HAS_DEFAULT_FACTORY, MISSING, Field, FrozenInstanceError, dataclass, fields  # type: ignore[attr-defined]
+from inspect import signature as inspect_signature  # dataclasses imports inspect already
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -66,15 +68,38 @@ def materialize(cls: type) -> None:
 
 
 def _generate(klass: type) -> None:
-    """@dataclass(frozen=True, kw_only=True) on `klass`, its source-compiled methods cut to three: dataclass compiles
-    ``__init__`` and the frozen ``__setattr__`` / ``__delattr__``; ``__repr__``, ``__eq__`` and ``__hash__`` (three more
-    compiles, a third of the cost) are the same comparisons written once below, over the fields' values as a tuple.
-    A method the class body defines itself is kept, as dataclass keeps it."""
+    """@dataclass(frozen=True, kw_only=True) on `klass` with nothing compiled but ``__init__``: dataclass would
+    compile six methods from source (parsing them is most of the cost); ``__repr__``, ``__eq__``, ``__hash__`` and the
+    frozen ``__setattr__`` / ``__delattr__`` are the same checks written once below, and ``__init__`` is compiled
+    from a shorter source of the same signature. A method the class body defines itself is kept, as dataclass keeps
+    it; a class with something rarer (an InitVar, slots, its own ``__setattr__``) gets dataclass's own methods."""
     own = dict(klass.__dict__)
+    if not _plain(klass, own):
+        _generate_by_dataclass(klass, own)
+        return
+    with _bases_unfrozen(klass):  # dataclass refuses a non-frozen class over frozen bases; frozen is set just below
+        dataclass(kw_only=True, init=False, repr=False, eq=False)(klass)
+    params = klass.__dataclass_params__  # type: ignore[attr-defined]
+    params.init = params.repr = params.eq = params.frozen = True  # what the class has: the methods below
+    all_fields = fields(klass)
+    if "__init__" not in own:
+        _set(klass, "__init__", _init_fn(klass, all_fields))
+    if own.get("__doc__") is None:  # dataclass's docstring: the name and signature, read once __init__ exists
+        klass.__doc__ = klass.__name__ + str(inspect_signature(klass)).replace(" -> None", "")
+    names = frozenset(f.name for f in all_fields)
+    _set(klass, "__setattr__", _frozen_setattr_fn(klass, names))
+    _set(klass, "__delattr__", _frozen_delattr_fn(klass, names))
+    _add_repr_eq_hash(klass, own, all_fields)
+
+
+def _generate_by_dataclass(klass: type, own: dict[str, Any]) -> None:
     dataclass(frozen=True, kw_only=True, repr=False, eq=False)(klass)
     params = klass.__dataclass_params__  # type: ignore[attr-defined]
-    params.repr = params.eq = True  # what the class has: the three methods below
-    all_fields = fields(klass)
+    params.repr = params.eq = True
+    _add_repr_eq_hash(klass, own, fields(klass))
+
+
+def _add_repr_eq_hash(klass: type, own: dict[str, Any], all_fields: tuple[Field[Any], ...]) -> None:
     compared = _values([f.name for f in all_fields if f.compare])
     if "__repr__" not in own:
         klass.__repr__ = _repr_fn(klass, tuple(f.name for f in all_fields if f.repr))  # type: ignore[assignment]
@@ -83,6 +108,81 @@ def _generate(klass: type) -> None:
     if "__hash__" not in own or (own["__hash__"] is None and "__eq__" in own):  # dataclass's has_explicit_hash
         hashed = _values([f.name for f in all_fields if (f.compare if f.hash is None else f.hash)])
         klass.__hash__ = _hash_fn(klass, hashed)  # type: ignore[assignment]
+
+
+def _plain(klass: type, own: dict[str, Any]) -> bool:
+    """Whether `klass` is what the short path covers: no InitVar, no slots, no own __setattr__ / __delattr__."""
+    if "__setattr__" in own or "__delattr__" in own or any("__slots__" in vars(b) for b in klass.__mro__[:-1]):
+        return False
+    hints = own.get("__annotations__", {})
+    return not any("InitVar" in str(hint) for hint in hints.values())
+
+
+@contextmanager
+def _bases_unfrozen(klass: type) -> Iterator[None]:
+    frozen = [p for b in klass.__mro__[1:] if (p := vars(b).get("__dataclass_params__")) is not None and p.frozen]
+    for params in frozen:
+        params.frozen = False
+    try:
+        yield
+    finally:
+        for params in frozen:
+            params.frozen = True
+
+
+def _set(klass: type, name: str, fn: Callable[..., Any]) -> None:
+    fn.__qualname__ = f"{klass.__qualname__}.{fn.__name__}"
+    setattr(klass, name, fn)
+
+
+def _init_fn(klass: type, all_fields: tuple[Field[Any], ...]) -> Callable[..., None]:
+    """dataclass's keyword-only ``__init__``: the same parameters, defaults and annotations, values stored in order
+    straight into the instance's dict (a frozen dataclass's object.__setattr__ calls, one line a field, do the same)."""
+    defaults: list[Any] = []
+    params, stored = [], []
+    for f in all_fields:
+        if f.default_factory is not MISSING:
+            defaults.append(f.default_factory)
+            made = f"__d[{len(defaults) - 1}]()"
+            if f.init:
+                params.append(f"{f.name}=__F")
+                stored.append(f"{f.name}={made} if {f.name} is __F else {f.name}")
+            else:
+                stored.append(f"{f.name}={made}")
+        elif f.init:
+            if f.default is MISSING:
+                params.append(f.name)
+            else:
+                defaults.append(f.default)
+                params.append(f"{f.name}=__d[{len(defaults) - 1}]")
+            stored.append(f"{f.name}={f.name}")
+    body = [f"  self.__dict__.update({','.join(stored)})"] if stored else []
+    if hasattr(klass, "__post_init__"):
+        body.append("  self.__post_init__()")
+    star = "*," if params else ""
+    source = (f"def __create_fn__(__d,__F):\n def __init__(self,{star}{','.join(params)}):\n"
+              + ("\n".join(body) or "  pass") + "\n return __init__")
+    namespace: dict[str, Any] = {}
+    exec(source, {}, namespace)  # noqa: S102 - the field names come from the class body, as dataclass's source does
+    init: Callable[..., None] = namespace["__create_fn__"](defaults, _HAS_DEFAULT_FACTORY)
+    init.__annotations__ = {**{f.name: f.type for f in all_fields if f.init}, "return": None}
+    return init
+
+
+def _frozen_setattr_fn(klass: type, names: frozenset[str]) -> Callable[[Any, str, Any], None]:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is klass or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(klass, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _frozen_delattr_fn(klass: type, names: frozenset[str]) -> Callable[[Any, str], None]:
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is klass or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(klass, self).__delattr__(name)
+    return __delattr__
 
 
 def _values(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
