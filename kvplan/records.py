@@ -163,7 +163,7 @@ def _init_fn(klass: type, all_fields: tuple[Field[Any], ...]) -> Callable[..., N
     source = (f"def __create_fn__(__d,__F):\n def __init__(self,{star}{','.join(params)}):\n"
               + ("\n".join(body) or "  pass") + "\n return __init__")
     namespace: dict[str, Any] = {}
-    exec(source, {}, namespace)  # noqa: S102 - the field names come from the class body, as dataclass's source does
+    exec(source, {}, namespace)  # the field names come from the class body, as dataclass's source does
     init: Callable[..., None] = namespace["__create_fn__"](defaults, _HAS_DEFAULT_FACTORY)
     init.__annotations__ = {**{f.name: f.type for f in all_fields if f.init}, "return": None}
     return init

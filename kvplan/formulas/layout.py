@@ -38,6 +38,7 @@ from kvplan.formulas.per_token import (
 )
 from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest, cache_request
 from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
+from kvplan.records import Record
 from kvplan.specs import (
     AttnSpec,
     Composite,
@@ -56,8 +57,7 @@ from kvplan.units import cdiv
 WindowRule = Literal["window", "window-1", "full"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class LayoutPolicy:
+class LayoutPolicy(Record):
     """How an engine lays out the cache where engines differ (see the module docstring)."""
 
     head_split: HeadSplit = "floor"
@@ -91,8 +91,7 @@ class PartLoad(NamedTuple):
     bytes_per_state_per_gpu: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class Group:
+class Group(Record):
     """Identical layers of one model: how much one layer holds, whole and per GPU."""
 
     spec: LayerSpec
@@ -145,8 +144,7 @@ class Load:
         return sum(b * paged(min(tokens, w), block_size) for w, b in self.windowed) + self.state_bytes + encoder
 
 
-@dataclass(frozen=True, kw_only=True)
-class Layout:
+class Layout(Record):
     """Everything about a cache that does not depend on seq_len or batch."""
 
     model: ModelConfig

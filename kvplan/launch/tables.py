@@ -26,6 +26,7 @@ from typing import Any
 from kvplan.engines import get_engine
 from kvplan.engines.spelling import Parser
 from kvplan.errors import InputError
+from kvplan.records import Record
 
 TABLES = Path(__file__).resolve().parent / "tables"
 
@@ -52,8 +53,7 @@ class Flag:
         return self.nargs == 0
 
 
-@dataclass(frozen=True, kw_only=True)
-class FlagTable:
+class FlagTable(Record):
     """The options of one engine release."""
 
     engine: str

@@ -23,6 +23,7 @@ from kvplan.engines.settings import NO_SETTINGS, SETTING_NAMES, Settings, settin
 from kvplan.errors import InputError
 from kvplan.formulas.request import NO_REQUEST, CacheRequest
 from kvplan.planning.gpus import lookup_gpu
+from kvplan.records import Record
 from kvplan.units import GIB, check_memory_size
 
 TIB = 1024 * GIB
@@ -86,8 +87,7 @@ def _check_size(name: str, value: int | None) -> None:
 NO_MEMORY = Memory()
 
 
-@dataclass(frozen=True, kw_only=True)
-class CapacityRequest:
+class CapacityRequest(Record):
     """One capacity question; ``engine`` and the KV dtype are the only things the commands vary around it."""
 
     model: ModelConfig
