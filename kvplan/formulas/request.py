@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kvplan.dtypes import DEFAULT_QUANT_GROUP, KNOWN_NAMES, KvDtypeName, check_dtype_name
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layers import Overrides
+from kvplan.records import Record, materialize
 from kvplan.units import MAX_COUNT, MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -71,8 +72,7 @@ class Parallel:
         return self.tp // self.dp
 
 
-@dataclass(frozen=True, kw_only=True)
-class CacheRequest:
+class CacheRequest(Record):
     """One cache question. ``None`` means "the model's" (max_model_len) or "the engine's" (block_size)."""
 
     tp: int = 1  # tensor-parallel size: KV heads split (floor, replicated past the head count), MLA replicated
@@ -169,6 +169,7 @@ def _check_block_size(value: int) -> None:
                          arg="block_size")
 
 
+materialize(CacheRequest)  # its fields are read here, and NO_REQUEST below builds one anyway
 _SHAPE_FIELDS = attrgetter(*(f.name for f in fields(CacheRequest) if f.name not in ("max_model_len", "batch",
                                                                                   "block_size")))
 _COUNTS = attrgetter("tp", "pp", "dcp", "dp", "ep", "quant_group", "batch")

@@ -27,8 +27,7 @@ class Parallel:
     dcp: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class HeadsAndDims:
+class HeadsAndDims(Record):
     """A layer group's attention columns; an MLA group adds its latent's two widths."""
 
     num_kv_heads: int
@@ -40,8 +39,7 @@ class HeadsAndDims:
     compress_ratio: int | None = field(default=None, metadata=OMIT_NONE)  # DeepSeek-V4: tokens per latent
 
 
-@dataclass(frozen=True, kw_only=True)
-class GroupPayload:
+class GroupPayload(Record):
     """One group of identical layers (most loaded GPU for the per-GPU values)."""
 
     kind: str
