@@ -33,22 +33,34 @@ _PENDING = "__record_pending__"
 _GENERATING = _thread.allocate_lock()  # _thread: a builtin module, nothing to import
 
 
-class _RecordType(type):
-    """Generates a record class's dataclass methods when the class is first called."""
+def _pending_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    """A pending record's ``__init__`` until its methods exist: generate them, then build with the real one.
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if _PENDING in cls.__dict__:
-            materialize(cls)
-        return super().__call__(*args, **kwargs)
+    A placeholder rather than a metaclass ``__call__``: that would add a Python call to every instance of every
+    record for good, where this one runs once a class. A thread calling the class while another generates its
+    methods reaches this function too, waits in ``materialize``, then uses the generated ``__init__``."""
+    cls = type(self)
+    materialize(cls)
+    if cls.__init__ is _pending_init:
+        raise TypeError(f"{cls.__qualname__} declares no record")  # Record itself
+    cls.__init__(self, *args, **kwargs)
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True)
-class Record(metaclass=_RecordType):
-    """Base of the records: ``class FullAttn(Record): ...`` declares fields as a dataclass does."""
+class Record:
+    """Base of the records: ``class FullAttn(Record): ...`` declares fields as a dataclass does.
+
+    A pending subclass inherits ``_pending_init`` as its ``__init__``, from here or from a pending base: a base's
+    ``materialize`` gives its pending subclasses their own placeholder before its generated ``__init__`` (which
+    they would inherit otherwise) exists."""
+
+    __init__ = _pending_init
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         setattr(cls, _PENDING, True)
+        if "__init__" not in vars(cls) and _under_generated_base(cls):
+            cls.__init__ = _pending_init  # type: ignore[method-assign]
 
     def __setstate__(self, state: dict[str, Any]) -> None:  # pickle builds instances without calling the class
         materialize(type(self))
@@ -63,8 +75,22 @@ def materialize(cls: type) -> None:
     with _GENERATING:
         for klass in reversed(cls.__mro__):  # bases first: a dataclass reads its bases' fields
             if _PENDING in klass.__dict__:
+                _keep_subclasses_pending(klass)
                 _generate(klass)
                 delattr(klass, _PENDING)
+
+
+def _under_generated_base(cls: type) -> bool:
+    """Whether `cls` would inherit the __init__ of a record base already generated (not the placeholder)."""
+    owner = next(b for b in cls.__mro__[1:] if "__init__" in vars(b))
+    return owner is not Record and issubclass(owner, Record) and _PENDING not in vars(owner)
+
+
+def _keep_subclasses_pending(klass: type) -> None:
+    """Pending direct subclasses that inherit `klass`'s __init__ get their own placeholder (see Record)."""
+    for sub in klass.__subclasses__():
+        if _PENDING in vars(sub) and "__init__" not in vars(sub):
+            sub.__init__ = _pending_init  # type: ignore[misc]
 
 
 def _generate(klass: type) -> None:
@@ -73,7 +99,7 @@ def _generate(klass: type) -> None:
     frozen ``__setattr__`` / ``__delattr__`` are the same checks written once below, and ``__init__`` is compiled
     from a shorter source of the same signature. A method the class body defines itself is kept, as dataclass keeps
     it; a class with something rarer (an InitVar, slots, its own ``__setattr__``) gets dataclass's own methods."""
-    own = dict(klass.__dict__)
+    own = {name: value for name, value in vars(klass).items() if value is not _pending_init}
     if not _plain(klass, own):
         _generate_by_dataclass(klass, own)
         return
@@ -93,6 +119,8 @@ def _generate(klass: type) -> None:
 
 
 def _generate_by_dataclass(klass: type, own: dict[str, Any]) -> None:
+    if vars(klass).get("__init__") is _pending_init:  # dataclass writes no __init__ over one the class has
+        del klass.__init__  # type: ignore[misc]
     dataclass(frozen=True, kw_only=True, repr=False, eq=False)(klass)
     params = klass.__dataclass_params__  # type: ignore[attr-defined]
     params.repr = params.eq = True

@@ -162,3 +162,45 @@ def test_threads_that_build_a_record_first_all_get_one() -> None:
             assert not errors and len(built) == 8 and all(p == Point(x=1, y=0) for p in built)
     finally:
         sys.setswitchinterval(previous)
+
+
+def test_a_subclass_of_a_record_already_built_builds_with_its_own_fields() -> None:
+    """A record has no metaclass: a pending class's __init__ is a placeholder. A subclass defined before or after its
+    base was built still generates its own __init__ rather than calling the base's."""
+    class Base(Record):
+        a: int
+
+    class Before(Base):
+        b: int = 2
+
+    assert Base(a=1).a == 1
+
+    class After(Base):
+        c: int = 3
+
+    assert (Before(a=1), After(a=1)) == (Before(a=1, b=2), After(a=1, c=3))
+    assert [f.name for f in dataclasses.fields(After)] == ["a", "c"] and After(a=1, c=4).c == 4
+    assert str(inspect.signature(Before)) == "(*, a: 'int', b: 'int' = 2) -> None"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        After(a=1).c = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Record()
+
+
+def test_default_factories_fields_left_out_of_init_and_post_init_are_dataclass_ones() -> None:
+    """The generated __init__ (shorter source than dataclass's) keeps its factories, init=False fields and
+    __post_init__."""
+    class Made(Record):
+        xs: list[int] = dataclasses.field(default_factory=list)
+        n: int = dataclasses.field(default=5, init=False)
+        ys: list[int] = dataclasses.field(default_factory=lambda: [1], init=False)
+        seen: tuple[int, ...] = ()
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "seen", (len(self.xs), self.n))
+
+    made, other = Made(), Made(xs=[1, 2])
+    assert made.xs == [] and made.xs is not Made().xs and made.ys == [1] and made.n == 5 and made.seen == (0, 5)
+    assert other.seen == (2, 5) and list(inspect.signature(Made).parameters) == ["xs", "seen"]
+    with pytest.raises(TypeError):
+        Made(n=1)  # type: ignore[call-arg]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import difflib
 import gc
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -31,8 +30,7 @@ from kvplan.records import Record
 TABLES = Path(__file__).resolve().parent / "tables"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Flag:
+class Flag(Record):
     """One option string of one release: how its parser reads it."""
 
     name: str
