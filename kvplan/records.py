@@ -18,10 +18,12 @@ from __future__ import annotations
 import _thread
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import _HAS_DEFAULT_FACTORY, MISSING, Field, FrozenInstanceError, dataclass, fields  # type: ignore[attr-defined]
+from dataclasses import Field, FrozenInstanceError, dataclass, fields
 from inspect import signature as inspect_signature  # dataclasses imports inspect already
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
+
+from kvplan.record_init import init_fn
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -109,7 +111,7 @@ def _generate(klass: type) -> None:
     params.init = params.repr = params.eq = params.frozen = True  # what the class has: the methods below
     all_fields = fields(klass)
     if "__init__" not in own:
-        _set(klass, "__init__", _init_fn(klass, all_fields))
+        _set(klass, "__init__", init_fn(klass, all_fields))
     if own.get("__doc__") is None:  # dataclass's docstring: the name and signature, read once __init__ exists
         klass.__doc__ = klass.__name__ + str(inspect_signature(klass)).replace(" -> None", "")
     names = frozenset(f.name for f in all_fields)
@@ -161,40 +163,6 @@ def _bases_unfrozen(klass: type) -> Iterator[None]:
 def _set(klass: type, name: str, fn: Callable[..., Any]) -> None:
     fn.__qualname__ = f"{klass.__qualname__}.{fn.__name__}"
     setattr(klass, name, fn)
-
-
-def _init_fn(klass: type, all_fields: tuple[Field[Any], ...]) -> Callable[..., None]:
-    """dataclass's keyword-only ``__init__``: the same parameters, defaults and annotations, values stored in order
-    straight into the instance's dict (a frozen dataclass's object.__setattr__ calls, one line a field, do the same)."""
-    defaults: list[Any] = []
-    params, stored = [], []
-    for f in all_fields:
-        if f.default_factory is not MISSING:
-            defaults.append(f.default_factory)
-            made = f"__d[{len(defaults) - 1}]()"
-            if f.init:
-                params.append(f"{f.name}=__F")
-                stored.append(f"{f.name}={made} if {f.name} is __F else {f.name}")
-            else:
-                stored.append(f"{f.name}={made}")
-        elif f.init:
-            if f.default is MISSING:
-                params.append(f.name)
-            else:
-                defaults.append(f.default)
-                params.append(f"{f.name}=__d[{len(defaults) - 1}]")
-            stored.append(f"{f.name}={f.name}")
-    body = [f"  self.__dict__.update({','.join(stored)})"] if stored else []
-    if hasattr(klass, "__post_init__"):
-        body.append("  self.__post_init__()")
-    star = "*," if params else ""
-    source = (f"def __create_fn__(__d,__F):\n def __init__(self,{star}{','.join(params)}):\n"
-              + ("\n".join(body) or "  pass") + "\n return __init__")
-    namespace: dict[str, Any] = {}
-    exec(source, {}, namespace)  # the field names come from the class body, as dataclass's source does
-    init: Callable[..., None] = namespace["__create_fn__"](defaults, _HAS_DEFAULT_FACTORY)
-    init.__annotations__ = {**{f.name: f.type for f in all_fields if f.init}, "return": None}
-    return init
 
 
 def _frozen_setattr_fn(klass: type, names: frozenset[str]) -> Callable[[Any, str, Any], None]:

@@ -1,0 +1,89 @@
+"""A record's ``__init__``, made with as little compiling as it can be (see kvplan.records).
+
+Most records' fields are all keyword arguments with a plain default or none: their ``__init__`` is one code object
+compiled with this module, renamed per class (``code.replace``: its parameters are the fields), that stores its
+``locals()`` in the instance's dict. Nothing is parsed per class. A record with a default factory or a field left
+out of ``__init__`` gets a compiled ``__init__`` instead, from a source shorter than dataclass's.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from dataclasses import _HAS_DEFAULT_FACTORY, MISSING, Field  # type: ignore[attr-defined]
+from types import FunctionType
+from typing import Any
+
+
+def _store_values(self: Any, values: dict[str, Any]) -> None:
+    """The fields' values, in their order (the parameters'), as a frozen dataclass's __init__ sets them."""
+    del values["self"]
+    self.__dict__.update(values)
+
+
+def _store_values_then_post_init(self: Any, values: dict[str, Any]) -> None:
+    del values["self"]
+    self.__dict__.update(values)
+    self.__post_init__()
+
+
+def _template(self: Any, *, field: Any) -> None:  # its code, renamed: `field` becomes the fields
+    _store_values(self, locals())
+
+
+_PLAIN_GLOBALS = {"_store_values": _store_values, "__builtins__": builtins}
+_POST_INIT_GLOBALS = {"_store_values": _store_values_then_post_init, "__builtins__": builtins}
+
+
+def init_fn(klass: type, all_fields: tuple[Field[Any], ...]) -> Callable[..., None]:
+    """dataclass's keyword-only ``__init__`` for `klass`: the same parameters, defaults and annotations."""
+    if all(f.init and f.default_factory is MISSING for f in all_fields):
+        init = _renamed_template(klass, all_fields)
+    else:
+        init = _compiled(klass, all_fields)
+    init.__annotations__ = {**{f.name: f.type for f in all_fields if f.init}, "return": None}
+    return init
+
+
+def _renamed_template(klass: type, all_fields: tuple[Field[Any], ...]) -> Callable[..., None]:
+    names = tuple(f.name for f in all_fields)
+    code = _template.__code__.replace(co_varnames=("self", *names), co_nlocals=len(names) + 1,
+                                      co_kwonlyargcount=len(names), co_name="__init__",
+                                      co_qualname=f"{klass.__qualname__}.__init__")
+    globals_ = _POST_INIT_GLOBALS if hasattr(klass, "__post_init__") else _PLAIN_GLOBALS
+    init = FunctionType(code, globals_, "__init__")
+    init.__kwdefaults__ = {f.name: f.default for f in all_fields if f.default is not MISSING} or None
+    return init
+
+
+def _compiled(klass: type, all_fields: tuple[Field[Any], ...]) -> Callable[..., None]:
+    """The __init__ compiled from source: values stored in order straight into the instance's dict (a frozen
+    dataclass's object.__setattr__ calls, one line a field, do the same)."""
+    defaults: list[Any] = []
+    params, stored = [], []
+    for f in all_fields:
+        if f.default_factory is not MISSING:
+            defaults.append(f.default_factory)
+            made = f"__d[{len(defaults) - 1}]()"
+            if f.init:
+                params.append(f"{f.name}=__F")
+                stored.append(f"{f.name}={made} if {f.name} is __F else {f.name}")
+            else:
+                stored.append(f"{f.name}={made}")
+        elif f.init:
+            if f.default is MISSING:
+                params.append(f.name)
+            else:
+                defaults.append(f.default)
+                params.append(f"{f.name}=__d[{len(defaults) - 1}]")
+            stored.append(f"{f.name}={f.name}")
+    body = [f"  self.__dict__.update({','.join(stored)})"] if stored else []
+    if hasattr(klass, "__post_init__"):
+        body.append("  self.__post_init__()")
+    star = "*," if params else ""
+    source = (f"def __create_fn__(__d,__F):\n def __init__(self,{star}{','.join(params)}):\n"
+              + ("\n".join(body) or "  pass") + "\n return __init__")
+    namespace: dict[str, Any] = {}
+    exec(source, {}, namespace)  # the field names come from the class body, as dataclass's source does
+    init: Callable[..., None] = namespace["__create_fn__"](defaults, _HAS_DEFAULT_FACTORY)
+    return init
