@@ -23,7 +23,7 @@ from inspect import signature as inspect_signature  # dataclasses imports inspec
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from kvplan.record_init import init_fn
+from kvplan.records.initializer import init_fn
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
