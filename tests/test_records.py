@@ -204,3 +204,29 @@ def test_default_factories_fields_left_out_of_init_and_post_init_are_dataclass_o
     assert other.seen == (2, 5) and list(inspect.signature(Made).parameters) == ["xs", "seen"]
     with pytest.raises(TypeError):
         Made(n=1)  # type: ignore[call-arg]
+
+
+def test_a_positional_record_is_the_frozen_dataclass() -> None:
+    """`class X(Record, kw_only=False)` is @dataclass(frozen=True): fields passed by position or by name."""
+    class Pair(Record, kw_only=False):
+        a: int
+        b: int = 2
+
+    @dataclasses.dataclass(frozen=True)
+    class Twin:
+        a: int
+        b: int = 2
+
+    materialize(Pair)
+    assert str(inspect.signature(Pair)) == str(inspect.signature(Twin)) == "(a: 'int', b: 'int' = 2) -> None"
+    assert Pair(1) == Pair(a=1, b=2) == Pair(1, 2) and Pair.__match_args__ == ("a", "b")  # type: ignore[attr-defined]
+    assert repr(Pair(1)).endswith("Pair(a=1, b=2)") and hash(Pair(1)) == hash(Twin(1))
+    with pytest.raises(TypeError, match="takes from 2 to 3 positional arguments but 4 were given"):
+        Pair(1, 2, 3)  # type: ignore[call-arg]
+
+    class Wrong(Record, kw_only=False):
+        a: int = 1
+        b: int
+
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        Wrong(b=1)

@@ -21,7 +21,7 @@ defaults are vLLM's, which ``kvplan size`` follows):
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal, NamedTuple
 
 from kvplan.config.model import ModelConfig
@@ -114,8 +114,7 @@ class Group(Record):
         return window_tokens(self.spec)
 
 
-@dataclass(frozen=True)
-class Load:
+class Load(Record, kw_only=False):
     """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state,
     cross-attention caches of the encoder's tokens, and compressed caches (one entry per `ratio` tokens)."""
 

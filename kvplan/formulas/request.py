@@ -11,7 +11,7 @@ the engines' spellings of each flag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from functools import cached_property, lru_cache
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -35,8 +35,7 @@ MAX_BLOCK_SIZE = 65_536
 PARALLEL_NAMES = ("tp", "pp", "dcp", "dp", "ep")
 
 
-@dataclass(frozen=True, slots=True)
-class Parallel:
+class Parallel(Record, kw_only=False):
     """One replica's parallel sizes, each checked once here (a whole number, at least 1), and the sizes the engines
     derive from them; which of them an engine's replica is, is the engine's (``Engine.replica_gpus``)."""
 

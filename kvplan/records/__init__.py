@@ -58,9 +58,10 @@ class Record:
 
     __init__ = _pending_init
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, kw_only: bool = True, **kwargs: Any) -> None:
+        """``class Part(Record, kw_only=False)``: fields passed by position too, as ``@dataclass(frozen=True)``."""
         super().__init_subclass__(**kwargs)
-        setattr(cls, _PENDING, True)
+        setattr(cls, _PENDING, kw_only)  # pending, and how its fields are passed
         if "__init__" not in vars(cls) and _under_generated_base(cls):
             cls.__init__ = _pending_init  # type: ignore[method-assign]
 
@@ -78,7 +79,7 @@ def materialize(cls: type) -> None:
         for klass in reversed(cls.__mro__):  # bases first: a dataclass reads its bases' fields
             if _PENDING in klass.__dict__:
                 _keep_subclasses_pending(klass)
-                _generate(klass)
+                _generate(klass, kw_only=klass.__dict__[_PENDING])
                 delattr(klass, _PENDING)
 
 
@@ -95,18 +96,18 @@ def _keep_subclasses_pending(klass: type) -> None:
             sub.__init__ = _pending_init  # type: ignore[misc]
 
 
-def _generate(klass: type) -> None:
-    """@dataclass(frozen=True, kw_only=True) on `klass` with nothing compiled but ``__init__``: dataclass would
+def _generate(klass: type, *, kw_only: bool) -> None:
+    """@dataclass(frozen=True, kw_only=kw_only) on `klass` with nothing compiled but ``__init__``: dataclass would
     compile six methods from source (parsing them is most of the cost); ``__repr__``, ``__eq__``, ``__hash__`` and the
     frozen ``__setattr__`` / ``__delattr__`` are the same checks written once below, and ``__init__`` is compiled
     from a shorter source of the same signature. A method the class body defines itself is kept, as dataclass keeps
     it; a class with something rarer (an InitVar, slots, its own ``__setattr__``) gets dataclass's own methods."""
     own = {name: value for name, value in vars(klass).items() if value is not _pending_init}
     if not _plain(klass, own):
-        _generate_by_dataclass(klass, own)
+        _generate_by_dataclass(klass, own, kw_only=kw_only)
         return
     with _bases_unfrozen(klass):  # dataclass refuses a non-frozen class over frozen bases; frozen is set just below
-        dataclass(kw_only=True, init=False, repr=False, eq=False)(klass)
+        dataclass(kw_only=kw_only, init=False, repr=False, eq=False)(klass)
     params = klass.__dataclass_params__  # type: ignore[attr-defined]
     params.init = params.repr = params.eq = params.frozen = True  # what the class has: the methods below
     all_fields = fields(klass)
@@ -120,10 +121,10 @@ def _generate(klass: type) -> None:
     _add_repr_eq_hash(klass, own, all_fields)
 
 
-def _generate_by_dataclass(klass: type, own: dict[str, Any]) -> None:
+def _generate_by_dataclass(klass: type, own: dict[str, Any], *, kw_only: bool) -> None:
     if vars(klass).get("__init__") is _pending_init:  # dataclass writes no __init__ over one the class has
         del klass.__init__  # type: ignore[misc]
-    dataclass(frozen=True, kw_only=True, repr=False, eq=False)(klass)
+    dataclass(frozen=True, kw_only=kw_only, repr=False, eq=False)(klass)
     params = klass.__dataclass_params__  # type: ignore[attr-defined]
     params.repr = params.eq = True
     _add_repr_eq_hash(klass, own, fields(klass))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from kvplan.formulas.layout import Group
@@ -20,8 +20,7 @@ if TYPE_CHECKING:
     from kvplan.render.workload import WorkloadPayload
 
 
-@dataclass(frozen=True)
-class Parallel:
+class Parallel(Record, kw_only=False):
     tp: int
     pp: int
     dcp: int
