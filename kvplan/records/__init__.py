@@ -1,4 +1,4 @@
-"""Frozen, keyword-only dataclasses whose methods are generated on first use.
+"""Frozen dataclasses whose methods are generated on first use, with (almost) nothing compiled.
 
 A dataclass's ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` are written
 as source text and compiled when the class is defined (one compile per method on Python 3.11): 0.3-0.8 ms a
@@ -6,11 +6,13 @@ class, most of kvplan's own import time. There are twelve layer specs, and a mod
 only ``FullAttn``). So a subclass of ``Record`` puts that work off until the class is first called (or one of its
 instances unpickled), and a class that a run never builds never pays for it.
 
-From its first instance on, a record is what ``@dataclass(frozen=True, kw_only=True)`` makes: ``fields``,
-``replace`` and ``asdict`` work, and so do equality and hashing (``__repr__``, ``__eq__`` and ``__hash__`` are
-plain functions over the fields' values rather than compiled source: the same answers, a third less to generate). Its subclasses are records too, so each one
-sees its bases' fields. One limit, checked by tests/test_records.py: calling ``dataclasses.fields(cls)`` on a
-class that nothing has built yet needs ``materialize(cls)`` first.
+From its first instance on, a record is what ``@dataclass(frozen=True, kw_only=True)`` makes (``class X(Record,
+kw_only=False)``: ``@dataclass(frozen=True)``): ``fields``, ``replace`` and ``asdict`` work, and so do equality,
+hashing and the frozen assignment errors. Only dataclass's field bookkeeping runs; the six methods are plain
+functions over the fields' values (the same answers) and ``__init__`` is a template code object renamed per class
+(kvplan.records.initializer), so a class costs no parse. Its subclasses are records too, so each one sees its bases'
+fields. One limit, checked by tests/test_records.py: calling ``dataclasses.fields(cls)`` or ``inspect.signature(cls)``
+on a class that nothing has built yet needs ``materialize(cls)`` first.
 """
 
 from __future__ import annotations
