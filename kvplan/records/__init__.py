@@ -25,6 +25,7 @@ from inspect import signature as inspect_signature  # dataclasses imports inspec
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from kvplan.records.bookkeeping import declare_fields
 from kvplan.records.initializer import init_fn
 
 if TYPE_CHECKING:
@@ -108,10 +109,11 @@ def _generate(klass: type, *, kw_only: bool) -> None:
     if not _plain(klass, own):
         _generate_by_dataclass(klass, own, kw_only=kw_only)
         return
-    with _bases_unfrozen(klass):  # dataclass refuses a non-frozen class over frozen bases; frozen is set just below
-        dataclass(kw_only=kw_only, init=False, repr=False, eq=False)(klass)
-    params = klass.__dataclass_params__  # type: ignore[attr-defined]
-    params.init = params.repr = params.eq = params.frozen = True  # what the class has: the methods below
+    if not declare_fields(klass, kw_only=kw_only):
+        with _bases_unfrozen(klass):  # dataclass refuses a non-frozen class over frozen bases; frozen is set below
+            dataclass(kw_only=kw_only, init=False, repr=False, eq=False)(klass)
+        params = klass.__dataclass_params__  # type: ignore[attr-defined]
+        params.init = params.repr = params.eq = params.frozen = True  # what the class has: the methods below
     all_fields = fields(klass)
     if "__init__" not in own:
         _set(klass, "__init__", init_fn(klass, all_fields))
