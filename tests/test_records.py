@@ -230,3 +230,30 @@ def test_a_positional_record_is_the_frozen_dataclass() -> None:
 
     with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
         Wrong(b=1)
+
+
+
+_DESCRIBE = """
+import dataclasses, importlib, sys
+import kvplan.records as records
+if sys.argv[1] == "dataclass":
+    records.declare_fields = lambda klass, **_: False  # the path through dataclasses.dataclass
+module, name = sys.argv[2].split(":")
+cls = getattr(importlib.import_module(module), name)
+records.materialize(cls)
+shown = lambda v: "MISSING" if v is dataclasses.MISSING else repr(sorted(v) if isinstance(v, frozenset) else v)
+print([(f.name, f.type, shown(f.default), shown(f.default_factory), f.init, f.repr, f.hash, f.compare, f.kw_only,
+        dict(f.metadata), shown(vars(cls).get(f.name, "absent"))) for f in dataclasses.fields(cls)])
+print(cls.__dataclass_params__, cls.__match_args__, cls.__doc__)
+"""
+
+
+@pytest.mark.parametrize("where", ["kvplan.config.model:ModelConfig", "kvplan.engines.rules:BudgetRules",
+                                   "kvplan.planning.weights.part:Part", "kvplan.engines.vllm.mamba:MambaRules",
+                                   "kvplan.planning.request:CapacityRequest", "kvplan.config.defaults:Default"])
+def test_a_records_fields_are_recorded_as_dataclass_records_them(where: str) -> None:
+    """kvplan.records.bookkeeping writes __dataclass_fields__, __dataclass_params__ and __match_args__ itself: the
+    same fields (defaults, factories, flags), class attributes, parameters and docstring as dataclass's path."""
+    lean, by_dataclass = (subprocess.run([sys.executable, "-c", _DESCRIBE, how, where], check=True,
+                                         capture_output=True, text=True).stdout for how in ("lean", "dataclass"))
+    assert lean == by_dataclass and "MISSING" in lean
