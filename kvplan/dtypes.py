@@ -17,16 +17,15 @@ ones engines actually allocate:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from kvplan.errors import InputError
+from kvplan.records import Record
 
 ScaleScheme = Literal["none", "group", "per_token_head", "nvfp4", "ds_mla"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class KvDtype:
+class KvDtype(Record):
     name: str
     element_bits: int
     scale: ScaleScheme = "none"

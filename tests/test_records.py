@@ -162,3 +162,98 @@ def test_threads_that_build_a_record_first_all_get_one() -> None:
             assert not errors and len(built) == 8 and all(p == Point(x=1, y=0) for p in built)
     finally:
         sys.setswitchinterval(previous)
+
+
+def test_a_subclass_of_a_record_already_built_builds_with_its_own_fields() -> None:
+    """A record has no metaclass: a pending class's __init__ is a placeholder. A subclass defined before or after its
+    base was built still generates its own __init__ rather than calling the base's."""
+    class Base(Record):
+        a: int
+
+    class Before(Base):
+        b: int = 2
+
+    assert Base(a=1).a == 1
+
+    class After(Base):
+        c: int = 3
+
+    assert (Before(a=1), After(a=1)) == (Before(a=1, b=2), After(a=1, c=3))
+    assert [f.name for f in dataclasses.fields(After)] == ["a", "c"] and After(a=1, c=4).c == 4
+    assert str(inspect.signature(Before)) == "(*, a: 'int', b: 'int' = 2) -> None"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        After(a=1).c = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Record()
+
+
+def test_default_factories_fields_left_out_of_init_and_post_init_are_dataclass_ones() -> None:
+    """The generated __init__ (shorter source than dataclass's) keeps its factories, init=False fields and
+    __post_init__."""
+    class Made(Record):
+        xs: list[int] = dataclasses.field(default_factory=list)
+        n: int = dataclasses.field(default=5, init=False)
+        ys: list[int] = dataclasses.field(default_factory=lambda: [1], init=False)
+        seen: tuple[int, ...] = ()
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "seen", (len(self.xs), self.n))
+
+    made, other = Made(), Made(xs=[1, 2])
+    assert made.xs == [] and made.xs is not Made().xs and made.ys == [1] and made.n == 5 and made.seen == (0, 5)
+    assert other.seen == (2, 5) and list(inspect.signature(Made).parameters) == ["xs", "seen"]
+    with pytest.raises(TypeError):
+        Made(n=1)  # type: ignore[call-arg]
+
+
+def test_a_positional_record_is_the_frozen_dataclass() -> None:
+    """`class X(Record, kw_only=False)` is @dataclass(frozen=True): fields passed by position or by name."""
+    class Pair(Record, kw_only=False):
+        a: int
+        b: int = 2
+
+    @dataclasses.dataclass(frozen=True)
+    class Twin:
+        a: int
+        b: int = 2
+
+    materialize(Pair)
+    assert str(inspect.signature(Pair)) == str(inspect.signature(Twin)) == "(a: 'int', b: 'int' = 2) -> None"
+    assert Pair(1) == Pair(a=1, b=2) == Pair(1, 2) and Pair.__match_args__ == ("a", "b")  # type: ignore[attr-defined]
+    assert repr(Pair(1)).endswith("Pair(a=1, b=2)") and hash(Pair(1)) == hash(Twin(1))
+    with pytest.raises(TypeError, match="takes from 2 to 3 positional arguments but 4 were given"):
+        Pair(1, 2, 3)  # type: ignore[call-arg]
+
+    class Wrong(Record, kw_only=False):
+        a: int = 1
+        b: int
+
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        Wrong(b=1)
+
+
+
+_DESCRIBE = """
+import dataclasses, importlib, sys
+import kvplan.records as records
+if sys.argv[1] == "dataclass":
+    records.declare_fields = lambda klass, **_: False  # the path through dataclasses.dataclass
+module, name = sys.argv[2].split(":")
+cls = getattr(importlib.import_module(module), name)
+records.materialize(cls)
+shown = lambda v: "MISSING" if v is dataclasses.MISSING else repr(sorted(v) if isinstance(v, frozenset) else v)
+print([(f.name, f.type, shown(f.default), shown(f.default_factory), f.init, f.repr, f.hash, f.compare, f.kw_only,
+        dict(f.metadata), shown(vars(cls).get(f.name, "absent"))) for f in dataclasses.fields(cls)])
+print(cls.__dataclass_params__, cls.__match_args__, cls.__doc__)
+"""
+
+
+@pytest.mark.parametrize("where", ["kvplan.config.model:ModelConfig", "kvplan.engines.rules:BudgetRules",
+                                   "kvplan.planning.weights.part:Part", "kvplan.engines.vllm.mamba:MambaRules",
+                                   "kvplan.planning.request:CapacityRequest", "kvplan.config.defaults:Default"])
+def test_a_records_fields_are_recorded_as_dataclass_records_them(where: str) -> None:
+    """kvplan.records.bookkeeping writes __dataclass_fields__, __dataclass_params__ and __match_args__ itself: the
+    same fields (defaults, factories, flags), class attributes, parameters and docstring as dataclass's path."""
+    lean, by_dataclass = (subprocess.run([sys.executable, "-c", _DESCRIBE, how, where], check=True,
+                                         capture_output=True, text=True).stdout for how in ("lean", "dataclass"))
+    assert lean == by_dataclass and "MISSING" in lean

@@ -9,7 +9,6 @@ its default; a model given before ``--`` as well must be the command's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -17,6 +16,7 @@ import typer
 from kvplan.cli.expand import given_options
 from kvplan.cli.options import OUTPUT, ModelDtype, Revision, model_options, option
 from kvplan.errors import InputError
+from kvplan.records import Record
 
 Words = Annotated[list[str], typer.Argument(
     help="Model id (bundled, HF cache or hub), config.json, or folder; or, after --, a launch command: vllm serve "
@@ -31,8 +31,7 @@ Format = Annotated[str | None, option("--format", "table, json, yaml, kserve or 
 CLUSTER_FORMATS = ("kserve", "llm-d")
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(Record, kw_only=False):
     """The model argument: one model id, or a launch command's words."""
 
     words: tuple[str, ...]

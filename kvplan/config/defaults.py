@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from kvplan.config.aliases import TEXT_CONFIG_KEYS
+from kvplan.records import Record
 
 TABLE_PATH = Path(__file__).with_name("class_defaults.json")
 SUB_CONFIG_KEYS = (*TEXT_CONFIG_KEYS, "vision_config", "audio_config")
@@ -37,8 +37,7 @@ SUB_CONFIG_KEYS = (*TEXT_CONFIG_KEYS, "vision_config", "audio_config")
 WRAPPER_KEYS = ("tie_word_embeddings",)
 
 
-@dataclass(frozen=True, slots=True)
-class Default:
+class Default(Record, kw_only=False):
     key: str  # the config key whose default it is (or a hand-written row's field name)
     value: Any
     model_type: str  # the config class it comes from

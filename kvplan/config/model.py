@@ -7,12 +7,13 @@ formulas can cache per-model work.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from kvplan.dtypes import canonical_dtype
 from kvplan.errors import InputError
 from kvplan.memo import IdentityCache
+from kvplan.records import Record
 from kvplan.specs import LayerSpec, LinearState
 
 SERVED_DTYPES = ("bf16", "fp16", "fp32")
@@ -22,8 +23,7 @@ _ABSENT = object()  # a field neither in the config nor defaulted: the caller's 
 _FIELDS: IdentityCache[Any] = IdentityCache(maxsize=256)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelConfig:
+class ModelConfig(Record):
     model_id: str
     source: str  # the file read
     model_type: str | None

@@ -14,12 +14,12 @@ Which connectors an engine takes, and which one its own offloading flag means, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from kvplan.engines.base import EnginePlan
 from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
+from kvplan.records import Record
 from kvplan.units import GIB, MIB, cdiv
 
 LMCACHE_CHUNK_TOKENS = 256  # LMCache 0.5.6 v1/config.py:90 chunk_size default
@@ -49,8 +49,7 @@ SOURCES = {
 }
 
 
-@dataclass(frozen=True, kw_only=True)
-class HostTier:
+class HostTier(Record):
     """The host tier of one replica (JSON ``host_tier``)."""
 
     backend: str

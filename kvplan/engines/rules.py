@@ -5,7 +5,7 @@ cut over one GPU (``WeightSplit``), and the engine's arithmetic on them (``Budge
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from kvplan.records import Record
@@ -14,8 +14,7 @@ TermKind = Literal["weights", "weights_extra", "draft_weights", "lora", "encoder
                    "non_torch", "cuda_graphs", "given"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class BudgetTerm:
+class BudgetTerm(Record):
     """One thing an engine subtracts from GPU memory before the KV cache, per GPU. ``exact`` is a promise: the rule
     is the engine's and every input behind it is exact; an input that is not (kvplan's formula for the tensors, a
     template, an assumed default, a quantization field no reader reads, a guessed kernel backend, an assumed GPU)

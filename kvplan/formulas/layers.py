@@ -7,10 +7,11 @@ per-layer geometry, windows, states, shared and no-op layers). This module appli
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
+from kvplan.records import Record
 from kvplan.specs import (
     LAYER_KINDS,
     AttnSpec,
@@ -31,8 +32,7 @@ from kvplan.specs import (
 ATTENTION_OVERRIDES = ("mha", "gqa", "mqa", "mla")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Overrides:
+class Overrides(Record):
     """User overrides of what the config says: attention kind, KV heads, layer kinds, window."""
 
     attention: str | None = None  # mha | gqa | mqa | mla

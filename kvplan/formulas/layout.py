@@ -21,7 +21,7 @@ defaults are vLLM's, which ``kvplan size`` follows):
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal, NamedTuple
 
 from kvplan.config.model import ModelConfig
@@ -38,6 +38,7 @@ from kvplan.formulas.per_token import (
 )
 from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest, cache_request
 from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
+from kvplan.records import Record
 from kvplan.specs import (
     AttnSpec,
     Composite,
@@ -56,8 +57,7 @@ from kvplan.units import cdiv
 WindowRule = Literal["window", "window-1", "full"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class LayoutPolicy:
+class LayoutPolicy(Record):
     """How an engine lays out the cache where engines differ (see the module docstring)."""
 
     head_split: HeadSplit = "floor"
@@ -91,8 +91,7 @@ class PartLoad(NamedTuple):
     bytes_per_state_per_gpu: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class Group:
+class Group(Record):
     """Identical layers of one model: how much one layer holds, whole and per GPU."""
 
     spec: LayerSpec
@@ -115,8 +114,7 @@ class Group:
         return window_tokens(self.spec)
 
 
-@dataclass(frozen=True)
-class Load:
+class Load(Record, kw_only=False):
     """Bytes a set of layers holds for one sequence: full layers, windowed layers, fixed state,
     cross-attention caches of the encoder's tokens, and compressed caches (one entry per `ratio` tokens)."""
 
@@ -145,8 +143,7 @@ class Load:
         return sum(b * paged(min(tokens, w), block_size) for w, b in self.windowed) + self.state_bytes + encoder
 
 
-@dataclass(frozen=True, kw_only=True)
-class Layout:
+class Layout(Record):
     """Everything about a cache that does not depend on seq_len or batch."""
 
     model: ModelConfig

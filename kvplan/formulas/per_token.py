@@ -7,7 +7,6 @@ dtype (``latent_dtype``, ``StateDtypes``) and computes both, so ``--explain`` ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -21,6 +20,7 @@ from kvplan.dtypes import (
     resolve_kv_dtype,
 )
 from kvplan.errors import InputError
+from kvplan.records import Record
 from kvplan.specs import (
     AttnSpec,
     Composite,
@@ -53,8 +53,7 @@ class PartCost(NamedTuple):
     formula: str
 
 
-@dataclass(frozen=True)
-class StateDtypes:
+class StateDtypes(Record, kw_only=False):
     """Element types of linear/Mamba states: vLLM's mamba_cache_dtype (`conv`: the conv state and any
     single-tensor state) and mamba_ssm_cache_dtype (`ssm`: the recurrent state; None = auto)."""
 

@@ -11,7 +11,7 @@ the engines' spellings of each flag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from functools import cached_property, lru_cache
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kvplan.dtypes import DEFAULT_QUANT_GROUP, KNOWN_NAMES, KvDtypeName, check_dtype_name
 from kvplan.errors import InputError, ShardingError
 from kvplan.formulas.layers import Overrides
+from kvplan.records import Record, materialize
 from kvplan.units import MAX_COUNT, MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ MAX_BLOCK_SIZE = 65_536
 PARALLEL_NAMES = ("tp", "pp", "dcp", "dp", "ep")
 
 
-@dataclass(frozen=True, slots=True)
-class Parallel:
+class Parallel(Record, kw_only=False):
     """One replica's parallel sizes, each checked once here (a whole number, at least 1), and the sizes the engines
     derive from them; which of them an engine's replica is, is the engine's (``Engine.replica_gpus``)."""
 
@@ -71,8 +71,7 @@ class Parallel:
         return self.tp // self.dp
 
 
-@dataclass(frozen=True, kw_only=True)
-class CacheRequest:
+class CacheRequest(Record):
     """One cache question. ``None`` means "the model's" (max_model_len) or "the engine's" (block_size)."""
 
     tp: int = 1  # tensor-parallel size: KV heads split (floor, replicated past the head count), MLA replicated
@@ -169,6 +168,7 @@ def _check_block_size(value: int) -> None:
                          arg="block_size")
 
 
+materialize(CacheRequest)  # its fields are read here, and NO_REQUEST below builds one anyway
 _SHAPE_FIELDS = attrgetter(*(f.name for f in fields(CacheRequest) if f.name not in ("max_model_len", "batch",
                                                                                   "block_size")))
 _COUNTS = attrgetter("tp", "pp", "dcp", "dp", "ep", "quant_group", "batch")

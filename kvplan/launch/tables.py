@@ -18,7 +18,6 @@ from __future__ import annotations
 import difflib
 import gc
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,12 @@ from typing import Any
 from kvplan.engines import get_engine
 from kvplan.engines.spelling import Parser
 from kvplan.errors import InputError
+from kvplan.records import Record
 
 TABLES = Path(__file__).resolve().parent / "tables"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Flag:
+class Flag(Record):
     """One option string of one release: how its parser reads it."""
 
     name: str
@@ -52,8 +51,7 @@ class Flag:
         return self.nargs == 0
 
 
-@dataclass(frozen=True, kw_only=True)
-class FlagTable:
+class FlagTable(Record):
     """The options of one engine release."""
 
     engine: str

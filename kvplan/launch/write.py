@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import Any
 
@@ -21,11 +21,11 @@ from kvplan.engines import Engine, get_engine
 from kvplan.engines.spelling import Spelling
 from kvplan.launch.tables import FlagTable, flag_table, table_release
 from kvplan.planning.capacity import CapacityResult
+from kvplan.records import Record
 from kvplan.units import GIB
 
 
-@dataclass(frozen=True, kw_only=True)
-class Written:
+class Written(Record):
     """The launch command of one answer."""
 
     engine: str  # the kvplan release name (vllm@0.33)

@@ -18,11 +18,10 @@ memory (``CUDA_GRAPH_BYTES``), the context, the bytes per logit of the warm-up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engines import BudgetRules, BudgetTerm, Refusal, Request
 from kvplan.engines.base import term_bytes
 from kvplan.planning.profile_run import dims, penalty_state_bytes, sampler_peak
+from kvplan.records import Record
 from kvplan.units import MIB, format_gib
 
 CUDA_CONTEXT_BYTES = 552_402_944  # measured after torch.cuda.init() on an H100 (driver 580, torch 2.11, CUDA 13)
@@ -30,8 +29,7 @@ CUDA_GRAPH_BYTES = 512 * MIB  # estimate; vLLM 0.18-0.26 logs estimate 0.13-0.78
 INIT_COMM_BYTES = 256 * MIB  # NCCL/custom all-reduce buffers of a group created before the snapshot (estimate)
 
 
-@dataclass(frozen=True, kw_only=True)
-class AfterKvCheck:
+class AfterKvCheck(Record):
     """Free memory once the cache is allocated, what the release then allocates, and its verdict."""
 
     free_bytes: int

@@ -12,7 +12,7 @@ them all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from kvplan.config.model import ModelConfig
@@ -38,10 +38,10 @@ from kvplan.planning.quant_checks import fp8_block_refusal
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
 from kvplan.planning.verdict import estimate_error_bytes, margin_bytes, uncertain_note, within_estimate
+from kvplan.records import Record
 
 
-@dataclass(frozen=True, kw_only=True)
-class CapacityResult:
+class CapacityResult(Record):
     engine: str
     model: ModelConfig
     gpu: str | None

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 
 from kvplan.errors import InputError
+from kvplan.records import Record
 from kvplan.units import GIB, parse_bytes
 
 MIB = 1024**2
@@ -30,8 +31,7 @@ TB_PER_S = 10**12
 GB_PER_S = 10**9
 
 
-@dataclass(frozen=True, slots=True)
-class Gpu:
+class Gpu(Record, kw_only=False):
     name: str
     memory_bytes: int  # torch total_memory / vLLM total_gpu_memory, whole MiB
     bandwidth_bytes_per_s: int  # vendor peak, decimal units

@@ -21,11 +21,10 @@ tokens and rows, and which tensors outlive the forward. ``s`` = activation bytes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
 from kvplan.engines.base import BudgetTerm, ProfileRun
+from kvplan.records import Record
 from kvplan.units import cdiv, format_gib
 
 FUSED_MOE_CHUNK_TOKENS = 32768  # vLLM VLLM_FUSED_MOE_CHUNK_SIZE
@@ -33,8 +32,7 @@ FUSED_MOE_CHUNK_TOKENS = 32768  # vLLM VLLM_FUSED_MOE_CHUNK_SIZE
 KEEPS_GATE_UP = frozenset({"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Dims:
+class Dims(Record):
     """What the activation formulas read from a config (per model, unsharded)."""
 
     hidden: int

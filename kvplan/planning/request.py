@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass
 from typing import Any
 
 from kvplan.config import as_model
@@ -23,14 +22,14 @@ from kvplan.engines.settings import NO_SETTINGS, SETTING_NAMES, Settings, settin
 from kvplan.errors import InputError
 from kvplan.formulas.request import NO_REQUEST, CacheRequest
 from kvplan.planning.gpus import lookup_gpu
+from kvplan.records import Record, materialize
 from kvplan.units import GIB, check_memory_size
 
 TIB = 1024 * GIB
 MAX_GPU_MEMORY_BYTES = TIB  # one GPU; unified-memory machines (GB10: 128 GB) stay far below
 
 
-@dataclass(frozen=True, kw_only=True)
-class Memory:
+class Memory(Record):
     """What the budget is asked for: a GPU, the weights' format, and the figures that replace estimates."""
 
     gpu: str | None = None  # catalog name or alias (H100, A100-80G); None: an H100 where one is needed
@@ -86,8 +85,7 @@ def _check_size(name: str, value: int | None) -> None:
 NO_MEMORY = Memory()
 
 
-@dataclass(frozen=True, kw_only=True)
-class CapacityRequest:
+class CapacityRequest(Record):
     """One capacity question; ``engine`` and the KV dtype are the only things the commands vary around it."""
 
     model: ModelConfig
@@ -113,6 +111,7 @@ class CapacityRequest:
         return dataclasses.replace(self, memory=dataclasses.replace(self.memory, gpu=gpu))
 
 
+materialize(Memory)  # its fields are read here (a record's fields exist once it is materialized)
 CACHE_NAMES = frozenset(f.name for f in dataclasses.fields(CacheRequest))
 MEMORY_NAMES = frozenset(f.name for f in dataclasses.fields(Memory))
 OPTION_NAMES = CACHE_NAMES | MEMORY_NAMES | SETTING_NAMES

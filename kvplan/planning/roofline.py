@@ -11,14 +11,12 @@ measures how close the paged-decode kernels come on a real GPU).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engines import EnginePlan
 from kvplan.planning.gpus import GPUS
+from kvplan.records import Record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DecodeFloor:
+class DecodeFloor(Record):
     requests: int  # max_model_len requests decoding together (what the engine admits at once)
     weights_bytes: int  # per GPU, read once per step
     kv_bytes: int  # per GPU: every admitted request's cache, read once per step

@@ -9,7 +9,7 @@ layout the engine planned on (``CapacityResult.layout``), never recomputed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from kvplan.engines import get_engine
@@ -36,8 +36,7 @@ SETTING_KEYS = ("entry_point", "max_num_batched_tokens", "max_num_seqs", "sample
 EngineSettings = dict[str, object]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OverheadPayload:
+class OverheadPayload(Record):
     source: str
     non_torch_bytes: int
     activation_bytes: int
@@ -48,8 +47,7 @@ class OverheadPayload:
     encoder_cache_bytes: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FloorPayload:
+class FloorPayload(Record):
     """The memory-bound lower bound on one decode step of the admitted batch (planning/roofline.py)."""
 
     requests: int
@@ -62,8 +60,7 @@ class FloorPayload:
     note: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PerRequest:
+class PerRequest(Record):
     steady_state_bytes_per_gpu: int
     admission_reserve_bytes_per_gpu: int
 
@@ -75,8 +72,7 @@ class GroupKind(Record):
     kind: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CapacityGroup:
+class CapacityGroup(Record):
     """size's layer group (most loaded GPU) on the engine's layout, then how the engine caches it (None: the
     engine planned no such group)."""
 
@@ -89,8 +85,7 @@ class CapacityGroup:
     tokens_reserved_per_request: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LayoutPayload:
+class LayoutPayload(Record):
     """The layout the numbers are for: one replica of ``gpus`` GPUs (vLLM: dp × tp × pp; SGLang: tp × pp, its DP
     attention inside tp) holding ``pools`` KV pools of ``kv_tokens`` each (one per DP rank)."""
 
@@ -105,8 +100,7 @@ class LayoutPayload:
     gpus_per_node: int = 0  # GPUs of the replica on each node
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CapacityPayload:
+class CapacityPayload(Record):
     """The `kvplan capacity --json` contract."""
 
     engine: str

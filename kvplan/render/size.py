@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from kvplan.formulas.layout import Group
@@ -20,15 +20,13 @@ if TYPE_CHECKING:
     from kvplan.render.workload import WorkloadPayload
 
 
-@dataclass(frozen=True)
-class Parallel:
+class Parallel(Record, kw_only=False):
     tp: int
     pp: int
     dcp: int
 
 
-@dataclass(frozen=True, kw_only=True)
-class HeadsAndDims:
+class HeadsAndDims(Record):
     """A layer group's attention columns; an MLA group adds its latent's two widths."""
 
     num_kv_heads: int
@@ -40,8 +38,7 @@ class HeadsAndDims:
     compress_ratio: int | None = field(default=None, metadata=OMIT_NONE)  # DeepSeek-V4: tokens per latent
 
 
-@dataclass(frozen=True, kw_only=True)
-class GroupPayload:
+class GroupPayload(Record):
     """One group of identical layers (most loaded GPU for the per-GPU values)."""
 
     kind: str

@@ -12,8 +12,6 @@ how they account for them (``BudgetRules`` of a release, and their ``plan``); th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kvplan.engines import Engine
 from kvplan.engines.base import BudgetRules, BudgetTerm, EnginePlan, Request, Resolved
 from kvplan.formulas.layout import Layout
@@ -31,10 +29,10 @@ from kvplan.planning.extras.speculative import (
     with_draft_layers,
 )
 from kvplan.planning.weights import weight_bytes_by_kind
+from kvplan.records import Record
 
 
-@dataclass(frozen=True, kw_only=True)
-class Extras:
+class Extras(Record):
     """The summaries of a capacity result (None: the feature is off)."""
 
     speculative: SpeculativeSummary | None = None

@@ -9,8 +9,9 @@ read the same way for every family.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from kvplan.records import Record
 
 Category = Literal["embedding", "lm_head", "attention", "mixer", "mlp_dense", "moe_experts", "moe_shared_experts",
                    "router", "norms", "vision", "audio"]
@@ -21,8 +22,7 @@ TpRule = Literal["column", "row", "kv", "qkv", "vocab", "replicated", "expert-co
                  "expert-replicated"]
 
 
-@dataclass(frozen=True, slots=True)
-class Part:
+class Part(Record, kw_only=False):
     name: str  # module path, HF-style: "model.layers.3.self_attn.q_proj" (weight quantization matches it)
     category: Category
     shape: tuple[int, ...]  # (out, in) for matrices; one expert's for a stack of experts
@@ -39,8 +39,7 @@ class Part:
         return n
 
 
-@dataclass(frozen=True, slots=True)
-class ModelParts:
+class ModelParts(Record, kw_only=False):
     """A model's parts by where PP puts them: the first stage holds ``first`` (embeddings, vision and audio
     towers, projectors), the last ``last`` (final norm, lm_head) and, with tied embeddings and pp > 1, its own
     copy of ``tied`` (vLLM builds an lm_head on the last rank); ``layers`` are split as pp_layer_counts."""

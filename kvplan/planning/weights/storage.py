@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
+from kvplan.records import Record
 from kvplan.units import cdiv
 
 ScaleScheme = Literal["none", "block", "group", "channel", "tensor"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WeightFormat:
+class WeightFormat(Record):
     name: str  # e.g. "bf16", "fp8 (128x128 blocks)", "mxfp4", "int4 (g128)"
     base_bits: int  # every tensor that is not a quantized linear weight
     linear_bits: int

@@ -25,12 +25,12 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from kvplan.config.defaults import SUB_CONFIG_KEYS, class_defaults, is_named, sub_config_type
+from kvplan.records import Record
 
 TABLES_DIR = Path(__file__).with_name("tables")
 # Keys that name no shape: the storage dtype and quantization (applied by kvplan's formats), provenance.
@@ -38,8 +38,7 @@ UNSHAPED_KEYS = frozenset({"_name_or_path", "transformers_version", "torch_dtype
                            "compression_config", "auto_map", "use_cache", "_commit_hash"})
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(Record, kw_only=False):
     pattern: str
     role: str
     tp: str
@@ -50,8 +49,7 @@ class Row:
     dtype: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Table:
+class Table(Record, kw_only=False):
     name: str  # the bundled id or "type:<model_type>" the table was built from
     model_class: str  # the transformers class built on the meta device
     num_layers: int

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Literal
 
@@ -36,6 +36,7 @@ from kvplan.memo import IdentityCache
 from kvplan.planning.weights.formats import WeightFormat, tensor_bytes
 from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule
 from kvplan.planning.weights.tables import Row, Table
+from kvplan.records import Record
 from kvplan.units import cdiv
 
 VOCAB_PADDING = 64  # vLLM vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
@@ -139,8 +140,7 @@ def _relayer(name: str, index: int) -> str:
     return f"{head}{sep}{index}.{tail.partition('.')[2]}" if sep else name
 
 
-@dataclass(frozen=True, slots=True)
-class Split:
+class Split(Record, kw_only=False):
     """One GPU's view: the weight format, TP and EP sizes (tp None: the whole checkpoint, unpadded)."""
 
     fmt: WeightFormat

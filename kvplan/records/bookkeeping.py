@@ -1,0 +1,79 @@
+"""A plain record's dataclass bookkeeping (``__dataclass_fields__``, ``__dataclass_params__``, ``__match_args__``)
+without ``dataclasses.dataclass``: most of what that still costs a record is its checks of every string annotation
+for ``ClassVar``, ``InitVar`` and ``KW_ONLY`` (two regular-expression matches a field). A class whose annotations
+name any of the three, or are not strings, goes through dataclass itself (``declare_fields`` answers False).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import _FIELD, _FIELDS, _PARAMS, MISSING, Field, _DataclassParams, field  # type: ignore[attr-defined]
+from types import MemberDescriptorType
+from typing import Any
+
+_RARE = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def declare_fields(klass: type, *, kw_only: bool) -> bool:
+    """What @dataclass(frozen=True, kw_only=kw_only) records on `klass` about its fields, as it records them."""
+    annotations: dict[str, Any] = vars(klass).get("__annotations__", {})
+    if not all(type(hint) is str and not any(rare in hint for rare in _RARE) for hint in annotations.values()):
+        return False
+    all_fields, frozen_bases, dataclass_bases = _base_fields(klass)
+    if dataclass_bases and not frozen_bases:
+        raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
+    for name, hint in annotations.items():
+        all_fields[name] = _own_field(klass, name, hint, kw_only)
+    for name, value in vars(klass).items():
+        if isinstance(value, Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    setattr(klass, _FIELDS, all_fields)
+    setattr(klass, _PARAMS, _params())
+    if "__match_args__" not in vars(klass):
+        klass.__match_args__ = tuple(f.name for f in all_fields.values() if f.init and not f.kw_only)  # type: ignore[attr-defined]
+    abc.update_abstractmethods(klass)
+    return True
+
+
+def _base_fields(klass: type) -> tuple[dict[str, Field[Any]], bool, bool]:
+    """The bases' fields, base first (a subclass's field of the same name takes its place), and whether any base
+    is a frozen dataclass / a dataclass at all."""
+    all_fields: dict[str, Field[Any]] = {}
+    frozen = has_bases = False
+    for base in klass.__mro__[-1:0:-1]:
+        base_fields = getattr(base, _FIELDS, None)
+        if base_fields is not None:
+            has_bases = True
+            all_fields.update((f.name, f) for f in base_fields.values())
+            frozen = frozen or getattr(base, _PARAMS).frozen
+    return all_fields, frozen, has_bases
+
+
+def _own_field(klass: type, name: str, hint: str, kw_only: bool) -> Field[Any]:
+    """dataclass's _get_field for a plain field, and the class attribute it leaves (the default, or none)."""
+    default = getattr(klass, name, MISSING)
+    if isinstance(default, Field):
+        made = default
+    else:
+        if isinstance(default, MemberDescriptorType):  # a slot, not a default
+            default = MISSING
+        made = field(default=default)
+    made.name, made.type, made._field_type = name, hint, _FIELD  # type: ignore[attr-defined]
+    if made.kw_only is MISSING:  # type: ignore[attr-defined]
+        made.kw_only = kw_only  # type: ignore[attr-defined]
+    if made.default.__class__.__hash__ is None:
+        raise ValueError(f"mutable default {type(made.default)} for field {name} is not allowed: use default_factory")
+    if isinstance(getattr(klass, name, None), Field):
+        if made.default is MISSING:
+            delattr(klass, name)
+        else:
+            setattr(klass, name, made.default)
+    return made
+
+
+def _params() -> Any:
+    """The parameters a record has: init, repr, eq and frozen (3.12 adds four more, at their defaults)."""
+    try:
+        return _DataclassParams(True, True, True, False, False, True)
+    except TypeError:
+        return _DataclassParams(True, True, True, False, False, True, True, False, False, False)
