@@ -257,3 +257,23 @@ def test_a_records_fields_are_recorded_as_dataclass_records_them(where: str) -> 
     lean, by_dataclass = (subprocess.run([sys.executable, "-c", _DESCRIBE, how, where], check=True,
                                          capture_output=True, text=True).stdout for how in ("lean", "dataclass"))
     assert lean == by_dataclass and "MISSING" in lean
+
+
+@pytest.mark.parametrize("argv", [
+    ["capacity", "deepseek-ai/DeepSeek-V3", "--gpu", "H200", "--tp", "8", "--max-model-len", "32k", "--json"],
+    ["capacity", "Qwen/Qwen3-Next-80B-A3B-Thinking", "--gpu", "H100", "--tp", "4", "--engine", "sglang", "--json"],
+    ["fit", "meta-llama/Llama-3.1-70B", "--max-model-len", "32k", "--concurrency", "64", "--gpu", "H100",
+     "--format", "json"],
+    ["size", "google/gemma-3-27b-it", "--json"],
+])
+def test_the_short_path_answers_as_dataclass_itself(argv: list[str]) -> None:
+    # Off CPython 3.11 (or with KVPLAN_RECORDS_BY_DATACLASS=1) every record is made by dataclass(): the same
+    # answers, byte for byte, as the short path's on the commands that build most records.
+    import os
+
+    def run(**env: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "kvplan", *argv], capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": "120", **env}, check=False)
+        return f"{done.returncode}\n{done.stdout}\n{done.stderr}"
+
+    assert run(KVPLAN_RECORDS_BY_DATACLASS="1") == run(KVPLAN_RECORDS_BY_DATACLASS="")

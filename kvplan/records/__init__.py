@@ -18,6 +18,8 @@ on a class that nothing has built yet needs ``materialize(cls)`` first.
 from __future__ import annotations
 
 import _thread
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import Field, FrozenInstanceError, dataclass, fields
@@ -25,8 +27,6 @@ from inspect import signature as inspect_signature  # dataclasses imports inspec
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from kvplan.records.bookkeeping import declare_fields
-from kvplan.records.initializer import init_fn
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -35,6 +35,11 @@ else:  # typing has it from 3.11, typing_extensions costs 3 ms to import: type c
         return lambda cls: cls
 
 _PENDING = "__record_pending__"
+# The short path writes dataclass's bookkeeping itself, with names private to CPython 3.11's dataclasses module
+# (kvplan.records.bookkeeping, .initializer), checked against dataclass's own on 3.11 (tests/test_records.py). Any
+# other Python, or KVPLAN_RECORDS_BY_DATACLASS=1 (the tests' cross-check), gets dataclass's own methods: the same
+# records, each class compiled as a dataclass is.
+SHORT_PATH = sys.version_info[:2] == (3, 11) and not os.environ.get("KVPLAN_RECORDS_BY_DATACLASS")
 _GENERATING = _thread.allocate_lock()  # _thread: a builtin module, nothing to import
 
 
@@ -106,9 +111,12 @@ def _generate(klass: type, *, kw_only: bool) -> None:
     from a shorter source of the same signature. A method the class body defines itself is kept, as dataclass keeps
     it; a class with something rarer (an InitVar, slots, its own ``__setattr__``) gets dataclass's own methods."""
     own = {name: value for name, value in vars(klass).items() if value is not _pending_init}
-    if not _plain(klass, own):
+    if not SHORT_PATH or not _plain(klass, own):
         _generate_by_dataclass(klass, own, kw_only=kw_only)
         return
+    from kvplan.records.bookkeeping import declare_fields
+    from kvplan.records.initializer import init_fn
+
     if not declare_fields(klass, kw_only=kw_only):
         with _bases_unfrozen(klass):  # dataclass refuses a non-frozen class over frozen bases; frozen is set below
             dataclass(kw_only=kw_only, init=False, repr=False, eq=False)(klass)
