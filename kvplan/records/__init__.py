@@ -27,7 +27,6 @@ from inspect import signature as inspect_signature  # dataclasses imports inspec
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
 else:  # typing has it from 3.11, typing_extensions costs 3 ms to import: type checkers alone read it
@@ -64,7 +63,8 @@ class Record:
     ``materialize`` gives its pending subclasses their own placeholder before its generated ``__init__`` (which
     they would inherit otherwise) exists."""
 
-    __init__ = _pending_init
+    if not TYPE_CHECKING:  # type checkers read the fields' __init__ that dataclass_transform describes
+        __init__ = _pending_init
 
     def __init_subclass__(cls, kw_only: bool = True, **kwargs: Any) -> None:
         """``class Part(Record, kw_only=False)``: fields passed by position too, as ``@dataclass(frozen=True)``."""
@@ -99,7 +99,8 @@ def _under_generated_base(cls: type) -> bool:
 
 def _keep_subclasses_pending(klass: type) -> None:
     """Pending direct subclasses that inherit `klass`'s __init__ get their own placeholder (see Record)."""
-    for sub in klass.__subclasses__():
+    subclasses: list[type] = klass.__subclasses__()
+    for sub in subclasses:
         if _PENDING in vars(sub) and "__init__" not in vars(sub):
             sub.__init__ = _pending_init  # type: ignore[misc]
 
@@ -182,7 +183,7 @@ def _frozen_setattr_fn(klass: type, names: frozenset[str]) -> Callable[[Any, str
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is klass or name in names:
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        super(klass, self).__setattr__(name, value)
+        super(klass, self).__setattr__(name, value)  # type: ignore[arg-type]
     return __setattr__
 
 
@@ -190,7 +191,7 @@ def _frozen_delattr_fn(klass: type, names: frozenset[str]) -> Callable[[Any, str
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is klass or name in names:
             raise FrozenInstanceError(f"cannot delete field {name!r}")
-        super(klass, self).__delattr__(name)
+        super(klass, self).__delattr__(name)  # type: ignore[arg-type]
     return __delattr__
 
 

@@ -30,7 +30,8 @@ def declare_fields(klass: type, *, kw_only: bool) -> bool:
     setattr(klass, _FIELDS, all_fields)
     setattr(klass, _PARAMS, _params())
     if "__match_args__" not in vars(klass):
-        klass.__match_args__ = tuple(f.name for f in all_fields.values() if f.init and not f.kw_only)  # type: ignore[attr-defined]
+        klass.__match_args__ = tuple(  # type: ignore[attr-defined,misc]
+            f.name for f in all_fields.values() if f.init and not f.kw_only)
     abc.update_abstractmethods(klass)
     return True
 
@@ -57,10 +58,10 @@ def _own_field(klass: type, name: str, hint: str, kw_only: bool) -> Field[Any]:
     else:
         if isinstance(default, MemberDescriptorType):  # a slot, not a default
             default = MISSING
-        made = field(default=default)
+        made = field(default=default)  # type: ignore[arg-type]
     made.name, made.type, made._field_type = name, hint, _FIELD  # type: ignore[attr-defined]
-    if made.kw_only is MISSING:  # type: ignore[attr-defined]
-        made.kw_only = kw_only  # type: ignore[attr-defined]
+    if made.kw_only is MISSING:
+        made.kw_only = kw_only
     if made.default.__class__.__hash__ is None:
         raise ValueError(f"mutable default {type(made.default)} for field {name} is not allowed: use default_factory")
     if isinstance(getattr(klass, name, None), Field):

@@ -63,7 +63,8 @@ def _renamed_template(klass: type, positional: list[Field[Any]], keyword: list[F
     names = tuple(f.name for f in (*positional, *keyword))
     code = _template.__code__.replace(co_varnames=("self", *names), co_nlocals=len(names) + 1,
                                       co_argcount=len(positional) + 1, co_kwonlyargcount=len(keyword),
-                                      co_name="__init__", co_qualname=f"{klass.__qualname__}.__init__")
+                                      co_name="__init__", co_qualname=f"{klass.__qualname__}.__init__")  # type: ignore[call-arg]
+    # (co_qualname: Python 3.11 on, as the short path)
     globals_ = _POST_INIT_GLOBALS if hasattr(klass, "__post_init__") else _PLAIN_GLOBALS
     init = FunctionType(code, globals_, "__init__", tuple(f.default for f in positional if f.default is not MISSING)
                         or None)
