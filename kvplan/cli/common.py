@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import gc
 import os
 import sys
@@ -25,8 +24,6 @@ def long_lived() -> Iterator[None]:
         yield
     finally:
         gc.freeze()
-        atexit.unregister(gc.unfreeze)  # once: what a native module made (triton's nanobind objects, imported by
-        atexit.register(gc.unfreeze)    # probe before it prints) is collected at exit, not reported leaked
         if enabled:
             gc.enable()
 
