@@ -59,15 +59,22 @@ def dtype_bits(dtype: str | None) -> int | None:
     return int(digits) if digits else 8  # BOOL: one byte
 
 
-def _part(row: Row, name: str, category: Category) -> Part:
-    module = name.removesuffix(".weight")
-    return Part(module, category, row.shape, _rule(row.tp), row.linear, row.count, dtype_bits(row.dtype))
+_RULES: dict[str, TpRule] = {r: r for r in ("column", "row", "kv", "qkv", "vocab", "replicated", "expert-column",
+                                            "expert-row", "expert-replicated")}
 
 
-def _rule(tp: str) -> TpRule:
-    rules: dict[str, TpRule] = {r: r for r in ("column", "row", "kv", "qkv", "vocab", "replicated", "expert-column",
-                                               "expert-row", "expert-replicated")}
-    return rules.get(tp, "replicated")
+def _row_parts(row: Row, category: Category) -> tuple[list[tuple[int, Part]], Part | None]:
+    """A row's parts: one per decoder layer it lists (by index), or its one part outside the layers. What the parts
+    share (the TP rule, the dtype's bits, the name's pattern) is read once a row, not once a layer."""
+    rule, bits = _RULES.get(row.tp, "replicated"), dtype_bits(row.dtype)
+    pattern = row.pattern.replace("{n}", "0").removesuffix(".weight")  # a layer index never ends a name in .weight
+
+    def part(name: str) -> Part:
+        return Part(name, category, row.shape, rule, row.linear, row.count, bits)
+
+    if not row.layers:
+        return [], part(pattern)
+    return [(i, part(pattern.replace("{i}", str(i)))) for i in row.layers], None
 
 
 def _category(row: Row, projector: Category) -> Category:
@@ -82,12 +89,11 @@ def table_parts(table: Table, model: ModelConfig, source: str) -> ModelParts:
     first: list[Part] = []
     last: list[Part] = []
     for row in table.rows:
-        category = _category(row, projector)
-        for i in row.layers:
-            layers[i].append(_part(row, row.pattern.replace("{i}", str(i)).replace("{n}", "0"), category))
-        if not row.layers:
-            part = _part(row, row.pattern.replace("{n}", "0"), category)
-            (first if row.role in FIRST_STAGE_ROLES else last).append(part)
+        in_layers, outside = _row_parts(row, _category(row, projector))
+        for i, part in in_layers:
+            layers[i].append(part)
+        if outside is not None:
+            (first if row.role in FIRST_STAGE_ROLES else last).append(outside)
     tied = next((p for p in first if p.tp == "vocab"), None) if table.tied else None
     frozen = tuple(tuple(layer) for layer in layers)
     return ModelParts(first=tuple(first), last=tuple(last), layers=frozen, mtp_layers=mtp_layers(frozen, model),
