@@ -133,7 +133,8 @@ def build_table() -> dict[str, Any]:
 
 
 def render(table: dict[str, Any]) -> str:
-    """Stable JSON text, one line per model_type (small diffs when transformers changes a default)."""
+    """Stable JSON text, one line per model_type (small diffs when transformers changes a default; kvplan parses
+    the one line it needs, kvplan.config.defaults.row)."""
     lines = [f"  {json.dumps(name)}: {json.dumps(row, sort_keys=True)}" for name, row in table["model_types"].items()]
     head = {k: v for k, v in table.items() if k != "model_types"}
     body = json.dumps(head, indent=2, sort_keys=True)[:-2]

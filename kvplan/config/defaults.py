@@ -52,8 +52,26 @@ def table() -> dict[str, Any]:
 
 def class_defaults(model_type: object) -> Mapping[str, Any]:
     """The recorded defaults of one config class ({} for a model_type transformers does not know)."""
-    row: Mapping[str, Any] = table()["model_types"].get(model_type, {}) if isinstance(model_type, str) else {}
-    return row
+    return row(model_type) if isinstance(model_type, str) else {}
+
+
+@lru_cache(maxsize=1)
+def _text() -> str:
+    return TABLE_PATH.read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1024)
+def row(model_type: str) -> Mapping[str, Any]:
+    """One model_type's row, parsed alone: tools/class_defaults.py writes a row a line, and a run reads one or two of
+    the 800 (parsing the whole table was a fiftieth of `kvplan capacity`'s start-up). {} for a type it lacks."""
+    text = _text()
+    rows_from = text.find('\n  "model_types": {')
+    start = text.find(f"\n    {json.dumps(model_type)}: ", rows_from) if rows_from >= 0 else -1
+    if start < 0:
+        return {}
+    value_from = start + len(f"\n    {json.dumps(model_type)}: ")
+    found: dict[str, Any] = json.loads(text[value_from:text.find("\n", value_from)].rstrip(","))
+    return found
 
 
 def sub_config_type(model_type: object, key: str) -> str | None:

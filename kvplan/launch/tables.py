@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import gc
 import json
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -51,12 +52,42 @@ class Flag(Record):
         return self.nargs == 0
 
 
+class _Flags(Mapping[str, Flag]):
+    """A release's flags by option string, each ``Flag`` made when first asked for: a launch line reads a dozen of
+    the ~480 (making them all was a hundredth of `kvplan capacity`'s start-up). Equal to the dict of them all."""
+
+    def __init__(self, specs: dict[str, dict[str, Any]]) -> None:
+        self._specs = specs
+        self._made: dict[str, Flag] = {}
+
+    def __getitem__(self, name: str) -> Flag:
+        made = self._made.get(name)
+        if made is None:
+            spec = {k: v for k, v in self._specs[name].items() if k != "in"}
+            if "choices" in spec:
+                spec["choices"] = tuple(spec["choices"])
+            made = self._made[name] = Flag(name=name, **spec)
+        return made
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
 class FlagTable(Record):
     """The options of one engine release."""
 
     engine: str
     release: str
-    flags: dict[str, Flag]
+    flags: Mapping[str, Flag]
     categories: dict[str, str]  # dest -> memory category
     serve_only: frozenset[str] = frozenset()  # vLLM: options of `vllm serve` that the api_server module lacks
     parser: Parser = "argparse"  # how its parser reads option strings (the engine's Spelling.parser)
@@ -104,14 +135,12 @@ def flag_table(engine: str, release: str) -> FlagTable:
     """The flags `release` of `engine` accepts (a release the tables hold)."""
     data = _data(engine)
     index = data["releases"].index(release)
-    flags = {}
+    specs = {}
     for name, variants in data["flags"].items():
         found = next((v for v in variants if any(a <= index <= b for a, b in v["in"])), None)
         if found is not None:
-            spec = {k: v for k, v in found.items() if k != "in"}
-            if "choices" in spec:
-                spec["choices"] = tuple(spec["choices"])
-            flags[name] = Flag(name=name, **spec)
+            specs[name] = found
+    flags = _Flags(specs)
     spelling = get_engine(engine).spelling
     assert spelling is not None  # the tables hold the engines with a launch command
     return FlagTable(engine=engine, release=release, flags=flags, categories=data["categories"],

@@ -221,7 +221,7 @@ def test_dropping_a_default_without_the_table_would_change_answers(monkeypatch: 
     raw["text_config"] |= {"vocab_size": 262208, "max_position_embeddings": 131072}  # Gemma3TextConfig's
     assert ("text_config", "vocab_size") in droppable(raw)
     expected = answers(raw)
-    monkeypatch.setattr("kvplan.config.defaults.table", lambda: {"model_types": {}})
+    monkeypatch.setattr("kvplan.config.defaults.row", lambda model_type: {})
     got = answers(dropped(raw, [("text_config", "vocab_size"), ("text_config", "max_position_embeddings")]))
     assert not _same(expected, got)
 
@@ -289,3 +289,13 @@ def test_an_explicit_null_is_not_replaced_by_the_class_default() -> None:
     lite = kvplan.load_model("deepseek-ai/DeepSeek-V2-Lite")
     assert class_defaults("deepseek_v2")["q_lora_rank"] == 1536
     assert lite.raw["q_lora_rank"] is None and lite.field("q_lora_rank") is None
+
+
+def test_each_row_read_alone_is_the_tables_row() -> None:
+    # class_defaults parses one row of the file (kvplan.config.defaults.row), as tools/class_defaults.py lays it out:
+    # every model_type's row read alone is what the whole parse holds, and a key outside model_types is no row.
+    from kvplan.config.defaults import row
+
+    rows = table()["model_types"]
+    assert len(rows) > 700 and all(row(t) == r for t, r in rows.items())
+    assert row("transformers_version") == {} and row("nougat") == {} and row("no-such-type") == {}
