@@ -282,7 +282,8 @@ def _build_layout(model: ModelConfig, request: CacheRequest, policy: LayoutPolic
                    for k, spec in enumerate(distinct))
     return Layout(
         model=model, specs=specs, specs_per_gpu=tuple(per_gpu[k] for k in kind_of),
-        attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=dtypes.conv,
+        attention=_ATTENTION.get(specs, model.num_attention_heads,
+                                 lambda: attention_kind(specs, model.num_attention_heads)), kv_dtype=dtype, state_dtype=dtypes.conv,
         ssm_state_dtype=dtypes.ssm, tp=tp, pp=pp, dcp=dcp, block_size=block_size,
         policy=policy, groups=groups, stage_ranges=ranges,
         whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
@@ -301,6 +302,7 @@ def _kinds(specs: tuple[LayerSpec, ...]) -> tuple[tuple[LayerSpec, ...], tuple[i
 
 
 _KINDS: IdentityCache[tuple[tuple[LayerSpec, ...], tuple[int, ...]]] = IdentityCache(maxsize=64)
+_ATTENTION: IdentityCache[str] = IdentityCache(maxsize=64)  # attention_kind, once per specs tuple (every layout reads it)
 
 
 def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, states: StateDtypes,

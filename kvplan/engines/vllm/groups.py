@@ -100,9 +100,13 @@ class Modules(Record):
 def modules(specs: tuple[LayerSpec, ...], stage_ranges: tuple[range, ...]) -> Modules:
     out: list[Part | None] = []
     starts = []
+    held: dict[int, tuple[Part | None, ...]] = {}  # by id: a layout's layers alike share one spec object
     for spec in specs:
         starts.append(len(out))
-        out.extend(parts(spec) or (None,))
+        found = held.get(id(spec))
+        if found is None:
+            found = held[id(spec)] = parts(spec) or (None,)
+        out.extend(found)
     starts.append(len(out))
     return Modules(parts=tuple(out), stages=tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
 
