@@ -274,14 +274,14 @@ def _build_layout(model: ModelConfig, request: CacheRequest, policy: LayoutPolic
     dtypes = state_dtypes(request.state_dtype, request.ssm_state_dtype, model.dtype)
     shard_tp = policy.attention_tp or tp
     distinct, kind_of = _kinds(specs)
-    per_gpu = [shard_spec(s, shard_tp, policy.head_split) for s in distinct]
+    per_gpu, specs_per_gpu = _sharded(specs, (distinct, kind_of), shard_tp, policy.head_split)
     ranges = pp_ranges(len(specs), pp)
     counts = [Counter(kind_of[r.start : r.stop]) for r in ranges]
     totals = Counter(kind_of)
     groups = tuple(_group(spec, totals[k], per_gpu[k], dtype, dtypes, [c[k] for c in counts], policy)
                    for k, spec in enumerate(distinct))
     return Layout(
-        model=model, specs=specs, specs_per_gpu=tuple(per_gpu[k] for k in kind_of),
+        model=model, specs=specs, specs_per_gpu=specs_per_gpu,
         attention=_ATTENTION.get(specs, model.num_attention_heads,
                                  lambda: attention_kind(specs, model.num_attention_heads)), kv_dtype=dtype, state_dtype=dtypes.conv,
         ssm_state_dtype=dtypes.ssm, tp=tp, pp=pp, dcp=dcp, block_size=block_size,
@@ -302,6 +302,19 @@ def _kinds(specs: tuple[LayerSpec, ...]) -> tuple[tuple[LayerSpec, ...], tuple[i
 
 
 _KINDS: IdentityCache[tuple[tuple[LayerSpec, ...], tuple[int, ...]]] = IdentityCache(maxsize=64)
+def _sharded(specs: tuple[LayerSpec, ...], kinds: tuple[tuple[LayerSpec, ...], tuple[int, ...]], tp: int,
+             split: HeadSplit) -> tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]:
+    """(each distinct spec on one GPU, each layer's), once per specs tuple, TP and head split: the layouts of one TP
+    at every PP size share them, and the engine's paging, keyed on the per-GPU tuple's identity, finds them again."""
+    distinct, kind_of = kinds
+
+    def compute() -> tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]:
+        per_gpu = tuple(shard_spec(s, tp, split) for s in distinct)
+        return per_gpu, tuple(per_gpu[k] for k in kind_of)
+    return _SHARDED.get(specs, (tp, split), compute)
+
+
+_SHARDED: IdentityCache[tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]] = IdentityCache(maxsize=256)
 _ATTENTION: IdentityCache[str] = IdentityCache(maxsize=64)  # attention_kind, once per specs tuple (every layout reads it)
 
 

@@ -98,6 +98,13 @@ class Modules(Record):
 
 
 def modules(specs: tuple[LayerSpec, ...], stage_ranges: tuple[range, ...]) -> Modules:
+    flat, starts = _FLAT.get(specs, None, lambda: _flat(specs))
+    return Modules(parts=flat, stages=tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
+
+
+def _flat(specs: tuple[LayerSpec, ...]) -> tuple[tuple[Part | None, ...], tuple[int, ...]]:
+    """Every layer's cache modules in a row and where each layer's start, once per specs tuple: a layout of one TP
+    shares it at every PP size, so what paging keys on the modules (kinds, paged specs) is found again."""
     out: list[Part | None] = []
     starts = []
     held: dict[int, tuple[Part | None, ...]] = {}  # by id: a layout's layers alike share one spec object
@@ -108,7 +115,10 @@ def modules(specs: tuple[LayerSpec, ...], stage_ranges: tuple[range, ...]) -> Mo
             found = held[id(spec)] = parts(spec) or (None,)
         out.extend(found)
     starts.append(len(out))
-    return Modules(parts=tuple(out), stages=tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
+    return tuple(out), tuple(starts)
+
+
+_FLAT: IdentityCache[tuple[tuple[Part | None, ...], tuple[int, ...]]] = IdentityCache(maxsize=256)
 
 
 def paged_spec(spec: Part | None, dtype: KvDtype, state_dtypes: StateDtypes, block_size: int) -> PagedSpec | None:
