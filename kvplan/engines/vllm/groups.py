@@ -159,7 +159,7 @@ def kv_cache_groups(specs: Specs, ratio: float | None = 1.5, strided: bool = Tru
     layers = [(i, s) for i, s in enumerate(specs) if s is not None]
     # the layers share paged spec objects (paging pages each distinct part once): identity settles most cases
     # without hashing each spec
-    if layers and all(s is layers[0][1] for _, s in layers) or len({s for _, s in layers}) == 1:
+    if (layers and all(s is layers[0][1] for _, s in layers)) or len({s for _, s in layers}) == 1:
         return (Group(spec=layers[0][1], layers=tuple(i for i, _ in layers)),), False
     if len({(s.family, s.block_size) for _, s in layers}) == 1:
         return (Group(spec=layers[0][1], layers=tuple(i for i, _ in layers)),), True
