@@ -33,6 +33,8 @@ class BudgetTerm(Record):
 
     def estimated(self, *because: str) -> BudgetTerm:
         """This term with inputs that are not exact: an estimate, saying why (unchanged when `because` is empty)."""
+        if not any(because):  # nothing new: the term as it is (an estimate already says why, or it is exact)
+            return self
         found = tuple(dict.fromkeys((*self.estimated_because, *(b for b in because if b))))
         return replace(self, exact=False, estimated_because=found) if found else self
 

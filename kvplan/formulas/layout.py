@@ -38,6 +38,7 @@ from kvplan.formulas.per_token import (
 )
 from kvplan.formulas.request import DEFAULT_BLOCK_SIZE, CacheRequest, cache_request
 from kvplan.formulas.sharding import HeadSplit, check_parallel, pp_ranges, shard_spec
+from kvplan.memo import IdentityCache
 from kvplan.records import Record
 from kvplan.specs import (
     AttnSpec,
@@ -272,19 +273,49 @@ def _build_layout(model: ModelConfig, request: CacheRequest, policy: LayoutPolic
     dtype = resolve_kv_dtype(request.kv_dtype, model.dtype, request.quant_group, checkpoint=model.kv_cache_dtype)
     dtypes = state_dtypes(request.state_dtype, request.ssm_state_dtype, model.dtype)
     shard_tp = policy.attention_tp or tp
-    per_gpu = {s: shard_spec(s, shard_tp, policy.head_split) for s in set(specs)}
+    distinct, kind_of = _kinds(specs)
+    per_gpu, specs_per_gpu = _sharded(specs, (distinct, kind_of), shard_tp, policy.head_split)
     ranges = pp_ranges(len(specs), pp)
-    counts = [Counter(specs[r.start : r.stop]) for r in ranges]
-    groups = tuple(_group(spec, n, per_gpu[spec], dtype, dtypes, [c[spec] for c in counts], policy)
-                   for spec, n in Counter(specs).items())
+    counts = [Counter(kind_of[r.start : r.stop]) for r in ranges]
+    totals = Counter(kind_of)
+    groups = tuple(_group(spec, totals[k], per_gpu[k], dtype, dtypes, [c[k] for c in counts], policy)
+                   for k, spec in enumerate(distinct))
     return Layout(
-        model=model, specs=specs, specs_per_gpu=tuple(per_gpu[s] for s in specs),
-        attention=attention_kind(specs, model.num_attention_heads), kv_dtype=dtype, state_dtype=dtypes.conv,
+        model=model, specs=specs, specs_per_gpu=specs_per_gpu,
+        attention=_ATTENTION.get(specs, model.num_attention_heads,
+                                 lambda: attention_kind(specs, model.num_attention_heads)), kv_dtype=dtype, state_dtype=dtypes.conv,
         ssm_state_dtype=dtypes.ssm, tp=tp, pp=pp, dcp=dcp, block_size=block_size,
         policy=policy, groups=groups, stage_ranges=ranges,
         whole=_load(groups, [g.num_layers for g in groups], per_gpu=False),
         stages=tuple(_load(groups, [g.stage_layers[s] for g in groups], per_gpu=True) for s in range(pp)),
     )
+
+
+def _kinds(specs: tuple[LayerSpec, ...]) -> tuple[tuple[LayerSpec, ...], tuple[int, ...]]:
+    """The distinct specs in first-seen order and each layer's index among them, once per specs tuple: a spec's
+    hash walks its fields, and fit lays out one model's specs again for every layout it tries."""
+    def compute() -> tuple[tuple[LayerSpec, ...], tuple[int, ...]]:
+        first: dict[LayerSpec, int] = {}
+        kind_of = tuple(first.setdefault(s, len(first)) for s in specs)
+        return tuple(first), kind_of
+    return _KINDS.get(specs, None, compute)
+
+
+_KINDS: IdentityCache[tuple[tuple[LayerSpec, ...], tuple[int, ...]]] = IdentityCache(maxsize=64)
+def _sharded(specs: tuple[LayerSpec, ...], kinds: tuple[tuple[LayerSpec, ...], tuple[int, ...]], tp: int,
+             split: HeadSplit) -> tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]:
+    """(each distinct spec on one GPU, each layer's), once per specs tuple, TP and head split: the layouts of one TP
+    at every PP size share them, and the engine's paging, keyed on the per-GPU tuple's identity, finds them again."""
+    distinct, kind_of = kinds
+
+    def compute() -> tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]:
+        per_gpu = tuple(shard_spec(s, tp, split) for s in distinct)
+        return per_gpu, tuple(per_gpu[k] for k in kind_of)
+    return _SHARDED.get(specs, (tp, split), compute)
+
+
+_SHARDED: IdentityCache[tuple[tuple[LayerSpec, ...], tuple[LayerSpec, ...]]] = IdentityCache(maxsize=256)
+_ATTENTION: IdentityCache[str] = IdentityCache(maxsize=64)  # attention_kind, once per specs tuple (every layout reads it)
 
 
 def _group(spec: LayerSpec, count: int, per_gpu: LayerSpec, dtype: KvDtype, states: StateDtypes,

@@ -38,7 +38,7 @@ from kvplan.planning.profile_run import activation_term, persistent_term
 from kvplan.planning.provenance import audited
 from kvplan.planning.request import Memory
 from kvplan.planning.weights import weight_bytes_per_stage, weights_source
-from kvplan.planning.weights.loaded import loaded_extras
+from kvplan.planning.weights.loaded import loaded_extras, reads_first_layer
 from kvplan.records import Record
 from kvplan.units import GIB, MIB, format_gib, parse_bytes
 
@@ -215,15 +215,30 @@ def stage_budgets(profile: Engine, request: Resolved, memory: Memory) -> list[St
     rules = rules_of(profile, request)
     weights_dtype = memory.weights_for(request.model)
     weights = weights_per_stage(request, profile.weight_split(request), weights_dtype)
+    counts, alike = pp_layer_counts(request.model.num_layers, request.pp), _stages_alike(request, rules)
+    seen: dict[tuple[int, int, bool, bool], Stage] = {}
     out = []
     for stage, w in enumerate(weights):
+        # the middle stages of a deep PP hold the same weights and layers: where nothing else reads the stage's
+        # index, one of them stands for the others
+        key = (w, counts[stage], stage == 0, stage == request.pp - 1)
+        if alike and key in seen:
+            out.append(seen[key])
+            continue
         terms = overridden(stage_terms(request, rules, w, stage, weights_dtype, memory.weights_dtype is not None),
                            memory)
         steps = profile.kv_budget(request, terms)
         after = after_kv_check(request, rules, terms, steps.kv_budget_bytes + term_bytes(terms),
                                stage == request.pp - 1) if memory.overhead_bytes is None else None
-        out.append((steps.kv_budget_bytes, terms, steps.lines, after))
+        out.append(seen.setdefault(key, (steps.kv_budget_bytes, terms, steps.lines, after)))
     return out
+
+
+def _stages_alike(request: Request, rules: BudgetRules) -> bool:
+    """Whether a stage's terms follow from its weights, its layer count and whether it is the first or the last
+    (stage_terms): no CPU offload or LoRA (extra_terms read the stage's own layers), no AWQ zero points (they read
+    the stage's first layer)."""
+    return not rules.cpu_offload_bytes and rules.lora is None and not reads_first_layer(request.model, rules)
 
 
 def kv_budget(profile: Engine, request: Resolved, memory: Memory) -> Budget:

@@ -164,20 +164,21 @@ def host_refusal(result: CapacityResult) -> CapacityResult:
 def _result(profile: Engine, requests: tuple[Request, Resolved], layout: Layout, budget: Budget,
             memory: Memory) -> CapacityResult:
     asked, request = requests
-    base = CapacityResult(
+    # the fields every answer shares; each answer is built once with its own (fit builds one per setup it plans)
+    common: dict[str, Any] = dict(
         engine=profile.name, model=request.model, gpu=budget.gpu, gpu_memory_bytes=budget.gpu_memory_bytes,
         tp=request.tp, pp=request.pp, dcp=request.dcp, max_model_len=request.max_model_len,
         weights_bytes_per_gpu=budget.weights_bytes_per_gpu, overhead=budget.overhead,
         kv_budget_bytes_per_gpu=budget.per_stage, layout=layout, budget_lines=budget.lines,
-        budget_terms=budget.terms, budget_rule=budget.rule, notes=budget.notes, settings=request.settings,
-        cache=request.cache, asked=asked.settings, memory=memory,
-        plan=profile.empty_plan(request.cache))
+        budget_terms=budget.terms, budget_rule=budget.rule, settings=request.settings,
+        cache=request.cache, asked=asked.settings, memory=memory)
     if min(budget.per_stage) <= 0:  # the engine finds no memory for a single block
         margin, error = min(budget.per_stage), estimate_error_bytes(budget.terms)
-        return replace(base, plan=replace(base.plan, refusal=profile.no_memory(request)),
-                       notes=(*budget.notes, no_budget_warning(profile, asked, budget, memory),
-                              *uncertain_note(margin, error, refused=True)),
-                       verdict_margin_bytes=margin, estimate_error_bytes=error)
+        return CapacityResult(**common, plan=replace(profile.empty_plan(request.cache),
+                                                     refusal=profile.no_memory(request)),
+                              notes=(*budget.notes, no_budget_warning(profile, asked, budget, memory),
+                                     *uncertain_note(margin, error, refused=True)),
+                              verdict_margin_bytes=margin, estimate_error_bytes=error)
     plan = profile.plan(request, layout, budget.per_stage)
     after = budget.refusal or (budget.after_kv.refusal if budget.after_kv is not None else None)
     if plan.refusal is None and after is not None:
@@ -193,9 +194,9 @@ def _result(profile: Engine, requests: tuple[Request, Resolved], layout: Layout,
     if plan.requests_at_max_len < 1 and plan.refusal is None:
         notes.append(f"warning: one {request.max_model_len:,}-token request does not fit under {profile.name}; "
                      f"the cache holds {plan.kv_tokens:,} tokens")
-    return replace(base, plan=plan, notes=(*notes, *request.model.notes),
-                   decode_floor=decode_floor(plan, budget.gpu, budget.weights_bytes_per_gpu),
-                   verdict_margin_bytes=margin, estimate_error_bytes=error)
+    return CapacityResult(**common, plan=plan, notes=(*notes, *request.model.notes),
+                          decode_floor=decode_floor(plan, budget.gpu, budget.weights_bytes_per_gpu),
+                          verdict_margin_bytes=margin, estimate_error_bytes=error)
 
 
 def capacity_all(model: CapacityRequest | ModelConfig | str, *, engines: Sequence[str] = ENGINE_NAMES,

@@ -78,7 +78,8 @@ def shapes(profile: Engine, model: ModelConfig, gpus_per_node: int, max_gpus: in
         out += [Parallel(tp=t, pp=p, ep=t) for t, p in pairs if t > 1]
     for dp in profile.data_parallel_layouts(gpus_per_node, max_gpus):
         stages = range(1, min(model.num_layers, max_gpus // dp.dp_gpus) + 1) if profile.data_parallel_with_pp else (1,)
-        out += [replace(dp, pp=p) for p in stages if profile.replica_gpus(replace(dp, pp=p)) <= max_gpus]
+        staged = [replace(dp, pp=p) for p in stages]
+        out += [s for s in staged if profile.replica_gpus(s) <= max_gpus]
     return out
 
 

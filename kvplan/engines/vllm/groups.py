@@ -98,13 +98,27 @@ class Modules(Record):
 
 
 def modules(specs: tuple[LayerSpec, ...], stage_ranges: tuple[range, ...]) -> Modules:
+    flat, starts = _FLAT.get(specs, None, lambda: _flat(specs))
+    return Modules(parts=flat, stages=tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
+
+
+def _flat(specs: tuple[LayerSpec, ...]) -> tuple[tuple[Part | None, ...], tuple[int, ...]]:
+    """Every layer's cache modules in a row and where each layer's start, once per specs tuple: a layout of one TP
+    shares it at every PP size, so what paging keys on the modules (kinds, paged specs) is found again."""
     out: list[Part | None] = []
     starts = []
+    held: dict[int, tuple[Part | None, ...]] = {}  # by id: a layout's layers alike share one spec object
     for spec in specs:
         starts.append(len(out))
-        out.extend(parts(spec) or (None,))
+        found = held.get(id(spec))
+        if found is None:
+            found = held[id(spec)] = parts(spec) or (None,)
+        out.extend(found)
     starts.append(len(out))
-    return Modules(parts=tuple(out), stages=tuple(range(starts[r.start], starts[r.stop]) for r in stage_ranges))
+    return tuple(out), tuple(starts)
+
+
+_FLAT: IdentityCache[tuple[tuple[Part | None, ...], tuple[int, ...]]] = IdentityCache(maxsize=256)
 
 
 def paged_spec(spec: Part | None, dtype: KvDtype, state_dtypes: StateDtypes, block_size: int) -> PagedSpec | None:
@@ -143,7 +157,9 @@ def kv_cache_groups(specs: Specs, ratio: float | None = 1.5, strided: bool = Tru
     NAS per-layer heads, the MLA latent beside the sparse indexer key). `ratio` and `strided`: the
     release's group size rule and split (``VllmRelease.group_size_ratio``, ``hybrid_groups_strided``)."""
     layers = [(i, s) for i, s in enumerate(specs) if s is not None]
-    if len({s for _, s in layers}) == 1:
+    # the layers share paged spec objects (paging pages each distinct part once): identity settles most cases
+    # without hashing each spec
+    if (layers and all(s is layers[0][1] for _, s in layers)) or len({s for _, s in layers}) == 1:
         return (Group(spec=layers[0][1], layers=tuple(i for i, _ in layers)),), False
     if len({(s.family, s.block_size) for _, s in layers}) == 1:
         return (Group(spec=layers[0][1], layers=tuple(i for i, _ in layers)),), True

@@ -52,6 +52,11 @@ def awq_terms(model: ModelConfig, load: LoadRule | None, tp: int, first: int, la
                                 "(not found in the load path; the same checkpoint on Marlin matches)")
 
 
+def reads_first_layer(model: ModelConfig, rules: BudgetRules) -> bool:
+    """Whether loaded_extras reads which layer a stage starts at (AWQ zero points), not only how many it holds."""
+    return rules.load is not None and is_awq_with_zeros(weight_format(model))
+
+
 def mla_absorbed_bytes(model: ModelConfig, tp: int, layers: int) -> int:
     heads = cdiv(model.num_attention_heads, tp)
     return 2 * model.hidden_size * heads * (model.kv_lora_rank or 0) * layers * dims(model).act_bytes
