@@ -32,6 +32,8 @@ GB_PER_S = 10**9
 
 
 class Gpu(Record, kw_only=False):
+    """One catalog GPU: its memory as the engines read it, its peak bandwidth, and where the numbers come from."""
+
     name: str
     memory_bytes: int  # torch total_memory / vLLM total_gpu_memory, whole MiB
     bandwidth_bytes_per_s: int  # vendor peak, decimal units
