@@ -54,7 +54,7 @@ def _own_field(klass: type, name: str, hint: str, kw_only: bool) -> Field[Any]:
     """dataclass's _get_field for a plain field, and the class attribute it leaves (the default, or none)."""
     default = getattr(klass, name, MISSING)
     declared_field = isinstance(default, Field)  # dataclass reads the attribute twice; it is the same both times
-    if declared_field:
+    if isinstance(default, Field):
         made = default
     else:
         if isinstance(default, MemberDescriptorType):  # a slot, not a default
