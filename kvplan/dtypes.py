@@ -26,6 +26,8 @@ ScaleScheme = Literal["none", "group", "per_token_head", "nvfp4", "ds_mla"]
 
 
 class KvDtype(Record):
+    """A KV cache element type: its width in bits and how it is scaled."""
+
     name: str
     element_bits: int
     scale: ScaleScheme = "none"

@@ -124,6 +124,35 @@ class AliasGroup(TyperGroup):
         return super().parse_args(ctx, primary_flags(args))
 
 
+def _read_params_once() -> None:
+    """typer reads each command function's parameters twice as it builds the command (for its options, then for its
+    callback's names), evaluating the signature and type hints each time: the second read reuses the first (the
+    same dict, which neither caller changes). Where a typer release moves the function, typer's own runs."""
+    import typer.main
+
+    read = getattr(typer.main, "get_params_from_function", None)
+    if read is None or getattr(read, "kvplan", False):
+        return
+    typer.main.get_params_from_function = _cache_by_identity(read)  # type: ignore[attr-defined]
+
+
+def _cache_by_identity(read: Any) -> Any:
+    """`read(func)`, once per function object (functions compare by identity; the command functions live on)."""
+    read_already: dict[Any, Any] = {}
+
+    def read_once(func: Any) -> Any:
+        try:
+            found = read_already.get(func)
+        except TypeError:  # an unhashable callable: read each time, as typer does
+            return read(func)
+        if found is None:
+            found = read_already[func] = read(func)
+        return found
+
+    read_once.kvplan = True  # type: ignore[attr-defined]
+    return read_once
+
+
 @cache
 def build_app(names: tuple[str, ...] = tuple(COMMANDS), completion: bool = True) -> typer.Typer:
     """A typer app with these commands (the full app by default). `completion` adds --install-completion and
@@ -131,6 +160,7 @@ def build_app(names: tuple[str, ...] = tuple(COMMANDS), completion: bool = True)
     from kvplan.cli.coerce import install
 
     install()  # plain option values without pydantic (start-up time)
+    _read_params_once()
     app = typer.Typer(cls=AliasGroup, no_args_is_help=True, add_completion=completion, pretty_exceptions_enable=False,
                       context_settings={"help_option_names": ["-h", "--help"]})
 

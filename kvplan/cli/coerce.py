@@ -11,7 +11,6 @@ typer release moves it, nothing is swapped and typer's own path runs (slower, sa
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 PLAIN = (str, int, float, bool)
@@ -62,8 +61,7 @@ def install() -> bool:
     if typer_build is None or getattr(typer_build, "kvplan", False):
         return typer_build is not None
 
-    @dataclasses.dataclass(frozen=True)
-    class PlainRuntimeParam(RuntimeParam):
+    class PlainRuntimeParam(RuntimeParam):  # not a dataclass of its own: that compiles six methods (start-up time)
         kind: type = str
         many: bool = False
 
@@ -77,8 +75,10 @@ def install() -> bool:
         plain = _plain_kind(descriptor)
         if plain is None:
             return typer_build(descriptor)
-        return PlainRuntimeParam(annotation=descriptor.annotation, parameter_info=descriptor.parameter_info,
-                                 kind=plain[0], many=plain[1])
+        param = PlainRuntimeParam(annotation=descriptor.annotation, parameter_info=descriptor.parameter_info)
+        object.__setattr__(param, "kind", plain[0])  # RuntimeParam is frozen: set as its dataclass __init__ sets
+        object.__setattr__(param, "many", plain[1])
+        return param
 
     build.kvplan = True  # type: ignore[attr-defined]
     core.build_runtime_param = build  # type: ignore[attr-defined]

@@ -24,6 +24,8 @@ _FIELDS: IdentityCache[Any] = IdentityCache(maxsize=256)
 
 
 class ModelConfig(Record):
+    """A model's config.json, normalized: the fields kvplan sizes from, whatever the architecture spells them."""
+
     model_id: str
     source: str  # the file read
     model_type: str | None

@@ -171,5 +171,12 @@ def _part(base: Any, values: Mapping[str, Any]) -> Any:
     return dataclasses.replace(base, **values) if values else base
 
 
+_NAMES: dict[type, frozenset[str]] = {}
+
+
 def _names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls)) - set(ENGINE_PARTS)
+    """The knobs `cls` holds (once a class: settings_from asks for each part's on every call)."""
+    found = _NAMES.get(cls)
+    if found is None:
+        found = _NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls)) - set(ENGINE_PARTS)
+    return found

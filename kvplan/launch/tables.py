@@ -54,29 +54,51 @@ class Flag(Record):
 
 class _Flags(Mapping[str, Flag]):
     """A release's flags by option string, each ``Flag`` made when first asked for: a launch line reads a dozen of
-    the ~480 (making them all was a hundredth of `kvplan capacity`'s start-up). Equal to the dict of them all."""
+    the ~480 (making them all was a hundredth of `kvplan capacity`'s start-up), and which variant of a flag the
+    release has is looked up then too (scanning all ~560 flags' release ranges was another). Equal to the dict of
+    them all, in the table's order."""
 
-    def __init__(self, specs: dict[str, dict[str, Any]]) -> None:
-        self._specs = specs
+    def __init__(self, variants: dict[str, list[dict[str, Any]]], index: int) -> None:
+        self._variants = variants  # every release's variants of each option string
+        self._index = index  # the release's position in the table's releases
+        self._specs: dict[str, dict[str, Any] | None] = {}  # None: the release lacks the option
         self._made: dict[str, Flag] = {}
+        self._names: list[str] | None = None
+
+    def _spec(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self._specs[name]
+        except KeyError:
+            index = self._index
+            found = next((v for v in self._variants.get(name, ()) if any(a <= index <= b for a, b in v["in"])), None)
+            self._specs[name] = found
+            return found
+
+    def _all(self) -> list[str]:
+        if self._names is None:
+            self._names = [name for name in self._variants if self._spec(name) is not None]
+        return self._names
 
     def __getitem__(self, name: str) -> Flag:
         made = self._made.get(name)
         if made is None:
-            spec = {k: v for k, v in self._specs[name].items() if k != "in"}
+            found = self._spec(name)
+            if found is None:
+                raise KeyError(name)
+            spec = {k: v for k, v in found.items() if k != "in"}
             if "choices" in spec:
                 spec["choices"] = tuple(spec["choices"])
             made = self._made[name] = Flag(name=name, **spec)
         return made
 
     def __contains__(self, name: object) -> bool:
-        return name in self._specs
+        return isinstance(name, str) and self._spec(name) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._specs)
+        return iter(self._all())
 
     def __len__(self) -> int:
-        return len(self._specs)
+        return len(self._all())
 
     def __repr__(self) -> str:
         return repr(dict(self))
@@ -134,13 +156,7 @@ def releases(engine: str) -> tuple[str, ...]:
 def flag_table(engine: str, release: str) -> FlagTable:
     """The flags `release` of `engine` accepts (a release the tables hold)."""
     data = _data(engine)
-    index = data["releases"].index(release)
-    specs = {}
-    for name, variants in data["flags"].items():
-        found = next((v for v in variants if any(a <= index <= b for a, b in v["in"])), None)
-        if found is not None:
-            specs[name] = found
-    flags = _Flags(specs)
+    flags = _Flags(data["flags"], data["releases"].index(release))
     spelling = get_engine(engine).spelling
     assert spelling is not None  # the tables hold the engines with a launch command
     return FlagTable(engine=engine, release=release, flags=flags, categories=data["categories"],

@@ -42,6 +42,8 @@ from kvplan.records import Record
 
 
 class CapacityResult(Record):
+    """What `kvplan capacity` answers: the KV budget per GPU and how many tokens and requests it holds."""
+
     engine: str
     model: ModelConfig
     gpu: str | None

@@ -32,6 +32,8 @@ GB_PER_S = 10**9
 
 
 class Gpu(Record, kw_only=False):
+    """One catalog GPU: its memory as the engines read it, its peak bandwidth, and where the numbers come from."""
+
     name: str
     memory_bytes: int  # torch total_memory / vLLM total_gpu_memory, whole MiB
     bandwidth_bytes_per_s: int  # vendor peak, decimal units
@@ -184,14 +186,20 @@ def gpu_names() -> list[str]:
 
 def size_variants(name: str) -> list[str]:
     """Catalog names that are `name` plus a memory size: A100 -> [A100-40G, A100-80G]."""
-    key = _normalize(name)
-    return [n for n in GPUS if re.fullmatch(re.escape(key) + r"\d+g", _normalize(n))]
+    sized = re.compile(re.escape(_normalize(name)) + r"\d+g")
+    return [n for key, n in _normalized() if sized.fullmatch(key)]
+
+
+@lru_cache(maxsize=1)
+def _normalized() -> tuple[tuple[str, str], ...]:
+    """(normalized key, catalog name) of each catalog entry, in catalog order (the catalog is constant: built once)."""
+    return tuple((_normalize(n), n) for n in GPUS)
 
 
 @lru_cache(maxsize=1)
 def _canonical() -> dict[str, str]:
-    """Each catalog name's normalized key (the catalog is constant: built once)."""
-    return {_normalize(n): n for n in GPUS}
+    """Each catalog name's normalized key."""
+    return dict(_normalized())
 
 
 @lru_cache(maxsize=512)  # a name resolves the same way every time; fit asks for each GPU type once per setup

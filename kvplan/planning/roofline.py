@@ -17,6 +17,8 @@ from kvplan.records import Record
 
 
 class DecodeFloor(Record):
+    """The bandwidth floor of one decode step: weights and admitted KV read once, at the GPU's peak."""
+
     requests: int  # max_model_len requests decoding together (what the engine admits at once)
     weights_bytes: int  # per GPU, read once per step
     kv_bytes: int  # per GPU: every admitted request's cache, read once per step

@@ -53,6 +53,7 @@ def _base_fields(klass: type) -> tuple[dict[str, Field[Any]], bool, bool]:
 def _own_field(klass: type, name: str, hint: str, kw_only: bool) -> Field[Any]:
     """dataclass's _get_field for a plain field, and the class attribute it leaves (the default, or none)."""
     default = getattr(klass, name, MISSING)
+    declared_field = isinstance(default, Field)  # dataclass reads the attribute twice; it is the same both times
     if isinstance(default, Field):
         made = default
     else:
@@ -64,7 +65,7 @@ def _own_field(klass: type, name: str, hint: str, kw_only: bool) -> Field[Any]:
         made.kw_only = kw_only
     if made.default.__class__.__hash__ is None:
         raise ValueError(f"mutable default {type(made.default)} for field {name} is not allowed: use default_factory")
-    if isinstance(getattr(klass, name, None), Field):
+    if declared_field:
         if made.default is MISSING:
             delattr(klass, name)
         else:

@@ -37,6 +37,8 @@ EngineSettings = dict[str, object]
 
 
 class OverheadPayload(Record):
+    """The --json overhead block: the budget terms between the GPU's memory and the KV cache."""
+
     source: str
     non_torch_bytes: int
     activation_bytes: int
@@ -61,6 +63,8 @@ class FloorPayload(Record):
 
 
 class PerRequest(Record):
+    """The --json per-request block: a request's steady-state KV bytes and its admission reserve."""
+
     steady_state_bytes_per_gpu: int
     admission_reserve_bytes_per_gpu: int
 

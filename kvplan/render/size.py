@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 
 class Parallel(Record, kw_only=False):
+    """The parallel layout a size is shown for: tensor, pipeline and decode-context parallel sizes."""
+
     tp: int
     pp: int
     dcp: int

@@ -23,6 +23,8 @@ TpRule = Literal["column", "row", "kv", "qkv", "vocab", "replicated", "expert-co
 
 
 class Part(Record, kw_only=False):
+    """One weight tensor (or stack of experts): its module path, category, shape and TP rule."""
+
     name: str  # module path, HF-style: "model.layers.3.self_attn.q_proj" (weight quantization matches it)
     category: Category
     shape: tuple[int, ...]  # (out, in) for matrices; one expert's for a stack of experts

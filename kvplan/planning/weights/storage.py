@@ -18,6 +18,8 @@ ScaleScheme = Literal["none", "block", "group", "channel", "tensor"]
 
 
 class WeightFormat(Record):
+    """How a checkpoint stores its weights: bits per element and the scales of quantized linears."""
+
     name: str  # e.g. "bf16", "fp8 (128x128 blocks)", "mxfp4", "int4 (g128)"
     base_bits: int  # every tensor that is not a quantized linear weight
     linear_bits: int

@@ -39,6 +39,8 @@ UNSHAPED_KEYS = frozenset({"_name_or_path", "transformers_version", "torch_dtype
 
 
 class Row(Record, kw_only=False):
+    """One row of a weight table: a tensor pattern, its role, how TP splits it, its shape and count."""
+
     pattern: str
     role: str
     tp: str
@@ -50,6 +52,8 @@ class Row(Record, kw_only=False):
 
 
 class Table(Record, kw_only=False):
+    """The weight table of one model class: its tensors as rows, built on the meta device."""
+
     name: str  # the bundled id or "type:<model_type>" the table was built from
     model_class: str  # the transformers class built on the meta device
     num_layers: int
