@@ -7,11 +7,16 @@ results it would find. Each entry holds the object it was keyed on, so no id in 
 object. Bounded: a full cache is cleared, never grown.
 
 A cached value is shared by every caller that gets it: callers read it, never mutate it.
+
+``long_lived`` pauses the garbage collector while objects the process keeps are made (the CLI's imports, a parsed
+table); the command line also freezes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -39,3 +44,19 @@ class IdentityCache(Generic[T]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+@contextmanager
+def long_lived(*, freeze: bool = False) -> Iterator[None]:
+    """Around making objects the process keeps (modules imported for good, a parsed table cached): no collection runs
+    while they are made, for none would free them. `freeze` (the command line's, never a library call's: it takes
+    every live object): frozen, later collections skip them too."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.freeze()
+        if enabled:
+            gc.enable()

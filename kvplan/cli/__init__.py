@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gc
+from kvplan.memo import long_lived
 
 # The imports below make ~16k objects (typer, click, rich) that live as long as the process: no collection runs
 # while they are made, and frozen, none scans them afterwards (2-3 ms of `kvplan size`, CONTRIBUTING.md's
 # Benchmarks). main() does the same for the command's own modules.
-_gc_enabled = gc.isenabled()
-gc.disable()
-try:
+with long_lived(freeze=True):
     import importlib
     import os
     import sys
@@ -20,10 +18,6 @@ try:
     from typer.core import TyperCommand, TyperGroup
 
     from kvplan.errors import KvplanError
-finally:
-    gc.freeze()
-    if _gc_enabled:
-        gc.enable()
 
 # The CLI process skips pydantic's plugin discovery (an importlib.metadata scan of every installed
 # distribution, ~3% of `kvplan size`'s start-up); kvplan registers no pydantic plugin.
@@ -244,12 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         from kvplan.cli.help import install
 
         install()
-    gc.disable()  # building the command imports modules and classes that live as long as the process: no
-    try:          # collection pays for them, and later ones skip them (freeze)
-        app = _app_for(args)
-    finally:
-        gc.freeze()
-        gc.enable()
+    with long_lived(freeze=True):  # building the command imports modules and classes that live as long as the
+        app = _app_for(args)          # process: no collection pays for them, and later ones skip them (freeze)
     try:
         code = app(args=args, standalone_mode=False, prog_name="kvplan")
     except KvplanError as exc:  # raised outside a command (the commands report their own, with their flags)

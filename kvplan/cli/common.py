@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TextIO
 
+from kvplan import memo
 from kvplan.render import to_json
 from kvplan.render.payload import plain
 
 
-@contextmanager
-def long_lived() -> Iterator[None]:
+def long_lived() -> AbstractContextManager[None]:
     """Around a command's lazy imports: their modules and classes live as long as the process, so no collection
     runs while they are made, and frozen, none scans them afterwards (as main() does while it builds the command;
     a capacity run imports its planning and rendering modules only inside the command, ~40 collections of them)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
+    return memo.long_lived(freeze=True)
 
 
 def terminal_width(stream: TextIO) -> int | None:

@@ -16,7 +16,6 @@ A kvplan engine release maps to the table of the release its row was read from (
 from __future__ import annotations
 
 import difflib
-import gc
 import json
 from collections.abc import Iterator, Mapping
 from functools import cache
@@ -26,6 +25,7 @@ from typing import Any
 from kvplan.engines import get_engine
 from kvplan.engines.spelling import Parser
 from kvplan.errors import InputError
+from kvplan.memo import long_lived
 from kvplan.records import Record
 
 TABLES = Path(__file__).resolve().parent / "tables"
@@ -138,13 +138,8 @@ class FlagTable(Record):
 @cache
 def _data(engine: str) -> dict[str, Any]:
     text = (TABLES / f"{engine}.json").read_text(encoding="utf-8")  # a path, not importlib.resources: no zipfile
-    enabled = gc.isenabled()
-    gc.disable()  # the parse makes ~3k containers (vllm.json), all kept (cached): no collection (~4) runs while they are made
-    try:
+    with long_lived():  # the parse makes ~3k containers (vllm.json), all kept (cached): no collection (~4) runs
         data: dict[str, Any] = json.loads(text)
-    finally:
-        if enabled:
-            gc.enable()
     return data
 
 
