@@ -20,7 +20,7 @@ from __future__ import annotations
 import _thread
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import Field, FrozenInstanceError, dataclass, fields
 from inspect import signature as inspect_signature  # dataclasses imports inspect already
@@ -118,12 +118,13 @@ def _generate(klass: type, *, kw_only: bool) -> None:
     from kvplan.records.bookkeeping import declare_fields
     from kvplan.records.initializer import init_fn
 
-    if not declare_fields(klass, kw_only=kw_only):
+    all_fields = declare_fields(klass, kw_only=kw_only)
+    if all_fields is None:
         with _bases_unfrozen(klass):  # dataclass refuses a non-frozen class over frozen bases; frozen is set below
             dataclass(kw_only=kw_only, init=False, repr=False, eq=False)(klass)
         params = klass.__dataclass_params__  # type: ignore[attr-defined]
         params.init = params.repr = params.eq = params.frozen = True  # what the class has: the methods below
-    all_fields = fields(klass)
+        all_fields = list(fields(klass))
     if "__init__" not in own:
         _set(klass, "__init__", init_fn(klass, all_fields))
     if own.get("__doc__") is None:  # dataclass's docstring: the name and signature, read once __init__ exists
@@ -143,7 +144,7 @@ def _generate_by_dataclass(klass: type, own: dict[str, Any], *, kw_only: bool) -
     _add_repr_eq_hash(klass, own, fields(klass))
 
 
-def _add_repr_eq_hash(klass: type, own: dict[str, Any], all_fields: tuple[Field[Any], ...]) -> None:
+def _add_repr_eq_hash(klass: type, own: dict[str, Any], all_fields: Sequence[Field[Any]]) -> None:
     compared = _values([f.name for f in all_fields if f.compare])
     if "__repr__" not in own:
         klass.__repr__ = _repr_fn(klass, tuple(f.name for f in all_fields if f.repr))  # type: ignore[assignment]
@@ -156,10 +157,15 @@ def _add_repr_eq_hash(klass: type, own: dict[str, Any], all_fields: tuple[Field[
 
 def _plain(klass: type, own: dict[str, Any]) -> bool:
     """Whether `klass` is what the short path covers: no InitVar, no slots, no own __setattr__ / __delattr__."""
-    if "__setattr__" in own or "__delattr__" in own or any("__slots__" in vars(b) for b in klass.__mro__[:-1]):
+    if "__setattr__" in own or "__delattr__" in own:
         return False
-    hints = own.get("__annotations__", {})
-    return not any("InitVar" in str(hint) for hint in hints.values())
+    for base in klass.__mro__[:-1]:
+        if "__slots__" in vars(base):
+            return False
+    for hint in own.get("__annotations__", {}).values():  # noqa: SIM110 (a loop: no generator per record)
+        if "InitVar" in str(hint):
+            return False
+    return True
 
 
 @contextmanager

@@ -1,24 +1,25 @@
 """A plain record's dataclass bookkeeping (``__dataclass_fields__``, ``__dataclass_params__``, ``__match_args__``)
 without ``dataclasses.dataclass``: most of what that still costs a record is its checks of every string annotation
 for ``ClassVar``, ``InitVar`` and ``KW_ONLY`` (two regular-expression matches a field). A class whose annotations
-name any of the three, or are not strings, goes through dataclass itself (``declare_fields`` answers False).
+name any of the three, or are not strings, goes through dataclass itself (``declare_fields`` answers None).
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import _FIELD, _FIELDS, _PARAMS, MISSING, Field, _DataclassParams, field  # type: ignore[attr-defined]
+from dataclasses import _FIELD, _FIELDS, _PARAMS, MISSING, Field, _DataclassParams  # type: ignore[attr-defined]
 from types import MemberDescriptorType
 from typing import Any
 
-_RARE = ("ClassVar", "InitVar", "KW_ONLY")
 
-
-def declare_fields(klass: type, *, kw_only: bool) -> bool:
-    """What @dataclass(frozen=True, kw_only=kw_only) records on `klass` about its fields, as it records them."""
+def declare_fields(klass: type, *, kw_only: bool) -> list[Field[Any]] | None:
+    """What @dataclass(frozen=True, kw_only=kw_only) records on `klass` about its fields, as it records them; its
+    fields, as ``dataclasses.fields`` lists them (None: a class for dataclass itself). Loops rather than generator
+    expressions: this runs for every record a run builds."""
     annotations: dict[str, Any] = vars(klass).get("__annotations__", {})
-    if not all(type(hint) is str and not any(rare in hint for rare in _RARE) for hint in annotations.values()):
-        return False
+    for hint in annotations.values():
+        if type(hint) is not str or "ClassVar" in hint or "InitVar" in hint or "KW_ONLY" in hint:  # for dataclass
+            return None
     all_fields, frozen_bases, dataclass_bases = _base_fields(klass)
     if dataclass_bases and not frozen_bases:
         raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
@@ -33,7 +34,7 @@ def declare_fields(klass: type, *, kw_only: bool) -> bool:
         klass.__match_args__ = tuple(  # type: ignore[attr-defined,misc]
             f.name for f in all_fields.values() if f.init and not f.kw_only)
     abc.update_abstractmethods(klass)
-    return True
+    return [f for f in all_fields.values() if f._field_type is _FIELD]  # type: ignore[attr-defined]
 
 
 def _base_fields(klass: type) -> tuple[dict[str, Field[Any]], bool, bool]:
@@ -59,7 +60,7 @@ def _own_field(klass: type, name: str, hint: str, kw_only: bool) -> Field[Any]:
     else:
         if isinstance(default, MemberDescriptorType):  # a slot, not a default
             default = MISSING
-        made = field(default=default)  # type: ignore[arg-type]
+        made = Field(default, MISSING, True, True, None, True, None, kw_only)  # type: ignore[arg-type]  # field(default=...)
     made.name, made.type, made._field_type = name, hint, _FIELD  # type: ignore[attr-defined]
     if made.kw_only is MISSING:
         made.kw_only = kw_only

@@ -9,7 +9,7 @@ out of ``__init__`` gets a compiled ``__init__`` instead, from a source shorter 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import _HAS_DEFAULT_FACTORY, MISSING, Field  # type: ignore[attr-defined]
 from types import FunctionType
 from typing import Any
@@ -35,7 +35,7 @@ _PLAIN_GLOBALS = {"_store_values": _store_values, "__builtins__": builtins}
 _POST_INIT_GLOBALS = {"_store_values": _store_values_then_post_init, "__builtins__": builtins}
 
 
-def init_fn(klass: type, all_fields: tuple[Field[Any], ...]) -> Callable[..., None]:
+def init_fn(klass: type, all_fields: Sequence[Field[Any]]) -> Callable[..., None]:
     """dataclass's ``__init__`` for `klass`: the same parameters (positional ones first, then keyword-only ones),
     defaults and annotations."""
     positional = [f for f in all_fields if f.init and not f.kw_only]
@@ -72,7 +72,7 @@ def _renamed_template(klass: type, positional: list[Field[Any]], keyword: list[F
     return init
 
 
-def _compiled(klass: type, all_fields: tuple[Field[Any], ...], positional: list[Field[Any]]) -> Callable[..., None]:
+def _compiled(klass: type, all_fields: Sequence[Field[Any]], positional: list[Field[Any]]) -> Callable[..., None]:
     """The __init__ compiled from source: values stored in order straight into the instance's dict (a frozen
     dataclass's object.__setattr__ calls, one line a field, do the same)."""
     defaults: list[Any] = []
