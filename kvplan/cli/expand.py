@@ -41,9 +41,28 @@ def _expand_of(annotation: Any) -> Expand | None:
 
 
 def _parameters(func: Callable[..., Any], skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
-    hints = get_type_hints(func, include_extras=True)
+    hints = _type_hints(func)
     return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(func).parameters.values()
             if p.name not in skip]
+
+
+def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    """``get_type_hints(func, include_extras=True)`` for the parameters. An annotation that names a module-level alias
+    (``cache: CapacityCache``, ``tp: Tp``) is looked up, not compiled and evaluated as typing does each string; any
+    other form goes to typing."""
+    hints: dict[str, Any] = {}
+    names = getattr(func, "__globals__", {})
+    for name, text in func.__annotations__.items():
+        if name == "return":
+            continue
+        found = names.get(text, _UNNAMED) if type(text) is str else _UNNAMED
+        if found is _UNNAMED or found is None:
+            return get_type_hints(func, include_extras=True)
+        hints[name] = found
+    return hints
+
+
+_UNNAMED = object()
 
 
 def flags_of(parameters: list[inspect.Parameter]) -> dict[str, str]:
