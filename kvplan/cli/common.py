@@ -76,8 +76,7 @@ def emit(payload: Any, as_json: bool, tables: Callable[[Any], list[Any]], explai
         print(to_json(data))
         print_notes(notes, as_json)
         return
-    with long_lived():  # rich's modules, and its table module the tables draw with
-        import rich.table  # noqa: F401
+    with long_lived():  # rich's modules (a table that rich lays out imports rich.table itself)
         from rich.console import Console
         from rich.text import Text
 
