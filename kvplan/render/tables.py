@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from rich.table import Table as RichTable
     from rich.text import Text
 
+    from kvplan.render.table_draw import DrawnTable
+
 Justify = Literal["left", "right", "center"]
 INDENT = "  "
 SEPARATOR = " · "
@@ -84,9 +86,9 @@ class Table:
             from rich.text import Text
 
             yield Text(self.title, style="italic")  # a line of its own: rich wraps a title at the table's width
-            yield self.rich_table(titled=False)
+            yield self.drawn()
         elif self.fits(options.max_width):
-            yield self.rich_table()
+            yield self.rich_table() if self.title else self.drawn()
         else:
             yield from self.stacked(options.max_width)
 
@@ -103,6 +105,13 @@ class Table:
         for row in self.rows:
             table.add_row(*map(Text, row))
         return table
+
+    def drawn(self) -> DrawnTable | RichTable:
+        """The untitled table that fits: drawn by kvplan.render.table_draw where rich would draw it the same, cell for
+        cell (one-line cells, no wrapping column), without rich's per-cell layout; else rich's."""
+        from kvplan.render.table_draw import DrawnTable, drawable
+
+        return DrawnTable(self.columns, self.rows) if drawable(self.columns, self.rows) else self.rich_table(False)
 
     def blocks(self) -> Iterator[tuple[str, list[str]]]:
         """(heading, items) per row, or per column with stack="columns"."""
