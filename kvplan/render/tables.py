@@ -47,8 +47,10 @@ def cell_width(text: str) -> int:
 
 def min_cell_width(text: str, wrap: bool) -> int:
     """The narrowest a cell can be drawn whole: its longest line, or its longest word when it may wrap."""
+    from rich.cells import cell_len
+
     pieces = text.split() if wrap else text.splitlines()
-    return max((cell_width(p) for p in pieces), default=0)
+    return max(map(cell_len, pieces), default=0)
 
 
 class Table:
@@ -72,23 +74,29 @@ class Table:
             raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
         self.rows.append(tuple(cells))
 
-    def min_width(self) -> int:
+    def column_widths(self) -> list[int]:
+        """Each column at its narrowest whole width (its header's and its cells')."""
+        return [max([min_cell_width(c.header, c.wrap), *(min_cell_width(r[i], c.wrap) for r in self.rows)])
+                for i, c in enumerate(self.columns)]
+
+    def min_width(self, widths: list[int] | None = None) -> int:
         """Columns at their narrowest whole width, plus rich's padding (1 each side) and borders."""
-        widths = [max(min_cell_width(c.header, c.wrap), *(min_cell_width(r[i], c.wrap) for r in self.rows))
-                  for i, c in enumerate(self.columns)]
+        widths = self.column_widths() if widths is None else widths
         return sum(w + 2 for w in widths) + len(widths) + 1
 
     def fits(self, width: int) -> bool:
         return self.min_width() <= width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if self.fits(options.max_width) and self.title and self.title_justify == "left":
+        widths = self.column_widths()
+        fits = self.min_width(widths) <= options.max_width
+        if fits and self.title and self.title_justify == "left":
             from rich.text import Text
 
             yield Text(self.title, style="italic")  # a line of its own: rich wraps a title at the table's width
-            yield self.drawn()
-        elif self.fits(options.max_width):
-            yield self.rich_table() if self.title else self.drawn()
+            yield self.drawn(widths)
+        elif fits:
+            yield self.rich_table() if self.title else self.drawn(widths)
         else:
             yield from self.stacked(options.max_width)
 
@@ -106,12 +114,15 @@ class Table:
             table.add_row(*map(Text, row))
         return table
 
-    def drawn(self) -> DrawnTable | RichTable:
-        """The untitled table that fits: drawn by kvplan.render.table_draw where rich would draw it the same, cell for
-        cell (one-line cells, no wrapping column), without rich's per-cell layout; else rich's."""
+    def drawn(self, widths: list[int]) -> DrawnTable | RichTable:
+        """The untitled table that fits (`widths`: ``column_widths()``): drawn by kvplan.render.table_draw where rich
+        would draw it the same, cell for cell (one-line cells, no wrapping column), without rich's per-cell layout;
+        else rich's."""
         from kvplan.render.table_draw import DrawnTable, drawable
 
-        return DrawnTable(self.columns, self.rows) if drawable(self.columns, self.rows) else self.rich_table(False)
+        if drawable(self.columns, self.rows, widths):
+            return DrawnTable(self.columns, self.rows, widths)
+        return self.rich_table(titled=False)
 
     def blocks(self) -> Iterator[tuple[str, list[str]]]:
         """(heading, items) per row, or per column with stack="columns"."""

@@ -6,8 +6,9 @@ import io
 
 import pytest
 from rich.console import Console
+from rich.segment import Segment
 
-from kvplan.render.table_draw import DrawnTable, drawable
+from kvplan.render.table_draw import DrawnTable, drawable, merged
 from kvplan.render.tables import Table
 
 SHAPES = {
@@ -20,6 +21,18 @@ SHAPES = {
     "wide": ([("模型", "left"), ("n", "right")], [("数据", "1"), ("x", "全角")]),
     "markup-like": ([("[b]", "left")], [("[gpu_worker.py:462]",)]),
 }
+
+
+def _drawn(table: Table) -> DrawnTable:
+    widths = table.column_widths()
+    assert drawable(table.columns, table.rows, widths)
+    return DrawnTable(table.columns, table.rows, widths)
+
+
+def _runs(segments: list[Segment]) -> list[Segment]:
+    """Segments as the console writes them: a run of unstyled ones is the same text as one segment."""
+    assert not any(s.control for s in segments)
+    return list(merged((s.text, s.style) for s in segments))
 
 
 def _table(shape: str) -> Table:
@@ -44,12 +57,11 @@ CONSOLES = {
 @pytest.mark.parametrize("console", CONSOLES)
 def test_drawn_as_rich_draws_it(shape: str, console: str) -> None:
     table = _table(shape)
-    assert drawable(table.columns, table.rows)
     outputs = []
-    for renderable in (table.rich_table(titled=False), DrawnTable(table.columns, table.rows)):
+    for renderable in (table.rich_table(titled=False), _drawn(table)):
         out = io.StringIO()
         con = Console(file=out, width=120, highlight=False, emoji=False, **CONSOLES[console])  # type: ignore[arg-type]
-        segments = list(con.render(renderable, con.options))
+        segments = _runs(list(con.render(renderable, con.options)))
         con.print(renderable)
         outputs.append((segments, out.getvalue()))
     assert outputs[0] == outputs[1]
@@ -58,11 +70,11 @@ def test_drawn_as_rich_draws_it(shape: str, console: str) -> None:
 def test_ascii_only_consoles_get_rich_s_substitute_box() -> None:
     table = _table("budget")
     outputs = []
-    for renderable in (table.rich_table(titled=False), DrawnTable(table.columns, table.rows)):
+    for renderable in (table.rich_table(titled=False), _drawn(table)):
         con = Console(file=io.StringIO(), width=120)
         options = con.options.copy()
         options.encoding = "ascii"  # a console that cannot write the box characters
-        outputs.append(list(con.render(renderable, options)))
+        outputs.append(_runs(list(con.render(renderable, options))))
     assert outputs[0] == outputs[1] and "+" in "".join(s.text for s in outputs[1])
 
 
@@ -72,7 +84,7 @@ def test_cells_rich_would_change_are_left_to_rich(cells: tuple[str, ...], ok: bo
     table = Table()
     table.add_column("h")
     table.add_row(*cells)
-    assert drawable(table.columns, table.rows) is ok
+    assert drawable(table.columns, table.rows, table.column_widths()) is ok
 
 
 def test_wrapping_centred_or_empty_columns_are_left_to_rich() -> None:
@@ -80,8 +92,8 @@ def test_wrapping_centred_or_empty_columns_are_left_to_rich() -> None:
         table = Table()
         table.add_column("h", **add)  # type: ignore[arg-type]
         table.add_row("x")
-        assert not drawable(table.columns, table.rows)
+        assert not drawable(table.columns, table.rows, table.column_widths())
     table = Table()
     table.add_column("")
     table.add_row("")
-    assert not drawable(table.columns, table.rows)
+    assert not drawable(table.columns, table.rows, table.column_widths())
