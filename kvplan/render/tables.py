@@ -19,7 +19,7 @@ Nothing here imports rich until a table is drawn, so building tables costs nothi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -33,10 +33,15 @@ INDENT = "  "
 SEPARATOR = " · "
 
 
-class Column(NamedTuple):
-    header: str
-    justify: Justify = "left"
-    wrap: bool = False  # prose only: may break between words (never inside one)
+class Column:
+    """A column's header, its cells' justification, and whether it may wrap: a plain class (a NamedTuple was a
+    third of importing this module, which every command does)."""
+
+    __slots__ = ("header", "justify", "wrap")
+
+    def __init__(self, header: str, justify: Justify = "left", wrap: bool = False) -> None:
+        self.header, self.justify = header, justify
+        self.wrap = wrap  # prose only: may break between words (never inside one)
 
 
 def cell_width(text: str) -> int:
@@ -190,10 +195,9 @@ def shell_lines(line: CommandLine, width: int | None, indent: str = "  ") -> lis
     """The command on one logical line where no width is known (a terminal soft-wraps it, and a copy keeps it
     whole); else cut between shell words, a flag kept with its value, every line but the last ending in ` \\`
     (a shell joins them back). A word longer than a line stands alone on its line."""
-    import shlex
-
     if width is None or cell_width(line) <= width:
         return [str(line)]
+    import shlex  # only to cut the command: one line is written as it is
     pieces: list[list[str]] = []
     for word in shlex.split(line.command):
         flag = bool(pieces) and len(pieces[-1]) == 1 and pieces[-1][0].startswith("-")
