@@ -54,6 +54,8 @@ def min_cell_width(text: str, wrap: bool) -> int:
     """The narrowest a cell can be drawn whole: its longest line, or its longest word when it may wrap."""
     from rich.cells import cell_len
 
+    if not wrap and text.isprintable():  # one line (every line break is unprintable): the usual cell
+        return cell_len(text)
     pieces = text.split() if wrap else text.splitlines()
     return max(map(cell_len, pieces), default=0)
 
