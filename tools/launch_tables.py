@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kvplan.launch.tables import table_text
+
 OUT = Path(__file__).resolve().parent.parent / "kvplan" / "launch" / "tables"
 KEEP = ("dest", "nargs", "type", "choices", "choice_type", "value", "const", "positional")
 SCALARS = (bool, int, float, str, type(None))
@@ -91,25 +93,6 @@ def engine_table(root: Path, engine: str) -> dict[str, Any]:
         out["serve_only"] = {r: index[r]["serve_minus_api_server"] for r in releases if
                              index[r]["serve_minus_api_server"]}
     return out
-
-
-LINE_SECTIONS = ("flags", "categories")  # written an entry a line: read an entry at a time
-
-
-def _line(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-def table_text(table: dict[str, Any]) -> str:
-    """The table as kvplan.launch.tables reads it: json.loads of the text gives `table` back."""
-    lines = []
-    for key, value in table.items():
-        if key in LINE_SECTIONS and value:
-            entries = ",\n".join(f" {_line(k)}:{_line(v)}" for k, v in value.items())
-            lines.append(f"{_line(key)}:{{\n{entries}\n}}")
-        else:
-            lines.append(f"{_line(key)}:{_line(value)}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def _tables(research: Path | None) -> dict[str, dict[str, Any]]:

@@ -136,6 +136,25 @@ class FlagTable(Record):
         return next((p for p in prefer if p in self.flags and self.flags[p].dest == dest), None)
 
 
+LINE_SECTIONS = ("flags", "categories")  # written an entry a line: read an entry at a time (_Section)
+
+
+def table_text(table: Mapping[str, Any]) -> str:
+    """A table as this module reads it (tools/launch_tables.py writes the package's with it): JSON, a top-level key
+    a line, ``flags`` and ``categories`` an entry a line; json.loads of the text gives `table` back."""
+    def line(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+    lines = []
+    for key, value in table.items():
+        if key in LINE_SECTIONS and value:
+            entries = ",\n".join(f" {line(k)}:{line(v)}" for k, v in value.items())
+            lines.append(f"{line(key)}:{{\n{entries}\n}}")
+        else:
+            lines.append(f"{line(key)}:{line(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 @cache
 def _text(engine: str) -> str:
     return (TABLES / f"{engine}.json").read_text(encoding="utf-8")  # a path, not importlib.resources: no zipfile

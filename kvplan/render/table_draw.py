@@ -16,11 +16,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.segment import Segment
     from rich.style import Style
 
-    from kvplan.render.tables import Column
+    class Column(Protocol):  # kvplan.render.tables.Column (which imports this module)
+        @property
+        def header(self) -> str: ...
+        @property
+        def justify(self) -> str: ...
+        @property
+        def wrap(self) -> bool: ...
 
 Piece = tuple[str, "Style | None"]
 
