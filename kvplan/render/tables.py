@@ -6,7 +6,8 @@ console offers:
 
 - the table fits with every cell whole (numbers, names and dtypes never wrap; only columns added
   with ``wrap=True``, prose such as reconcile's "why", break between words): a rich table, drawn
-  exactly as rich draws it;
+  exactly as rich draws it (one of one-line cells and no wrapping column by kvplan.render.table_draw,
+  which writes the same output without rich's per-cell layout);
 - it does not: a stacked layout. Each row becomes a heading (its first cell) followed by
   ``header: value`` items, as many per line as fit; an item is never split, so no number is cut.
 
