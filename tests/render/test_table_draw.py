@@ -97,3 +97,26 @@ def test_wrapping_centred_or_empty_columns_are_left_to_rich() -> None:
     table.add_column("")
     table.add_row("")
     assert not drawable(table.columns, table.rows, table.column_widths())
+
+
+@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-V3"])
+def test_capacity_s_tables_print_as_rich_prints_them(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvplan.planning.capacity import capacity
+    from kvplan.render.capacity import capacity_payload
+    from kvplan.render.capacity_tables import capacity_tables
+
+    payload = capacity_payload(capacity(model, engine="vllm", gpu="H100", tp=4, max_model_len=32768))
+    tables = [t for t in capacity_tables(payload) if isinstance(t, Table)]
+    assert len(tables) >= 3 and all(drawable(t.columns, t.rows, t.column_widths()) for t in tables)
+
+    def printed(console: str, width: int) -> str:
+        out = io.StringIO()
+        con = Console(file=out, width=width, highlight=False, emoji=False, **CONSOLES[console])  # type: ignore[arg-type]
+        for table in capacity_tables(payload):
+            con.print(table)
+        return out.getvalue()
+
+    cases = [(console, width) for console in CONSOLES for width in (60, 100, 200)]
+    drawn = [printed(*case) for case in cases]
+    monkeypatch.setattr("kvplan.render.table_draw.drawable", lambda *args: False)  # every table rich's own
+    assert drawn == [printed(*case) for case in cases]
