@@ -9,6 +9,10 @@ switch stores, the parse function's name, a scalar default), and each dest's mem
 
     python tools/launch_tables.py /path/to/research/launch          # writes kvplan/launch/tables/
     python tools/launch_tables.py /path/to/research/launch --check  # exit 1 when the files differ
+    python tools/launch_tables.py --rewrite                         # the package's tables again, in this format
+
+The file is JSON written a top-level key a line, and the ``flags`` and ``categories`` objects an entry a line
+(indented one space): kvplan.launch.tables parses the one flag a launch line asks for, not the whole file.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from kvplan.launch.tables import table_text
 
 OUT = Path(__file__).resolve().parent.parent / "kvplan" / "launch" / "tables"
 KEEP = ("dest", "nargs", "type", "choices", "choice_type", "value", "const", "positional")
@@ -89,14 +95,27 @@ def engine_table(root: Path, engine: str) -> dict[str, Any]:
     return out
 
 
+def _tables(research: Path | None) -> dict[str, dict[str, Any]]:
+    """Each engine's table: built from the research dumps, or (None) the package's own, read whole."""
+    engines = ("vllm", "sglang", "trtllm")
+    if research is None:
+        return {e: json.loads((OUT / f"{e}.json").read_text(encoding="utf-8")) for e in engines}
+    return {e: engine_table(research, e) for e in engines}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("research", type=Path, help="the research folder holding flags/ and memory_flags.json")
+    parser.add_argument("research", type=Path, nargs="?", help="the research folder holding flags/ and "
+                        "memory_flags.json")
     parser.add_argument("--check", action="store_true", help="compare with the files in the package; write nothing")
+    parser.add_argument("--rewrite", action="store_true", help="write the package's own tables again (no research "
+                        "folder: a change of this tool's format)")
     args = parser.parse_args()
+    if (args.research is None) != args.rewrite:
+        parser.error("give the research folder, or --rewrite")
     differ = []
-    for engine in ("vllm", "sglang", "trtllm"):
-        text = json.dumps(engine_table(args.research, engine), separators=(",", ":"), sort_keys=False) + "\n"
+    for engine, table in _tables(args.research).items():
+        text = table_text(table)
         path = OUT / f"{engine}.json"
         if args.check:
             if not path.exists() or path.read_text() != text:

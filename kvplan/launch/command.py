@@ -24,7 +24,7 @@ from kvplan.errors import InputError
 from kvplan.launch.argv import Given, decimal_suffix_note, label, parse_args
 from kvplan.launch.config_file import with_config_file
 from kvplan.launch.tables import FlagTable, flag_table, releases, table_release
-from kvplan.launch.words import _ENV, _PYTHON, _executable, words_of
+from kvplan.launch.words import _executable, is_env, is_python, words_of
 from kvplan.launch.words import is_command as is_command  # where callers found it before
 
 ENTRY_POINTS = ("vllm serve MODEL, python -m vllm.entrypoints.openai.api_server --model MODEL, "
@@ -58,7 +58,7 @@ def _executables() -> frozenset[str]:
 def _matches(entry: EntryPoint, words: list[str]) -> int:
     """How many words the entry point takes from the command's start (0: not this entry point)."""
     if entry.module:
-        python = bool(words) and bool(_PYTHON.fullmatch(_executable(words[0])))
+        python = bool(words) and is_python(_executable(words[0]))
         return 3 if python and words[1:2] == ["-m"] and words[2:3] == list(entry.words) else 0
     n = len(entry.words)
     return n if words and _executable(words[0]) == entry.words[0] and words[1:n] == list(entry.words[1:]) else 0
@@ -67,7 +67,7 @@ def _matches(entry: EntryPoint, words: list[str]) -> int:
 def entry_point(words: list[str]) -> tuple[str, EntryPoint, list[str], list[str]]:
     """(engine, entry point, the words after it, environment assignments)."""
     env = []
-    while words and (_ENV.fullmatch(words[0]) or words[0] == "env"):
+    while words and (is_env(words[0]) or words[0] == "env"):
         env += [] if words[0] == "env" else [words[0]]
         words = words[1:]
     for engine, spelling in _spellings():

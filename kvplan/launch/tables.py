@@ -6,7 +6,8 @@ run from each release's sources (vLLM 0.8.0-0.33.0, SGLang 0.4.0.post2-0.5.23); 
 transcribed from the 0.18.2 docs and one ``serve.py`` snapshot (commit 00209af, 1.2/1.3-era, release not pinned).
 Each flag lists its variants (dest, nargs, type, choices, the value a switch stores) with the release ranges
 that have them; each dest its memory category (layout, budget, kv_format, length, activation, graphs, weights,
-state, host_tier, placement, constraint or none).
+state, host_tier, placement, constraint or none). The file is JSON written a top-level key a line, and ``flags`` and
+``categories`` an entry a line (indented one space), so that one flag is parsed alone (``_Section``).
 
 A kvplan engine release maps to the table of the release its row was read from (``table_release``, from
 ``Engine.launch_release``): vLLM's row ``release`` (0.19 -> 0.19.0), SGLang's minor (0.5.6 -> 0.5.6.post2), TRT-LLM
@@ -58,7 +59,7 @@ class _Flags(Mapping[str, Flag]):
     release has is looked up then too (scanning all ~560 flags' release ranges was another). Equal to the dict of
     them all, in the table's order."""
 
-    def __init__(self, variants: dict[str, list[dict[str, Any]]], index: int) -> None:
+    def __init__(self, variants: Mapping[str, list[dict[str, Any]]], index: int) -> None:
         self._variants = variants  # every release's variants of each option string
         self._index = index  # the release's position in the table's releases
         self._specs: dict[str, dict[str, Any] | None] = {}  # None: the release lacks the option
@@ -110,7 +111,7 @@ class FlagTable(Record):
     engine: str
     release: str
     flags: Mapping[str, Flag]
-    categories: dict[str, str]  # dest -> memory category
+    categories: Mapping[str, str]  # dest -> memory category
     serve_only: frozenset[str] = frozenset()  # vLLM: options of `vllm serve` that the api_server module lacks
     parser: Parser = "argparse"  # how its parser reads option strings (the engine's Spelling.parser)
     label: str = ""  # how a note names the engine's command (Spelling.label)
@@ -135,27 +136,103 @@ class FlagTable(Record):
         return next((p for p in prefer if p in self.flags and self.flags[p].dest == dest), None)
 
 
+LINE_SECTIONS = ("flags", "categories")  # written an entry a line: read an entry at a time (_Section)
+
+
+def table_text(table: Mapping[str, Any]) -> str:
+    """A table as this module reads it (tools/launch_tables.py writes the package's with it): JSON, a top-level key
+    a line, ``flags`` and ``categories`` an entry a line; json.loads of the text gives `table` back."""
+    def line(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+    lines = []
+    for key, value in table.items():
+        if key in LINE_SECTIONS and value:
+            entries = ",\n".join(f" {line(k)}:{line(v)}" for k, v in value.items())
+            lines.append(f"{line(key)}:{{\n{entries}\n}}")
+        else:
+            lines.append(f"{line(key)}:{line(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 @cache
-def _data(engine: str) -> dict[str, Any]:
-    text = (TABLES / f"{engine}.json").read_text(encoding="utf-8")  # a path, not importlib.resources: no zipfile
-    with long_lived():  # the parse makes ~3k containers (vllm.json), all kept (cached): no collection (~4) runs
-        data: dict[str, Any] = json.loads(text)
-    return data
+def _text(engine: str) -> str:
+    return (TABLES / f"{engine}.json").read_text(encoding="utf-8")  # a path, not importlib.resources: no zipfile
 
 
+class _Section(Mapping[str, Any]):
+    """A top-level object of a table that ``tools/launch_tables.py`` writes an entry a line (``flags``, ``categories``):
+    an entry parsed when first asked for. A launch line reads a dozen of vllm.json's 563 flags, and parsing the
+    whole file was a fortieth of `kvplan capacity`'s start-up; the whole object is parsed only to list it."""
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self._text, self._start, self._end = text, start, end  # the entry lines: text[start:end]
+        self._parsed: dict[str, Any] = {}
+        self._whole: dict[str, Any] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if self._whole is not None:
+            return self._whole[key]
+        try:
+            return self._parsed[key]
+        except KeyError:
+            pass
+        marker = f"\n {json.dumps(key)}:"  # an entry's line starts with its key, one space in
+        at = self._text.find(marker, self._start - 1, self._end)
+        if at < 0:
+            raise KeyError(key)
+        value = self._parsed[key] = _value(self._text, at + len(marker))
+        return value
+
+    def _all(self) -> dict[str, Any]:
+        if self._whole is None:
+            with long_lived():  # the parse makes ~3k containers (vllm.json), all kept (cached): no collection runs
+                self._whole = json.loads(f"{{{self._text[self._start:self._end]}}}")
+        return self._whole
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
+def _value(text: str, start: int) -> Any:
+    """The JSON value written on one line from `start` (its trailing comma dropped)."""
+    return json.loads(text[start:text.index("\n", start)].removesuffix(","))
+
+
+@cache
+def _part(engine: str, key: str) -> Any:
+    """One top-level key of the engine's table (None: the table lacks it); ``flags`` and ``categories`` as a
+    ``_Section`` (an entry a line), the others parsed whole (each on its line)."""
+    text = _text(engine)
+    marker = f"\n{json.dumps(key)}:"
+    at = text.find(marker)
+    if at < 0:
+        return None
+    start = at + len(marker)
+    if text.startswith("{\n", start):  # a section: its entries, up to the line that closes it
+        return _Section(text, start + 2, text.index("\n}", start + 1))
+    return _value(text, start)
+
+
+@cache
 def releases(engine: str) -> tuple[str, ...]:
-    return tuple(_data(engine)["releases"])
+    return tuple(_part(engine, "releases"))
 
 
 @cache
 def flag_table(engine: str, release: str) -> FlagTable:
     """The flags `release` of `engine` accepts (a release the tables hold)."""
-    data = _data(engine)
-    flags = _Flags(data["flags"], data["releases"].index(release))
+    flags = _Flags(_part(engine, "flags"), releases(engine).index(release))
     spelling = get_engine(engine).spelling
     assert spelling is not None  # the tables hold the engines with a launch command
-    return FlagTable(engine=engine, release=release, flags=flags, categories=data["categories"],
-                     serve_only=frozenset(data.get("serve_only", {}).get(release, ())), parser=spelling.parser,
+    return FlagTable(engine=engine, release=release, flags=flags, categories=_part(engine, "categories"),
+                     serve_only=frozenset((_part(engine, "serve_only") or {}).get(release, ())), parser=spelling.parser,
                      label=spelling.label)
 
 

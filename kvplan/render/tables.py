@@ -6,7 +6,8 @@ console offers:
 
 - the table fits with every cell whole (numbers, names and dtypes never wrap; only columns added
   with ``wrap=True``, prose such as reconcile's "why", break between words): a rich table, drawn
-  exactly as rich draws it;
+  exactly as rich draws it (one of one-line cells and no wrapping column by kvplan.render.table_draw,
+  which writes the same output without rich's per-cell layout);
 - it does not: a stacked layout. Each row becomes a heading (its first cell) followed by
   ``header: value`` items, as many per line as fit; an item is never split, so no number is cut.
 
@@ -19,22 +20,29 @@ Nothing here imports rich until a table is drawn, so building tables costs nothi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.table import Table as RichTable
     from rich.text import Text
 
+    from kvplan.render.table_draw import DrawnTable
+
 Justify = Literal["left", "right", "center"]
 INDENT = "  "
 SEPARATOR = " · "
 
 
-class Column(NamedTuple):
-    header: str
-    justify: Justify = "left"
-    wrap: bool = False  # prose only: may break between words (never inside one)
+class Column:
+    """A column's header, its cells' justification, and whether it may wrap: a plain class (a NamedTuple was a
+    third of importing this module, which every command does)."""
+
+    __slots__ = ("header", "justify", "wrap")
+
+    def __init__(self, header: str, justify: Justify = "left", wrap: bool = False) -> None:
+        self.header, self.justify = header, justify
+        self.wrap = wrap  # prose only: may break between words (never inside one)
 
 
 def cell_width(text: str) -> int:
@@ -45,8 +53,12 @@ def cell_width(text: str) -> int:
 
 def min_cell_width(text: str, wrap: bool) -> int:
     """The narrowest a cell can be drawn whole: its longest line, or its longest word when it may wrap."""
+    from rich.cells import cell_len
+
+    if not wrap and text.isprintable():  # one line (every line break is unprintable): the usual cell
+        return cell_len(text)
     pieces = text.split() if wrap else text.splitlines()
-    return max((cell_width(p) for p in pieces), default=0)
+    return max(map(cell_len, pieces), default=0)
 
 
 class Table:
@@ -70,23 +82,29 @@ class Table:
             raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
         self.rows.append(tuple(cells))
 
-    def min_width(self) -> int:
+    def column_widths(self) -> list[int]:
+        """Each column at its narrowest whole width (its header's and its cells')."""
+        return [max([min_cell_width(c.header, c.wrap), *(min_cell_width(r[i], c.wrap) for r in self.rows)])
+                for i, c in enumerate(self.columns)]
+
+    def min_width(self, widths: list[int] | None = None) -> int:
         """Columns at their narrowest whole width, plus rich's padding (1 each side) and borders."""
-        widths = [max(min_cell_width(c.header, c.wrap), *(min_cell_width(r[i], c.wrap) for r in self.rows))
-                  for i, c in enumerate(self.columns)]
+        widths = self.column_widths() if widths is None else widths
         return sum(w + 2 for w in widths) + len(widths) + 1
 
     def fits(self, width: int) -> bool:
         return self.min_width() <= width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if self.fits(options.max_width) and self.title and self.title_justify == "left":
+        widths = self.column_widths()
+        fits = self.min_width(widths) <= options.max_width
+        if fits and self.title and self.title_justify == "left":
             from rich.text import Text
 
             yield Text(self.title, style="italic")  # a line of its own: rich wraps a title at the table's width
-            yield self.rich_table(titled=False)
-        elif self.fits(options.max_width):
-            yield self.rich_table()
+            yield self.drawn(widths)
+        elif fits:
+            yield self.rich_table() if self.title else self.drawn(widths)
         else:
             yield from self.stacked(options.max_width)
 
@@ -103,6 +121,16 @@ class Table:
         for row in self.rows:
             table.add_row(*map(Text, row))
         return table
+
+    def drawn(self, widths: list[int]) -> DrawnTable | RichTable:
+        """The untitled table that fits (`widths`: ``column_widths()``): drawn by kvplan.render.table_draw where rich
+        would draw it the same, cell for cell (one-line cells, no wrapping column), without rich's per-cell layout;
+        else rich's."""
+        from kvplan.render.table_draw import DrawnTable, drawable
+
+        if drawable(self.columns, self.rows, widths):
+            return DrawnTable(self.columns, self.rows, widths)
+        return self.rich_table(titled=False)
 
     def blocks(self) -> Iterator[tuple[str, list[str]]]:
         """(heading, items) per row, or per column with stack="columns"."""
@@ -170,10 +198,9 @@ def shell_lines(line: CommandLine, width: int | None, indent: str = "  ") -> lis
     """The command on one logical line where no width is known (a terminal soft-wraps it, and a copy keeps it
     whole); else cut between shell words, a flag kept with its value, every line but the last ending in ` \\`
     (a shell joins them back). A word longer than a line stands alone on its line."""
-    import shlex
-
     if width is None or cell_width(line) <= width:
         return [str(line)]
+    import shlex  # only to cut the command: one line is written as it is
     pieces: list[list[str]] = []
     for word in shlex.split(line.command):
         flag = bool(pieces) and len(pieces[-1]) == 1 and pieces[-1][0].startswith("-")

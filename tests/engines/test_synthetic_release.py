@@ -48,13 +48,17 @@ def v034(monkeypatch: pytest.MonkeyPatch) -> Iterator[VllmRelease]:
         ("a synthetic release with 0.33's rules", "v1/worker/gpu_worker.py:640-820"),))
     monkeypatch.setitem(rows_late.RELEASES, "0.34", row)
     monkeypatch.setattr(rows_late, "V1_ROWS", (*rows_late.V1_ROWS, row))
-    flags, read = _flags_of_034(tables._data("vllm")), tables._data
-    monkeypatch.setattr(tables, "_data", lambda engine: flags if engine == "vllm" else read(engine))
-    registry.cache_clear()
-    tables.flag_table.cache_clear()
+    text, read = tables.table_text(_flags_of_034(json.loads(tables._text("vllm")))), tables._text
+    monkeypatch.setattr(tables, "_text", lambda engine: text if engine == "vllm" else read(engine))
+    _clear_caches()
     yield row
+    _clear_caches()
+
+
+def _clear_caches() -> None:
     registry.cache_clear()
-    tables.flag_table.cache_clear()
+    for cached in (tables.flag_table, tables.releases, tables._part):  # what was read of the tables
+        cached.cache_clear()
 
 
 def _capacity(run_cli: Any, *args: str) -> dict[str, Any]:

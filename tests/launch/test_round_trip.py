@@ -132,3 +132,11 @@ def test_a_knob_a_release_has_no_flag_for_is_said_not_written() -> None:
     assert "--gpu-memory-utilization" not in write_launch(budget).flags
     old = capacity("Qwen/Qwen3-8B", engine="vllm@0.9", kv_budget_bytes=(20 * 2**30,), max_model_len=8192)
     assert write_launch(old).notes == ("budget 21474836480: vllm 0.9.2 has no flag for it",)  # 0.11 on
+
+
+@given(st.lists(st.one_of(st.text(), st.sampled_from(["", "'", "a b", "--flag", '{"a":1}', "é", "x=y", "$HOME", "a'b",
+                                                     "@%+=:,./-_", "tab\there", "\n"]))))
+def test_a_command_is_joined_as_shlex_joins_it(words: list[str]) -> None:
+    # Written.command quotes without importing shlex (kvplan.launch.write.quoted): the same text as shlex.join.
+    written = Written(engine="vllm", release="0.33.0", argv=tuple(words), flags={}, layout={})
+    assert written.command == shlex.join(words)
