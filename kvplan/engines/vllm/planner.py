@@ -12,7 +12,7 @@ would fit (``start_check.py``); the plan is still returned with its numbers. Whi
 from __future__ import annotations
 
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
-from kvplan.engines.vllm import deepseek_v4, packed, speculative
+from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import is_hopper
 from kvplan.engines.vllm.groups import Group, Specs, kv_cache_groups, stage_block_bytes
 from kvplan.engines.vllm.paging import Paging, kept_block_size, paging
@@ -80,6 +80,8 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     specs = pages.specs
     stages = pages.stages
     if pages.packed is not None:  # block-outermost packing (DeepSeek-V4): packed.py
+        from kvplan.engines.vllm import deepseek_v4, packed  # imported for DeepSeek-V4 only
+
         groups, uniform_type = packed.packed_groups(specs), True
         block_bytes = tuple(deepseek_v4.block_bytes(rel, groups, specs, r, pages.packed) for r in stages)
     else:
@@ -90,11 +92,18 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
     need = tuple(group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    per_request = deepseek_v4.blocks_per_request(rel, groups, specs, need, stages[-1]) \
+    per_request = _dsv4_blocks_per_request(rel, groups, specs, need, stages[-1]) \
         if pages.packed is not None else sum(need)
     return Blocks(groups=groups, block_bytes=block_bytes, need=need, num_blocks=num_blocks, in_flight=in_flight,
                   stages=stages, reserve=reserve, check=rel.start_check,
                   packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)
+
+
+def _dsv4_blocks_per_request(rel: VllmRelease, groups: tuple[Group, ...], specs: Specs, need: tuple[int, ...],
+                             last: range) -> int:
+    from kvplan.engines.vllm import deepseek_v4
+
+    return deepseek_v4.blocks_per_request(rel, groups, specs, need, last)
 
 
 def _grouped(specs: Specs, stages: tuple[range, ...], rel: VllmRelease) -> tuple[tuple[Group, ...], bool, tuple[int, ...]]:
@@ -169,6 +178,8 @@ def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
                    f"(a smaller block_size is raised); mamba_cache_mode {mode}")
     padding = 0 if paged.packed else _padding(paged.groups)
     if paged.packed:
+        from kvplan.engines.vllm import packed
+
         out.append(packed.waste_note(paged.groups, pages.specs, paged.block_bytes))
     if padding:
         width = max(len(g.layers) for g in paged.groups)
