@@ -143,8 +143,8 @@ _SITES = {
 
 
 def _names_release(source: str) -> bool:
-    """`source` starts with a release ("0.10.2 v1/core/..."): ``re.match(r"\d+\.\d+", source)``, without re's
-    call overhead on each of the rows' ~100 changes."""
+    """`source` starts with a release ("0.10.2 v1/core/..."): digits, a dot, a digit, as the regex ``\\d+\\.\\d+``
+    matches them (Unicode decimals), without re's call overhead on each of the rows' ~100 changes."""
     major, dot, rest = source.partition(".")
     return bool(dot) and major.isdecimal() and rest[:1].isdecimal()
 
