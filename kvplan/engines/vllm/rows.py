@@ -99,8 +99,10 @@ def _derived(prev: VllmRelease, **fields: Any) -> VllmRelease:
     if not fields.keys() <= prev.__dataclass_fields__.keys():  # the few given, not the row's ~100, looked up
         unknown = fields.keys() - prev.__dataclass_fields__.keys()
         raise TypeError(f"VllmRelease has no field {sorted(unknown)[0]!r}")
+    values = prev.__dict__.copy()  # a dict's copy clones its table; updating an instance's dict key by key is 3x slower
+    values.update(fields)
     row = object.__new__(type(prev))
-    row.__dict__.update(prev.__dict__, **fields)
+    object.__setattr__(row, "__dict__", values)  # the row is frozen: its dict is set as __init__ sets a field
     return row
 
 
