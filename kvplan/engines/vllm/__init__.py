@@ -18,7 +18,7 @@ from kvplan.engines.base import EnginePlan, Refusal, Request, Resolved, resolved
 from kvplan.engines.protocol import DP_SIZES, EngineBase, Fp8BlockCheck
 from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, WeightSplit, term_bytes
 from kvplan.engines.settings import Settings
-from kvplan.engines.vllm import checks, families, parallel, speculative
+from kvplan.engines.vllm import checks, families, parallel
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.releases import NEWEST, budget_rules, chunks_prefill, release, resolve
 from kvplan.engines.vllm.spelling import SPELLING
@@ -65,7 +65,10 @@ class VllmEngine(EngineBase):
         return queues + nccl, f"message queues {queues:,} B (vLLM 0.25.0 shm_broadcast.py, {ranks_per_node} ranks) + {rule}"
 
     def resolve(self, request: Request) -> Resolved:
-        speculative.check(self.release, request)
+        if request.draft is not None:  # speculative.py: imported for a draft only
+            from kvplan.engines.vllm import speculative
+
+            speculative.check(self.release, request)
         families.check_engine(request.model, self.release.key, self.version, self.release.generation == "V0")
         request = checks.before_defaults(self.release, request)
         parallel.check(self.release, request)

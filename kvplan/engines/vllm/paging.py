@@ -13,11 +13,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kvplan.engines.base import Request
-from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import DEFAULT_BLOCK_SIZE, attention_backend, is_hopper
 from kvplan.engines.vllm.groups import Modules, PagedSpec, Specs, is_deepseek_v4, modules, paged_spec
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
-from kvplan.engines.vllm.speculative import worker_stages
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
@@ -26,7 +24,7 @@ from kvplan.records import Record
 
 if TYPE_CHECKING:  # mamba.py and deepseek_v4.py are imported where a model has such caches (most have none)
     from kvplan.engines.vllm.mamba import MambaRules
-from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, Part, parts
+from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, Part, parts
 
 MAX_NUM_BATCHED_TOKENS = 8192  # vLLM 0.33 `vllm serve` default on an H100
 MAMBA_ALIGN_BLOCK = 16  # attention-free models in align mode: mamba_block_size = cache_config.block_size
@@ -89,8 +87,7 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     context and share its pool (speculative.py). The FlashMLA block releases before 0.18 force on Hopper:
     0.11 platforms/cuda.py:161-167 whatever the size, 0.12-0.17 unless a multiple (``_forced_mla_block``)."""
     own = layout.specs_per_gpu  # the cached layout's tuple: the same object call after call (_MODULES' key)
-    per_gpu = speculative.with_draft_conv_rows((*own, *req.draft.specs_per_gpu) if req.draft else own, req, rel)
-    stages = worker_stages(req, layout)
+    per_gpu, stages = _with_draft(req, layout, rel) if req.draft else (own, layout.stage_ranges)
     bounds = tuple((r.start, r.stop) for r in stages)  # not the ranges: two empty ranges are equal
     mods = _MODULES.get(per_gpu, bounds, lambda: modules(per_gpu, stages))
     kinds = _KINDS.get(mods.parts, (), lambda: _kinds(mods.parts))
@@ -124,6 +121,15 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     return Paging(specs=_states(raised, rules, block if rules.align else req.max_model_len, block * per_token),
                   stages=mods.stages, backend=backend, block_size=block, mamba_alignment=alignment,
                   mamba_align_mode=rules.align)
+
+
+def _with_draft(req: Request, layout: Layout, rel: VllmRelease) -> tuple[tuple[LayerSpec, ...], tuple[range, ...]]:
+    """A draft's layers after the target's, on the last stage (speculative.py, imported for a draft only)."""
+    from kvplan.engines.vllm import speculative
+
+    assert req.draft is not None
+    own = (*layout.specs_per_gpu, *req.draft.specs_per_gpu)
+    return speculative.with_draft_conv_rows(own, req, rel), speculative.worker_stages(req, layout)
 
 
 def kept_block_size(req: Request, rel: VllmRelease, pages: Paging) -> int:

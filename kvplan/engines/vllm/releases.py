@@ -20,7 +20,6 @@ from kvplan.engines.base import (
     Request,
 )
 from kvplan.engines.settings import Settings
-from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
 from kvplan.engines.vllm.row import COMM_GROUP_BYTES, GIB, RefusalStyle, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
@@ -210,9 +209,18 @@ def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
         mxfp4_source=moe.source if moe else "",
         fp8_moe_refine=rel.fp8_moe_refine,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None,
-        draft_shared=speculative.draft_shared(rel, req), lora=lora_rule(rel, req),
+        draft_shared=draft_shared(rel, req), lora=lora_rule(rel, req),
         encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req, run),
         load=load_rule(rel, req))
+
+
+def draft_shared(rel: VllmRelease, req: Request) -> tuple[str, ...]:
+    """The MTP module parts the drafter takes from the target: the embedding at pp 1 (0.33
+    llm_base_proposer.py:1418-1480; 0.9.2 eagle.py:344-346), the head where the module computes its logits with
+    an lm_head (replaced by the target's), or its shared_head.head from 0.16 (eagle.py:1494-1521)."""
+    mtp = req.draft.mtp if req.draft else None
+    head = mtp is None or mtp.head == "lm_head" or rel.mtp_head_shared
+    return (*(("embedding",) if req.pp == 1 else ()), *(("lm_head",) if head else ()))
 
 
 def load_rule(rel: VllmRelease, req: Request) -> LoadRule:
