@@ -14,8 +14,6 @@ Which connectors an engine takes, and which one its own offloading flag means, a
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from kvplan.engines.base import EnginePlan
 from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
@@ -65,7 +63,9 @@ class HostTier(Record):
     reserve_bytes: int = 0  # host memory the engine's own check keeps free per rank (SGLang: 10 GiB)
 
 
-class TierInput(NamedTuple):
+class TierInput(Record):
+    """What a connector's rule reads (a record: no namedtuple code compiled at import, none built without a tier)."""
+
     plan: EnginePlan
     settings: Settings
     ranks: int  # tp × pp

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from dataclasses import field
 from typing import Any, Literal
 
 from kvplan.errors import InputError
@@ -101,6 +100,11 @@ class TrtllmSettings(Record):
         _positive(self, "max_tokens")
 
 
+# Each engine's knobs left to the release: frozen values, shared as every Settings' default (a default factory would
+# have the records compile Settings' __init__ from source).
+NO_VLLM, NO_SGLANG, NO_TRTLLM = VllmSettings(), SglangSettings(), TrtllmSettings()
+
+
 class Settings(Record):
     """Knobs every engine reads under one name, and each engine's own (``vllm``, ``sglang``, ``trtllm``)."""
 
@@ -121,9 +125,9 @@ class Settings(Record):
     lmcache_cpu_bytes: int | None = None  # LMCache max_local_cpu_size, allocated by every rank
     mooncake_segment_bytes: int | None = None  # SGLang HiCache's Mooncake store: global_segment_size (split over TP)
     role: str | None = None  # prefill or decode: one instance of a disaggregated deployment (None: both in one)
-    vllm: VllmSettings = field(default_factory=VllmSettings)
-    sglang: SglangSettings = field(default_factory=SglangSettings)
-    trtllm: TrtllmSettings = field(default_factory=TrtllmSettings)
+    vllm: VllmSettings = NO_VLLM
+    sglang: SglangSettings = NO_SGLANG
+    trtllm: TrtllmSettings = NO_TRTLLM
 
     def __post_init__(self) -> None:
         _choose(self, "speculative_method", (None, *SPEC_METHODS))

@@ -6,7 +6,6 @@ pasted command and writes one with it; nothing there asks for an engine by its n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Literal
 
 from kvplan.records import Record
@@ -43,10 +42,10 @@ class Spelling(Record):
     written_entry: tuple[str, ...]  # the words a written command starts with, before the model
     parser: Parser
     flags: Mapping[str, tuple[str, ...]]
-    reads: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
-    kv_dtypes: Mapping[str, str] = field(default_factory=dict)  # kvplan's KV dtype name -> the engine's
-    yaml_keys: Mapping[str, str] = field(default_factory=dict)  # knob -> its key in the engine's YAML config, where
-    # the command has no flag for it
+    # Given by every engine ({} for none), never a default factory: that has the records compile __init__ from source
+    reads: Mapping[str, tuple[str, str, str]]
+    kv_dtypes: Mapping[str, str]  # kvplan's KV dtype name -> the engine's
+    yaml_keys: Mapping[str, str]  # knob -> its key in the engine's YAML config, where the command has no flag for it
     data_parallel: Literal["engines", "attention", "none"] = "none"  # what its --data-parallel-size plans: dp
     # engines of tp × pp GPUs (vLLM), DP attention inside the TP group with a switch (SGLang), nothing
     expert_parallel: Literal["switch", "size", "unplanned"] = "unplanned"  # EP as a switch (vLLM: dp × tp), a size,

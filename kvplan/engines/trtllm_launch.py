@@ -22,4 +22,4 @@ SPELLING = Spelling(
            "max_num_tokens": ("settings", "max_num_batched_tokens", "same"),
            "kv_cache_free_gpu_memory_fraction": ("settings", "free_gpu_memory_fraction", "same"),
            "free_gpu_memory_fraction": ("settings", "free_gpu_memory_fraction", "same")},
-    yaml_keys={"kv_dtype": "dtype", "block": "tokens_per_block"}, nodes="gpus_per_node")
+    yaml_keys={"kv_dtype": "dtype", "block": "tokens_per_block"}, kv_dtypes={}, nodes="gpus_per_node")

@@ -11,22 +11,36 @@ engines' release rows (``tests/engines/test_timeline.py`` finds any elsewhere).
 
 from __future__ import annotations
 
-import re
-from typing import NamedTuple
+from operator import itemgetter
 
-_NUMBERS = re.compile(r"v?(\d+(?:\.\d+)*)(\S*)")
+_NUMBERS = r"v?(\d+(?:\.\d+)*)(\S*)"  # compiled on first parse (re's cache): most runs parse no version
 
 
-class Version(NamedTuple):
-    """A release's numbers and what follows them (``rc1``, ``-v0``, ``.dev26+g92d86da2``; "" for none)."""
+class Version(tuple[tuple[int, ...], str]):
+    """A release's numbers and what follows them (``rc1``, ``-v0``, ``.dev26+g92d86da2``; "" for none).
 
-    parts: tuple[int, ...]
-    suffix: str = ""
+    The pair (parts, suffix) as a tuple, compared and hashed as one (what ``NamedTuple`` made of it, without the
+    code ``namedtuple`` compiles at import)."""
+
+    __slots__ = ()
+    parts: tuple[int, ...] = property(itemgetter(0))  # type: ignore[assignment]
+    suffix: str = property(itemgetter(1))  # type: ignore[assignment]
+
+    def __new__(cls, parts: tuple[int, ...], suffix: str = "") -> Version:
+        return tuple.__new__(cls, (parts, suffix))
+
+    def __getnewargs__(self) -> tuple[tuple[int, ...], str]:
+        return self.parts, self.suffix
+
+    def __repr__(self) -> str:
+        return f"Version(parts={self.parts!r}, suffix={self.suffix!r})"
 
     @classmethod
     def parse(cls, text: str) -> Version:
         """The dotted numbers `text` starts with (``Version(())`` where there are none)."""
-        found = _NUMBERS.match(text.strip())
+        import re  # imported already by then (kvplan.cli); the pattern is compiled once, into re's cache
+
+        found = re.match(_NUMBERS, text.strip())
         if found is None:
             return cls(())
         return cls(tuple(int(p) for p in found.group(1).split(".")), found.group(2))

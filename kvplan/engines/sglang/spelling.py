@@ -41,7 +41,7 @@ FLAGS = {  # knob -> the flags that write it (the first the release has)
 }
 SPELLING = Spelling(
     label="SGLang", parser="argparse", written_entry=("python", "-m", "sglang.launch_server", "--model-path"),
-    flags=FLAGS, reads=READS, kv_dtypes=KV_DTYPES,
+    flags=FLAGS, reads=READS, kv_dtypes=KV_DTYPES, yaml_keys={},
     entry_points=(EntryPoint(name="launch_server", words=("sglang.launch_server",), module=True, positional_model=None),
                   EntryPoint(name="serve", words=("sglang", "serve"), first=SERVE_FROM, positional_model=SERVE_POSITIONAL_FROM,
                              model_option="--model-path", own_flags=("--model-type",))),

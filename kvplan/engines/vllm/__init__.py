@@ -18,7 +18,7 @@ from kvplan.engines.base import EnginePlan, Refusal, Request, Resolved, resolved
 from kvplan.engines.protocol import DP_SIZES, EngineBase, Fp8BlockCheck
 from kvplan.engines.rules import BudgetRules, BudgetSteps, BudgetTerm, WeightSplit, term_bytes
 from kvplan.engines.settings import Settings
-from kvplan.engines.vllm import checks, families, parallel, refusals, shm, speculative
+from kvplan.engines.vllm import checks, families, parallel
 from kvplan.engines.vllm.planner import plan
 from kvplan.engines.vllm.releases import NEWEST, budget_rules, chunks_prefill, release, resolve
 from kvplan.engines.vllm.spelling import SPELLING
@@ -58,12 +58,17 @@ class VllmEngine(EngineBase):
         self.launch_release = self.release.release or None  # the release its row was read from (none: V0 rows)
 
     def shm_bytes(self, ranks_per_node: int) -> tuple[int, str]:
+        from kvplan.engines.vllm import shm  # imported where asked: a plain capacity run never is
+
         queues = shm.message_queues(ranks_per_node)
         nccl, rule = super().shm_bytes(ranks_per_node)
         return queues + nccl, f"message queues {queues:,} B (vLLM 0.25.0 shm_broadcast.py, {ranks_per_node} ranks) + {rule}"
 
     def resolve(self, request: Request) -> Resolved:
-        speculative.check(self.release, request)
+        if request.draft is not None:  # speculative.py: imported for a draft only
+            from kvplan.engines.vllm import speculative
+
+            speculative.check(self.release, request)
         families.check_engine(request.model, self.release.key, self.version, self.release.generation == "V0")
         request = checks.before_defaults(self.release, request)
         parallel.check(self.release, request)
@@ -116,6 +121,8 @@ class VllmEngine(EngineBase):
             f"available KV = usable − Σ terms {term_bytes(terms):,} = {budget:,} B"))
 
     def no_memory(self, request: Resolved) -> Refusal:
+        from kvplan.engines.vllm import refusals  # imported on a refusal only
+
         return Refusal(message=refusals.no_memory(self.release.refusal))
 
     def plan(self, request: Resolved, layout: Layout, budgets_per_stage: tuple[int, ...]) -> EnginePlan:

@@ -21,7 +21,6 @@ from dataclasses import replace
 from kvplan.dtypes import KvDtypeName
 from kvplan.engines.base import Request
 from kvplan.engines.vllm.releases import VllmRelease, scheduler_defaults
-from kvplan.engines.vllm.selector import SINK_TYPES, block_refusal
 from kvplan.engines.vllm.spelling import KV_DTYPES as VLLM_NAMES
 from kvplan.errors import InputError
 from kvplan.specs import AttnSpec, ChunkedAttn, CrossAttn, FullAttn, LinearState, SlidingAttn, parts
@@ -55,6 +54,8 @@ def check_nvfp4(rel: VllmRelease, req: Request) -> None:
                          f"it on {', '.join(_cc_text(c) for c in capabilities)} (vLLM refuses with 'No valid attention "
                          "backend found ... kv_cache_dtype not supported')", arg="kv_dtype")
     if cc[0] != 10 and rel.nvfp4_fa2:
+        from kvplan.engines.vllm.selector import SINK_TYPES  # nvfp4 KV only
+
         heads = {p.head_dim for s in req.model.layer_specs for p in parts(s) if isinstance(p, AttnSpec)}
         why = ("fa2 prefill misreads an NVFP4 KV cache at head_size 64" if 64 in heads else
                "the sink prefill wrapper cannot read an NVFP4 KV cache" if req.model.model_type in SINK_TYPES else None)
@@ -86,6 +87,8 @@ def check_backend_block(rel: VllmRelease, req: Request) -> None:
     if not caches or any(not isinstance(p, (FullAttn, SlidingAttn, ChunkedAttn, LinearState, CrossAttn)) or
                          (isinstance(p, AttnSpec) and p.v_head_dim != p.head_dim) for p in caches):
         return
+    from kvplan.engines.vllm.selector import block_refusal  # only where a block size is given (0.18 on)
+
     if (message := block_refusal(req, req.cache.kv_dtype_name.spelled(VLLM_NAMES), block)) is not None:
         raise InputError(f"{message} ({rel.label}, vllm/platforms/cuda.py:471-475)")  # vLLM's words, verbatim
 

@@ -23,7 +23,9 @@ import math
 from kvplan.dtypes import KvDtype
 from kvplan.engines.base import Request
 from kvplan.engines.vllm import packed
+from kvplan.engines.vllm.groups import DSV4_PARTS as DSV4_PARTS  # its parts, there for paging's cheap check
 from kvplan.engines.vllm.groups import Group, PagedSpec, Specs
+from kvplan.engines.vllm.groups import is_deepseek_v4 as is_deepseek_v4
 from kvplan.engines.vllm.row import VllmRelease
 from kvplan.engines.vllm.spelling import KV_DTYPES
 from kvplan.errors import InputError
@@ -31,7 +33,6 @@ from kvplan.formulas.per_token import part_bytes_per_state, tokens_per_state
 from kvplan.specs import CompressedMLA, CompressorState, IndexerCache, Part, SlidingMLA
 from kvplan.units import cdiv
 
-DSV4_PARTS = (CompressedMLA, SlidingMLA, CompressorState)
 KERNEL_BLOCK = 256  # FLASHMLA_SPARSE_DSV4, FLASHINFER_MLA_SPARSE_DSV4, DEEPSEEK_V4_INDEXER: [256]
 SLIDING_BLOCK = 64
 STATE_BLOCK = {4: 4, 128: 8}
@@ -45,10 +46,6 @@ ALIGN_PACKED, ALIGN_ROWS = 576, 512
 # Blocks one request reserves in the concurrency (the row's dsv4_concurrency): 0.27 on Σ per group (0.27
 # kv_cache_utils.py:937-959); 0.20-0.26 cdiv(Σ group blocks × the group's page sum, the latent group's page sum)
 # (0.25 kv_cache_utils.py:919-937).
-
-
-def is_deepseek_v4(parts: tuple[Part | None, ...]) -> bool:
-    return any(isinstance(p, DSV4_PARTS) for p in parts)
 
 
 def backend(req: Request) -> str:

@@ -20,6 +20,7 @@ from kvplan.memo import IdentityCache
 from kvplan.records import Record
 from kvplan.specs import (
     ChunkedAttn,
+    CompressedMLA,
     CompressorState,
     CrossAttn,
     LayerSpec,
@@ -31,6 +32,13 @@ from kvplan.specs import (
     parts,
 )
 from kvplan.units import cdiv
+
+# DeepSeek-V4's cache parts (deepseek_v4.py): here so that paging can tell one apart without importing that module
+DSV4_PARTS = (CompressedMLA, SlidingMLA, CompressorState)
+
+
+def is_deepseek_v4(parts: tuple[Part | None, ...]) -> bool:
+    return any(isinstance(p, DSV4_PARTS) for p in parts)
 
 
 class PagedSpec(Record):

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kvplan.engines.base import Request
+from kvplan.engines.vllm.releases import DSV4_TYPES as DSV4_TYPES
+from kvplan.engines.vllm.releases import experts_kind
 from kvplan.engines.vllm.row import Capability, MoeBackendRule, VllmRelease
 
-DSV4_TYPES = ("deepseek_v4",)
 ROCM_CAPABILITIES = ((9, 4), (9, 5))  # how vLLM reads gfx942 / gfx950 (the catalog's MI300X, MI325X, MI35xX)
 
 
@@ -23,20 +24,6 @@ class Mxfp4Pick(NamedTuple):
     assumed: str  # "" when the release's rule decides it for this GPU; else what kvplan assumed
     keeps_scales: bool  # the triton_kernels layout keeps the original block scales (0.10-0.24)
     source: str
-
-
-def experts_kind(req: Request) -> str | None:
-    """Which of a release's MXFP4 priority lists the model's experts take: gpt_oss (quant_method mxfp4) or
-    deepseek_v4 (its fp4 experts: expert_dtype fp4, the default, without moe_quant_algo NVFP4)."""
-    raw = req.model.raw
-    quant = raw.get("quantization_config")
-    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, dict) else ""
-    if method == "mxfp4":
-        return "gpt_oss"
-    nvfp4 = isinstance(quant, dict) and str(quant.get("moe_quant_algo", "")).upper() == "NVFP4"
-    if req.model.model_type in DSV4_TYPES and method == "fp8" and raw.get("expert_dtype", "fp4") == "fp4" and not nvfp4:
-        return "deepseek_v4"
-    return None
 
 
 def _runs_on(entry: MoeBackendRule, cc: Capability) -> bool:

@@ -10,26 +10,21 @@ at least max_model_len (vllm/engine/arg_utils.py:3190-3199).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kvplan.engines.base import Request
-from kvplan.engines.vllm import deepseek_v4, speculative
 from kvplan.engines.vllm.backends import DEFAULT_BLOCK_SIZE, attention_backend, is_hopper
-from kvplan.engines.vllm.groups import Modules, PagedSpec, Specs, modules, paged_spec
-from kvplan.engines.vllm.mamba import (
-    MambaRules,
-    checkpoint_alignment,
-    gdn_flashinfer,
-    hybrid_block_size,
-    state_blocks,
-)
+from kvplan.engines.vllm.groups import Modules, PagedSpec, Specs, is_deepseek_v4, modules, paged_spec
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
-from kvplan.engines.vllm.speculative import worker_stages
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout
 from kvplan.formulas.per_token import StateDtypes
 from kvplan.memo import IdentityCache
 from kvplan.records import Record
-from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LinearState, MLAAttn, Part, parts
+
+if TYPE_CHECKING:  # mamba.py and deepseek_v4.py are imported where a model has such caches (most have none)
+    from kvplan.engines.vllm.mamba import MambaRules
+from kvplan.specs import AttnSpec, CrossAttn, IndexerCache, LayerSpec, LinearState, MLAAttn, Part, parts
 
 MAX_NUM_BATCHED_TOKENS = 8192  # vLLM 0.33 `vllm serve` default on an H100
 MAMBA_ALIGN_BLOCK = 16  # attention-free models in align mode: mamba_block_size = cache_config.block_size
@@ -70,6 +65,8 @@ def prefix_caching(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEW
 def mamba_rules(req: Request, layout: Layout, rel: VllmRelease, states: list[LinearState]) -> MambaRules:
     """The release's Mamba cache mode for this request: "align" where prefix caching is on and the release has
     it (0.15 on), else one state block per request; a model vLLM gives mode "all" is refused (not modelled)."""
+    from kvplan.engines.vllm.mamba import MambaRules
+
     cached = prefix_caching(req, layout, rel)
     archs = req.model.raw.get("architectures") or []
     all_mode = [a for a in archs if a in rel.mamba_all_mode_architectures]
@@ -90,12 +87,13 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     context and share its pool (speculative.py). The FlashMLA block releases before 0.18 force on Hopper:
     0.11 platforms/cuda.py:161-167 whatever the size, 0.12-0.17 unless a multiple (``_forced_mla_block``)."""
     own = layout.specs_per_gpu  # the cached layout's tuple: the same object call after call (_MODULES' key)
-    per_gpu = speculative.with_draft_conv_rows((*own, *req.draft.specs_per_gpu) if req.draft else own, req, rel)
-    stages = worker_stages(req, layout)
+    per_gpu, stages = _with_draft(req, layout, rel) if req.draft else (own, layout.stage_ranges)
     bounds = tuple((r.start, r.stop) for r in stages)  # not the ranges: two empty ranges are equal
     mods = _MODULES.get(per_gpu, bounds, lambda: modules(per_gpu, stages))
     kinds = _KINDS.get(mods.parts, (), lambda: _kinds(mods.parts))
     if kinds.deepseek_v4:
+        from kvplan.engines.vllm import deepseek_v4
+
         specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
         return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None, packed=aligns)
     backend, bs, kernel = _backend(req, layout, kinds, rel)
@@ -106,6 +104,8 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     states = [s.spec for s in specs if s and isinstance(s.spec, LinearState)] if kinds.linear else []
     if not states:
         return Paging(specs=specs, stages=mods.stages, backend=backend, block_size=bs, mamba_alignment=None)
+    from kvplan.engines.vllm.mamba import checkpoint_alignment, hybrid_block_size
+
     rules = mamba_rules(req, layout, rel, states)
     attention = [s for s in specs if s and not isinstance(s.spec, (LinearState, CrossAttn, IndexerCache))]
     if not attention:  # attention-free: unpadded states, block = 16 (align) or max_model_len
@@ -121,6 +121,15 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     return Paging(specs=_states(raised, rules, block if rules.align else req.max_model_len, block * per_token),
                   stages=mods.stages, backend=backend, block_size=block, mamba_alignment=alignment,
                   mamba_align_mode=rules.align)
+
+
+def _with_draft(req: Request, layout: Layout, rel: VllmRelease) -> tuple[tuple[LayerSpec, ...], tuple[range, ...]]:
+    """A draft's layers after the target's, on the last stage (speculative.py, imported for a draft only)."""
+    from kvplan.engines.vllm import speculative
+
+    assert req.draft is not None
+    own = (*layout.specs_per_gpu, *req.draft.specs_per_gpu)
+    return speculative.with_draft_conv_rows(own, req, rel), speculative.worker_stages(req, layout)
 
 
 def kept_block_size(req: Request, rel: VllmRelease, pages: Paging) -> int:
@@ -160,7 +169,7 @@ def _kinds(parts_: tuple[Part | None, ...]) -> Kinds:
                  diff_kv=any(p.v_head_dim != p.head_dim for p in heads),
                  index_key=any(isinstance(p, IndexerCache) and not p.scales for p in parts_),
                  cross=any(isinstance(p, CrossAttn) for p in parts_), linear=any(isinstance(p, LinearState) for p in parts_),
-                 deepseek_v4=deepseek_v4.is_deepseek_v4(parts_))
+                 deepseek_v4=is_deepseek_v4(parts_))
 
 
 # A cached layout pages the same modules on every call (fit: the same model on many GPUs and layouts): its modules,
@@ -188,12 +197,16 @@ def _backend(req: Request, layout: Layout, kinds: Kinds, rel: VllmRelease) -> tu
 
 
 def _gdn_flashinfer(req: Request, states: list[LinearState]) -> bool:
+    from kvplan.engines.vllm.mamba import gdn_flashinfer
+
     key_dim = req.model.raw.get("linear_key_head_dim")
     return any(s.mixer == "gdn" for s in states) and gdn_flashinfer(req.gpu_name, key_dim or 0)
 
 
 def _states(specs: Specs, rules: MambaRules, block: int, padded: int | None) -> Specs:
     """State pages padded to the attention page (hybrids), with their block size and reserve."""
+    from kvplan.engines.vllm.mamba import state_blocks
+
     def state(s: PagedSpec) -> PagedSpec:
         assert isinstance(s.spec, LinearState)
         return replace(s, block_size=block, page_bytes=padded or s.page_bytes, fixed_blocks=state_blocks(s.spec, rules))

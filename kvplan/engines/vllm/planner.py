@@ -12,9 +12,8 @@ would fit (``start_check.py``); the plan is still returned with its numbers. Whi
 from __future__ import annotations
 
 from kvplan.engines.base import EnginePlan, GroupRow, Refusal, Request
-from kvplan.engines.vllm import deepseek_v4, packed, speculative
 from kvplan.engines.vllm.backends import is_hopper
-from kvplan.engines.vllm.groups import Group, Specs, kv_cache_groups, stage_block_bytes
+from kvplan.engines.vllm.groups import NO_SPEC, Group, SpecReserve, Specs, kv_cache_groups, stage_block_bytes
 from kvplan.engines.vllm.paging import Paging, kept_block_size, paging
 from kvplan.engines.vllm.releases import NEWEST, RELEASES, VllmRelease
 from kvplan.engines.vllm.served import check_served
@@ -80,6 +79,8 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
     specs = pages.specs
     stages = pages.stages
     if pages.packed is not None:  # block-outermost packing (DeepSeek-V4): packed.py
+        from kvplan.engines.vllm import deepseek_v4, packed  # imported for DeepSeek-V4 only
+
         groups, uniform_type = packed.packed_groups(specs), True
         block_bytes = tuple(deepseek_v4.block_bytes(rel, groups, specs, r, pages.packed) for r in stages)
     else:
@@ -87,14 +88,29 @@ def blocks(req: Request, pages: Paging, budgets: tuple[int, ...], rel: VllmRelea
                                                         lambda: _grouped(specs, stages, rel))
     if 0 in block_bytes:
         raise InputError(f"PP stage {block_bytes.index(0)} holds no KV-cache layer; use a smaller pp", arg="pp")
-    in_flight, reserve = in_flight_tokens(req), speculative.reserve(req, rel)
+    in_flight, reserve = in_flight_tokens(req), _reserve(req, rel)
     need = tuple(group_need(g, specs, req.max_model_len, (in_flight, req.dcp), uniform_type, reserve) for g in groups)
     num_blocks = min(b // bb for b, bb in zip(budgets, block_bytes, strict=True))
-    per_request = deepseek_v4.blocks_per_request(rel, groups, specs, need, stages[-1]) \
+    per_request = _dsv4_blocks_per_request(rel, groups, specs, need, stages[-1]) \
         if pages.packed is not None else sum(need)
     return Blocks(groups=groups, block_bytes=block_bytes, need=need, num_blocks=num_blocks, in_flight=in_flight,
                   stages=stages, reserve=reserve, check=rel.start_check,
                   packed=pages.packed is not None, uniform=uniform_type, per_request=per_request)
+
+
+def _reserve(req: Request, rel: VllmRelease) -> SpecReserve:
+    if req.draft is None:
+        return NO_SPEC
+    from kvplan.engines.vllm import speculative
+
+    return speculative.reserve(req, rel)
+
+
+def _dsv4_blocks_per_request(rel: VllmRelease, groups: tuple[Group, ...], specs: Specs, need: tuple[int, ...],
+                             last: range) -> int:
+    from kvplan.engines.vllm import deepseek_v4
+
+    return deepseek_v4.blocks_per_request(rel, groups, specs, need, last)
 
 
 def _grouped(specs: Specs, stages: tuple[range, ...], rel: VllmRelease) -> tuple[tuple[Group, ...], bool, tuple[int, ...]]:
@@ -145,18 +161,27 @@ def plan(req: Request, layout: Layout, budgets: tuple[int, ...], rel: VllmReleas
     concurrency = max_concurrency(req, rel, pages, paged)
     tokens = logged_tokens(req, paged, concurrency)
     refused = refusal(req, rel, pages, paged, budgets)
-    steady = (layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size)
-              + speculative.draft_sequence_bytes(req, layout, pages.block_size))
+    draft_bytes, draft_notes, lookahead = _draft(req, rel, layout, pages.block_size)
+    steady = layout.sequence_bytes_per_gpu(cdiv(req.max_model_len, req.dcp), pages.block_size) + draft_bytes
     return EnginePlan(
         engine="vllm", version=rel.label, kv_dtype=layout.kv_dtype.name, block_size=kept_block_size(req, rel, pages),
         page_bytes=max(paged.block_bytes), num_blocks=paged.num_blocks, kv_tokens=tokens, max_concurrency=concurrency,
         requests_at_max_len=concurrency, reserve_bytes_per_request=sum(paged.need) * max(paged.block_bytes),
         check_bytes_per_request=check_bytes(req, pages.specs, paged),
-        steady_bytes_per_request=steady, groups=rows(paged), notes=(*notes(req, pages, paged),
-                                                                     *speculative.notes(req, rel, pages.block_size)),
+        steady_bytes_per_request=steady, groups=rows(paged), notes=(*notes(req, pages, paged), *draft_notes),
         explain=explain(req, rel, pages, paged, budgets, (concurrency, tokens)),
         log_lines=log_lines(req, rel, paged, concurrency, tokens, refused), refusal=refused,
-        lookahead_tokens_per_request=speculative.lookahead_tokens(req, rel))
+        lookahead_tokens_per_request=lookahead)
+
+
+def _draft(req: Request, rel: VllmRelease, layout: Layout, block_size: int) -> tuple[int, tuple[str, ...], int]:
+    """A draft's sequence bytes, notes and lookahead slots (speculative.py, imported for a draft only)."""
+    if req.draft is None:
+        return 0, (), 0
+    from kvplan.engines.vllm import speculative
+
+    return (speculative.draft_sequence_bytes(req, layout, block_size), speculative.notes(req, rel, block_size),
+            speculative.lookahead_tokens(req, rel))
 
 
 def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
@@ -169,6 +194,8 @@ def notes(req: Request, pages: Paging, paged: Blocks) -> tuple[str, ...]:
                    f"(a smaller block_size is raised); mamba_cache_mode {mode}")
     padding = 0 if paged.packed else _padding(paged.groups)
     if paged.packed:
+        from kvplan.engines.vllm import packed
+
         out.append(packed.waste_note(paged.groups, pages.specs, paged.block_bytes))
     if padding:
         width = max(len(g.layers) for g in paged.groups)

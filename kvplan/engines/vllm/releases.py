@@ -6,6 +6,7 @@ the KV cache. A release that changes one of these is a new row (or a new field),
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kvplan.engines.base import (
     AfterKv,
@@ -19,13 +20,14 @@ from kvplan.engines.base import (
     Request,
 )
 from kvplan.engines.settings import Settings
-from kvplan.engines.vllm import speculative
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
-from kvplan.engines.vllm.moe_backends import mxfp4_pick, release_pick
 from kvplan.engines.vllm.row import COMM_GROUP_BYTES, GIB, RefusalStyle, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
 from kvplan.engines.vllm.rows_late import NEWEST, RELEASES
 from kvplan.errors import InputError
+
+if TYPE_CHECKING:  # moe_backends.py is imported for a model with MXFP4 experts only (experts_kind)
+    from kvplan.engines.vllm.moe_backends import Mxfp4Pick
 
 ASSUMED_DEVICE = Device(name="H100", memory_bytes=80 * GIB)  # scheduler defaults when no GPU is given
 # Bytes per logit of the paths besides sort (row.SamplerPath; Model Runner V2's default pass: fp32 copy + Gumbel
@@ -37,6 +39,7 @@ TRITON_MIN_ROWS = 8  # fewer rows sort (0.17-0.29 apply_top_k_top_p)
 WARMUP_MESSAGE = ("CUDA out of memory occurred when warming up sampler with {rows} dummy requests. Please try lowering "
                   "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")  # V1 runner, 0.8-0.33
 MRV2_WARMUP_MESSAGE = "CUDA out of memory in Model Runner V2's warmup_kernels (sampling {rows} requests)"
+DSV4_TYPES = ("deepseek_v4",)
 __all__ = ["NEWEST", "RELEASES", "SORT_V0", "SORT_V1", "RefusalStyle", "SchedulerTier", "VllmRelease"]
 
 
@@ -45,6 +48,34 @@ def release(key: str) -> VllmRelease:
     if found is None:
         raise InputError(f"unknown vLLM release {key!r}; kvplan follows: {', '.join(RELEASES)}", arg="engine")
     return found
+
+
+def experts_kind(req: Request) -> str | None:
+    """Which of a release's MXFP4 priority lists the model's experts take: gpt_oss (quant_method mxfp4) or
+    deepseek_v4 (its fp4 experts: expert_dtype fp4, the default, without moe_quant_algo NVFP4)."""
+    raw = req.model.raw
+    quant = raw.get("quantization_config")
+    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, dict) else ""
+    if method == "mxfp4":
+        return "gpt_oss"
+    nvfp4 = isinstance(quant, dict) and str(quant.get("moe_quant_algo", "")).upper() == "NVFP4"
+    if req.model.model_type in DSV4_TYPES and method == "fp8" and raw.get("expert_dtype", "fp4") == "fp4" and not nvfp4:
+        return "deepseek_v4"
+    return None
+
+
+def _mxfp4_pick(rel: VllmRelease, req: Request, *, given: bool = True) -> Mxfp4Pick | None:
+    """The MXFP4 MoE backend (moe_backends.py; `given`: a --moe-backend wins); None for a model without MXFP4 experts,
+    whose pick is no backend."""
+    if experts_kind(req) is None:
+        return None
+    from kvplan.engines.vllm.moe_backends import mxfp4_pick, release_pick
+
+    return mxfp4_pick(rel, req) if given else release_pick(rel, req)
+
+
+def _backend_of(pick: Mxfp4Pick | None) -> str | None:
+    return pick.backend if pick else None
 
 
 def _tier(rel: VllmRelease, device: Device) -> SchedulerTier:
@@ -108,7 +139,7 @@ def resolve(rel: VllmRelease, req: Request) -> Request:
         v, sampler=sampler, async_scheduling=async_, in_flight_batches=v.in_flight_batches or in_flight(rel, req, async_),
         legacy_token_log=rel.legacy_token_log if v.legacy_token_log is None else v.legacy_token_log,
         hybrid_kv_cache_manager=v.hybrid_kv_cache_manager and rel.hybrid_kv_cache_manager,
-        moe_backend=v.moe_backend or release_pick(rel, req).backend or rel.mxfp4_backend,
+        moe_backend=v.moe_backend or _backend_of(_mxfp4_pick(rel, req, given=False)) or rel.mxfp4_backend,
         gpu_memory_utilization=v.gpu_memory_utilization or rel.gpu_memory_utilization)
     settings = replace(s, max_num_batched_tokens=s.max_num_batched_tokens or tokens,
                        max_num_seqs=s.max_num_seqs or seqs, vllm=vllm)
@@ -168,18 +199,28 @@ def graphs_subtracted(rel: VllmRelease, req: Request) -> bool:
 
 def budget_rules(rel: VllmRelease, req: Request) -> BudgetRules:
     """What this release subtracts before the KV cache, for a resolved request."""
-    s, moe, run = req.settings, mxfp4_pick(rel, req), profile_run(rel, req)
+    s, moe, run = req.settings, _mxfp4_pick(rel, req), profile_run(rel, req)
     return BudgetRules(
         profile=run,
         non_torch=("context_cublas_absolute",) if rel.absolute_peak else ("non_torch_growth",),
         nccl_groups=int(req.tp > 1) + int(req.pp > 1) if rel.generation == "V0" else 0, comm=comm_rule(rel, req),
-        cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=moe.backend,
-        mxfp4_assumed=moe.assumed, mxfp4_keeps_scales=moe.keeps_scales, mxfp4_source=moe.source,
+        cuda_graphs=graphs_subtracted(rel, req), mxfp4_backend=_backend_of(moe),
+        mxfp4_assumed=moe.assumed if moe else "", mxfp4_keeps_scales=moe.keeps_scales if moe else False,
+        mxfp4_source=moe.source if moe else "",
         fp8_moe_refine=rel.fp8_moe_refine,
         mla_absorbed=rel.mla_absorbed_weights, draft_weights=req.draft is not None,
-        draft_shared=speculative.draft_shared(rel, req), lora=lora_rule(rel, req),
+        draft_shared=draft_shared(rel, req), lora=lora_rule(rel, req),
         encoder=encoder_rule(rel, s), cpu_offload_bytes=s.cpu_offload_bytes, after_kv=after_kv(rel, req, run),
         load=load_rule(rel, req))
+
+
+def draft_shared(rel: VllmRelease, req: Request) -> tuple[str, ...]:
+    """The MTP module parts the drafter takes from the target: the embedding at pp 1 (0.33
+    llm_base_proposer.py:1418-1480; 0.9.2 eagle.py:344-346), the head where the module computes its logits with
+    an lm_head (replaced by the target's), or its shared_head.head from 0.16 (eagle.py:1494-1521)."""
+    mtp = req.draft.mtp if req.draft else None
+    head = mtp is None or mtp.head == "lm_head" or rel.mtp_head_shared
+    return (*(("embedding",) if req.pp == 1 else ()), *(("lm_head",) if head else ()))
 
 
 def load_rule(rel: VllmRelease, req: Request) -> LoadRule:

@@ -19,9 +19,10 @@ from kvplan.engines.version import below
 from kvplan.errors import InputError
 from kvplan.records import Record
 
-REGISTRY = Path(__file__).resolve().parent / "registry.json"
+REGISTRY = Path(__file__).with_name("registry.json")  # beside this file (resolving its links first costs a stat a folder)
 # registry.json's columns, in order
 SERVED_FIELDS = ("first", "last", "refused_from", "says_last", "kind", "transformers_from")
+_DECODER = json.JSONDecoder()
 
 
 class Served(Record):
@@ -38,7 +39,7 @@ class Served(Record):
 
 @cache
 def _rows() -> dict[str, list[str | None]]:
-    return dict(json.loads(REGISTRY.read_text())["architectures"])
+    return dict(json.loads(_text())["architectures"])
 
 
 def _served(row: list[str | None]) -> Served:
@@ -53,8 +54,25 @@ def registry() -> dict[str, Served]:
 @cache
 def served(arch: str) -> Served | None:
     """One architecture's row, built alone: a plan looks up its model's one or two of the ~480."""
-    row = _rows().get(arch)
+    row = _row(arch)
     return None if row is None else _served(row)
+
+
+@cache
+def _text() -> str:
+    return REGISTRY.read_text()
+
+
+def _row(arch: str) -> list[str | None] | None:
+    """`arch`'s row, decoded alone where the file writes its key as the compact JSON it is (``"arch":[``, after
+    ``"architectures":{``): a plan asks for one or two of the ~480 rows, and decoding the whole file costs more than
+    the rest of the lookup. Any other spelling, or a name not found so, reads the whole file (the same rows)."""
+    text = _text()
+    at = text.find(f'"{arch}":[', text.find('"architectures":{') + 1)
+    if at > 0 and text[at - 1] in "{,":  # a key of the object (a quote inside a JSON string is escaped)
+        row, _ = _DECODER.raw_decode(text, at + len(arch) + 3)
+        return list(row)
+    return _rows().get(arch)
 
 
 def newest() -> str:

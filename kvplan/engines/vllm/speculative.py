@@ -20,21 +20,13 @@ from dataclasses import replace
 
 from kvplan.engines.base import Request
 from kvplan.engines.vllm.groups import NO_SPEC, SpecReserve
+from kvplan.engines.vllm.releases import draft_shared as draft_shared  # every request's: there, no import here
 from kvplan.engines.vllm.row import VllmRelease
 from kvplan.engines.vllm.rows_late import NEWEST, V1_ROWS
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, held_tokens, paged
 from kvplan.formulas.per_token import kv_bytes_per_token
 from kvplan.specs import Composite, LayerSpec, LinearState, Part, token_limit
-
-
-def draft_shared(rel: VllmRelease, req: Request) -> tuple[str, ...]:
-    """The MTP module parts the drafter takes from the target: the embedding at pp 1 (0.33
-    llm_base_proposer.py:1418-1480; 0.9.2 eagle.py:344-346), the head where the module computes its logits with
-    an lm_head (replaced by the target's), or its shared_head.head from 0.16 (eagle.py:1494-1521)."""
-    mtp = req.draft.mtp if req.draft else None
-    head = mtp is None or mtp.head == "lm_head" or rel.mtp_head_shared
-    return (*(("embedding",) if req.pp == 1 else ()), *(("lm_head",) if head else ()))
 
 
 def _check_mtp(rel: VllmRelease, req: Request) -> None:

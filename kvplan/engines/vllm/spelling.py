@@ -55,6 +55,7 @@ FLAGS = {  # knob -> the flags that write it (the first the release has)
 }
 SPELLING = Spelling(
     label="vLLM", parser="flexible", written_entry=("vllm", "serve"), flags=FLAGS, reads=READS, kv_dtypes=KV_DTYPES,
+    yaml_keys={},
     entry_points=(EntryPoint(name="serve", words=("vllm", "serve")),
                   EntryPoint(name="api_server", words=("vllm.entrypoints.openai.api_server",), module=True,
                              positional_model=None, model_flag="--model", serve_only_dropped=True,

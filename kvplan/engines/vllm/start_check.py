@@ -4,8 +4,9 @@ the refusal: ``refusals.py``; the blocks themselves: ``planner.py``."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from kvplan.engines.base import Refusal, Request
-from kvplan.engines.vllm import refusals
 from kvplan.engines.vllm.groups import NO_SPEC, Group, SpecReserve, Specs, blocks_needed, group_width
 from kvplan.engines.vllm.paging import Paging
 from kvplan.engines.vllm.row import StartCheck, VllmRelease
@@ -64,24 +65,31 @@ def longest_fitting(req: Request, specs: Specs, stage: range, available: int, pa
     return lo
 
 
+def _wording() -> ModuleType:
+    """vLLM's refusal messages (refusals.py), imported on a refusal only: most plans fit."""
+    from kvplan.engines.vllm import refusals
+
+    return refusals
+
+
 def refusal(req: Request, rel: VllmRelease, pages: Paging, paged: Blocks, budgets: tuple[int, ...]) -> Refusal | None:
     """vLLM's start-up check on each worker: one max_model_len request must fit (V1: in the available memory,
     0.33 after the null block; V0: in num_blocks // pp blocks)."""
     if rel.generation == "V0":
         longest = pages.block_size * (paged.num_blocks // req.pp)
         if paged.num_blocks <= 0:
-            return Refusal(message=refusals.no_memory(rel.refusal))
+            return Refusal(message=_wording().no_memory(rel.refusal))
         if req.max_model_len <= longest:
             return None
-        return Refusal(message=refusals.v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
+        return Refusal(message=_wording().v0_too_long(req.max_model_len, longest), estimated_max_model_len=longest)
     for k, stage, budget in checked(paged, budgets):
         available = budget - (paged.block_bytes[k] if rel.refusal_null_block else 0)
         if available <= 0:
-            return Refusal(message=refusals.no_memory(rel.refusal), stage=k)
+            return Refusal(message=_wording().no_memory(rel.refusal), stage=k)
         need = request_bytes(req, pages.specs, stage, req.max_model_len, paged)
         if need > available:
             longest = longest_fitting(req, pages.specs, stage, available, paged)
-            return Refusal(message=refusals.too_long(rel.refusal, req.max_model_len, need, available, longest),
+            return Refusal(message=_wording().too_long(rel.refusal, req.max_model_len, need, available, longest),
                            estimated_max_model_len=longest, stage=k)
     return None
 
