@@ -184,11 +184,13 @@ def summarize(profile: Engine, request: Resolved, plan: EnginePlan, layout: Layo
 
     rules = rules_of(profile, request)
     tier, host = _host(profile, request, plan, terms, node)
-    found = dict(
-        speculative=speculative_summary(request, plan, layout, terms) if layout is not None else None,
-        lora=_lora_summary(request, rules), encoder_cache=_encoder_summary(request, rules), host_tier=tier,
-        host_memory=host, role=_role_summary(profile, request, plan, layout))
-    return NO_EXTRAS if all(v is None for v in found.values()) else Extras(**found)  # NO_EXTRAS: all None too
+    speculative = speculative_summary(request, plan, layout, terms) if layout is not None else None
+    lora, encoder = _lora_summary(request, rules), _encoder_summary(request, rules)
+    role = _role_summary(profile, request, plan, layout)
+    if all(found is None for found in (speculative, lora, encoder, tier, host, role)):
+        return NO_EXTRAS  # nothing to summarise: the record Extras() is
+    return Extras(speculative=speculative, lora=lora, encoder_cache=encoder, host_tier=tier, host_memory=host,
+                  role=role)
 
 
 def _lora_summary(request: Resolved, rules: BudgetRules) -> LoraSummary | None:
