@@ -171,11 +171,11 @@ def test_an_unread_expert_dtype_makes_the_weights_an_estimate(tmp_path: Path, mo
     was labelled exact although no reader read the config's expert_dtype: fp4 (vLLM loaded 75.64 GiB). weights-fp4
     now reads it; with the reader as it was (expert_dtype ignored), the same config is an estimate that says why.
     (A copy under another _name_or_path: the same tensor table, its own cached format.)"""
-    from kvplan.planning.weights import formats
+    from kvplan.planning.weights import per_module  # formats imports with_expert_dtype from it when a format is read
 
     raw = json.loads((CONFIGS / "deepseek-ai" / "DeepSeek-V4-Flash" / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**raw, "_name_or_path": str(tmp_path)}))
-    monkeypatch.setattr(formats, "with_expert_dtype", lambda fmt, model: fmt)
+    monkeypatch.setattr(per_module, "with_expert_dtype", lambda fmt, model: fmt)
     found = capacity(str(tmp_path), **V4_RUN)
     weights = next(t for t in found.budget_terms if t.name == "weights (checkpoint)")
     assert weights.bytes > 130 * GIB and not weights.exact
