@@ -37,6 +37,7 @@ from kvplan.planning.extras import NO_EXTRAS, Extras
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
 from kvplan.planning.verdict import estimate_error_bytes, margin_bytes, uncertain_note, within_estimate
+from kvplan.planning.weights.formats import fp8_method
 from kvplan.records import Record
 
 
@@ -101,18 +102,12 @@ class CapacityResult(Record):
         return within_estimate(self.verdict_margin_bytes, self.estimate_error_bytes)
 
 
-def fp8_checkpoint(model: ModelConfig) -> bool:
-    """Quantized by the fp8 method: the only checkpoints whose blocks ``quant_checks.fp8_block_refusal`` checks."""
-    quant = model.raw.get("quantization_config")
-    return isinstance(quant, dict) and quant.get("quant_method") == "fp8"
-
-
 def engine_layout(profile: Engine, request: Request) -> Layout:
     """The one layout an engine plans on: build_layout with the engine's policy, unpaged (the engine pages it), once
     the engine has said what it refuses before it (its layout refusals, a release's FP8 block check)."""
     profile.check_layout(request)
     blocks = profile.fp8_blocks(request)
-    if blocks is not None and fp8_checkpoint(request.model):
+    if blocks is not None and fp8_method(request.model):  # quant_checks imported for those only
         from kvplan.planning.quant_checks import fp8_block_refusal
 
         refused = fp8_block_refusal(request.model, request.tp, blocks.merged_relaxed, expert_tp=blocks.expert_tp,

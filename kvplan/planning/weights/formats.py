@@ -86,6 +86,13 @@ def _weight_format(model: ModelConfig, _key: str, weights_dtype: str | None) -> 
     return WeightFormat(name=model.dtype, base_bits=base_bits, linear_bits=base_bits, source="model dtype")
 
 
+def fp8_method(model: ModelConfig) -> bool:
+    """Quantized by the fp8 method (``quant_method`` "fp8"): the only checkpoints whose weight blocks
+    ``quant_checks`` checks and refines (the others need not import it)."""
+    quant = model.raw.get("quantization_config")
+    return isinstance(quant, dict) and quant.get("quant_method") == "fp8"
+
+
 ONLINE_QUANTIZATION = {"fp8": "fp8"}  # vLLM/SGLang quantize a bf16/fp16 checkpoint at load: per-tensor fp8 scale
 
 

@@ -17,7 +17,7 @@ from kvplan.config.model import ModelConfig
 from kvplan.engines.base import BudgetRules, BudgetTerm, LoadRule
 from kvplan.memo import IdentityCache
 from kvplan.planning.profile_run import dims
-from kvplan.planning.weights.formats import weight_format
+from kvplan.planning.weights.formats import fp8_method, weight_format
 from kvplan.planning.weights.rotary import rope_caches
 from kvplan.planning.weights.storage import is_awq_with_zeros
 from kvplan.units import cdiv
@@ -73,7 +73,7 @@ def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int, 
     yield from awq_terms(model, rules.load, tp, first, layers)
     if rules.mxfp4_backend is not None and (term := mxfp4_term(model, rules, tp, layers)):
         yield term
-    refined, extra = _moe_refined_scale_bytes(model, tp) if rules.fp8_moe_refine else (0, 0)
+    refined, extra = _moe_refined_scale_bytes(model, tp) if rules.fp8_moe_refine and fp8_method(model) else (0, 0)
     if extra:
         yield BudgetTerm(name=f"FP8 MoE scales refined to {refined}x{refined}", bytes=extra, exact=True,
                          kind="weights_extra", source="the experts' fp32 block scales on vLLM's refined grid "
