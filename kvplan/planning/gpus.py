@@ -177,7 +177,9 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 def _normalize(name: str) -> str:
     """Lowercase letters and digits, vendor words dropped from the front, "80gb" -> "80g"."""
-    key = "".join(c for c in name.lower() if c in _KEY_CHARS)
+    key = name.lower()
+    if not (key.isascii() and key.isalnum()):  # already letters and digits: most catalog names and aliases are
+        key = "".join(c for c in key if c in _KEY_CHARS)
     while key.startswith(_VENDOR_WORDS):
         key = key[len(next(w for w in _VENDOR_WORDS if key.startswith(w))):]
     return _gb_to_g(key)
@@ -185,6 +187,8 @@ def _normalize(name: str) -> str:
 
 def _gb_to_g(key: str) -> str:
     """Each "gb" right after a digit -> "g", left to right (``re.sub(r"(\\d)gb", r"\\1g", key)``)."""
+    if "gb" not in key:
+        return key
     out, i = [], 0
     while i < len(key):
         if key[i].isdecimal() and key.startswith("gb", i + 1):
