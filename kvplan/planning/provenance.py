@@ -181,9 +181,10 @@ def fp4_layout_reasons(model: ModelConfig, weights_dtype: str | None, rules: Bud
 
 
 # other values a rope field is tried at: a field whose change leaves the caches as they are is not read (recording
-# the reads would not do: a default argument is read whether or not it is used)
-ROPE_TRIALS: tuple[Any, ...] = (None, 0.5, 7, 1234567, {"rope_type": "yarn", "factor": 3,
-                                                       "original_max_position_embeddings": 7})
+# the reads would not do: a default argument is read whether or not it is used). Any one that moves the caches
+# decides, so the one that moves a rope configuration (most models' only rope field to try) goes first.
+ROPE_TRIALS: tuple[Any, ...] = ({"rope_type": "yarn", "factor": 3, "original_max_position_embeddings": 7}, None, 0.5, 7,
+                                1234567)
 
 
 def _rope_unread(model: ModelConfig) -> list[str]:
