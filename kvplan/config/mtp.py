@@ -32,7 +32,7 @@ head that the engines share with the target (``head``: ``shared_head`` is shared
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Any, Literal
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
@@ -50,59 +50,87 @@ from kvplan.specs import (
 
 Attention = Literal["full", "sliding", "sliding_latent", "by_index"]
 Mlp = Literal["last", "dense", "moe", "own"]
+Head = Literal["shared_head", "lm_head"]  # where a module's logits come from
+Count = Literal["config", "config_or_1", "one"]  # how many modules: the config's, the config's else 1, or 1
+
+# Plain classes: a NamedTuple's is compiled when the module is imported (~0.3 ms each), for every capacity run, and a
+# model without MTP modules never builds one.
 
 
-class Family(NamedTuple):
-    drafter: str  # vLLM's MTP drafter class
-    modules: Literal["config", "config_or_1", "one"]  # how many: the config's, the config's else 1, or 1
-    declared: bool  # n_predict comes from the config (False: K must be given)
-    attention: Attention
-    mlp: Mlp
-    head: Literal["shared_head", "lm_head"]  # where the module's logits come from
-    template_exact: bool  # the target's layers + fusion + 3 norms are every tensor of a module
+class Family:
+    """One of vLLM's MTP drafters: its class, how many modules it builds and what each repeats."""
+
+    __slots__ = ("attention", "declared", "drafter", "head", "mlp", "modules", "template_exact")
+
+    def __init__(self, drafter: str, modules: Count, declared: bool, attention: Attention, mlp: Mlp, head: Head,
+                 template_exact: bool) -> None:
+        self.drafter = drafter  # vLLM's MTP drafter class
+        self.modules = modules
+        self.declared = declared  # n_predict comes from the config (False: K must be given)
+        self.attention = attention
+        self.mlp = mlp
+        self.head = head
+        self.template_exact = template_exact  # the target's layers + fusion + 3 norms are every tensor of a module
 
 
-class MtpModules(NamedTuple):
-    """What ``speculative_method mtp`` drafts with, on one model."""
+class MtpModules:
+    """What ``speculative_method mtp`` drafts with, on one model: a value, equal and hashed by its fields."""
 
-    key: str  # the model_type or architecture vLLM matches (kvplan.engines.vllm.speculative: first release)
-    drafter: str
-    layers: int  # modules vLLM builds (one KV layer each)
-    n_predict: int | None  # vLLM's n_predict (None: num_speculative_tokens must be given)
-    attention_layers: tuple[int, ...]  # the target decoder layer each module's attention repeats
-    mlp: Mlp
-    head: Literal["shared_head", "lm_head"]
-    template_exact: bool
+    __slots__ = ("attention_layers", "drafter", "head", "key", "layers", "mlp", "n_predict", "template_exact")
+    FIELDS = ("key", "drafter", "layers", "n_predict", "attention_layers", "mlp", "head", "template_exact")  # in order
+
+    def __init__(self, *, key: str, drafter: str, layers: int, n_predict: int | None,
+                 attention_layers: tuple[int, ...], mlp: Mlp, head: Head, template_exact: bool) -> None:
+        self.key = key  # the model_type or architecture vLLM matches (kvplan.engines.vllm.speculative: first release)
+        self.drafter = drafter
+        self.layers = layers  # modules vLLM builds (one KV layer each)
+        self.n_predict = n_predict  # vLLM's n_predict (None: num_speculative_tokens must be given)
+        self.attention_layers = attention_layers  # the target decoder layer each module's attention repeats
+        self.mlp = mlp
+        self.head = head
+        self.template_exact = template_exact
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MtpModules) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"MtpModules({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
 
 
-DEEPSEEK = Family("DeepSeekMTPModel", "config", True, "full", "last", "shared_head", True)
-QWEN3_5 = Family("Qwen3_5MTP", "config_or_1", True, "full", "last", "lm_head", True)
-NEMOTRON_H = Family("NemotronHMTPModel", "one", True, "full", "moe", "lm_head", False)
+Row = tuple[str, Count, bool, Attention, Mlp, Head, bool]  # Family's fields, in order
+DEEPSEEK: Row = ("DeepSeekMTPModel", "config", True, "full", "last", "shared_head", True)
+DEEPSEEK_V32: Row = ("DeepseekV32MTPModel", *DEEPSEEK[1:])
+QWEN3_5: Row = ("Qwen3_5MTP", "config_or_1", True, "full", "last", "lm_head", True)
+QWEN3_5_MOE: Row = ("Qwen3_5MoeMTP", *QWEN3_5[1:])
+NEMOTRON_H: Row = ("NemotronHMTPModel", "one", True, "full", "moe", "lm_head", False)
+EXAONE4_5: Row = ("Exaone4_5_MTP", "config", True, "by_index", "own", "lm_head", True)
 # What vLLM matches (a model_type, or the first architecture), and the drafter it builds.
-FAMILIES: tuple[tuple[str, Family], ...] = (
-    ("deepseek_v32", DEEPSEEK._replace(drafter="DeepseekV32MTPModel")),
-    ("glm_moe_dsa", DEEPSEEK._replace(drafter="DeepseekV32MTPModel")),
-    ("deepseek_v3", DEEPSEEK),
-    ("deepseek_v4", Family("DeepSeekV4MTPModel", "config", True, "sliding_latent", "last", "shared_head", False)),
-    ("Glm4MoeForCausalLM", DEEPSEEK._replace(drafter="Glm4MoeMTPModel")),
-    ("qwen3_next", Family("Qwen3NextMTP", "config_or_1", False, "full", "last", "lm_head", True)),
-    ("Qwen3_5ForConditionalGeneration", QWEN3_5),
-    ("Qwen3_5MoeForConditionalGeneration", QWEN3_5._replace(drafter="Qwen3_5MoeMTP")),
-    ("qwen3_5", QWEN3_5), ("qwen3_5_moe", QWEN3_5._replace(drafter="Qwen3_5MoeMTP")),
-    ("qwen3_5_text", QWEN3_5), ("qwen3_5_moe_text", QWEN3_5._replace(drafter="Qwen3_5MoeMTP")),
-    ("MiMoForCausalLM", Family("MiMoMTPModel", "config", True, "full", "last", "lm_head", True)),
-    ("MiMoV2FlashForCausalLM", Family("MiMoV2MTPModel", "one", True, "sliding", "dense", "lm_head", True)),
-    ("nemotron_h", NEMOTRON_H), ("nemotron_h_puzzle", NEMOTRON_H),
-    ("exaone4_5", Family("Exaone4_5_MTP", "config", True, "by_index", "own", "lm_head", True)),
-    ("exaone4_5_text", Family("Exaone4_5_MTP", "config", True, "by_index", "own", "lm_head", True)),
-)
+FAMILIES: dict[str, Row] = {
+    "deepseek_v32": DEEPSEEK_V32, "glm_moe_dsa": DEEPSEEK_V32, "deepseek_v3": DEEPSEEK,
+    "deepseek_v4": ("DeepSeekV4MTPModel", "config", True, "sliding_latent", "last", "shared_head", False),
+    "Glm4MoeForCausalLM": ("Glm4MoeMTPModel", *DEEPSEEK[1:]),
+    "qwen3_next": ("Qwen3NextMTP", "config_or_1", False, "full", "last", "lm_head", True),
+    "Qwen3_5ForConditionalGeneration": QWEN3_5, "Qwen3_5MoeForConditionalGeneration": QWEN3_5_MOE,
+    "qwen3_5": QWEN3_5, "qwen3_5_moe": QWEN3_5_MOE, "qwen3_5_text": QWEN3_5, "qwen3_5_moe_text": QWEN3_5_MOE,
+    "MiMoForCausalLM": ("MiMoMTPModel", "config", True, "full", "last", "lm_head", True),
+    "MiMoV2FlashForCausalLM": ("MiMoV2MTPModel", "one", True, "sliding", "dense", "lm_head", True),
+    "nemotron_h": NEMOTRON_H, "nemotron_h_puzzle": NEMOTRON_H,
+    "exaone4_5": EXAONE4_5, "exaone4_5_text": EXAONE4_5,
+}
 
 
 def family(model: ModelConfig) -> tuple[str, Family] | None:
     """(the name vLLM matches, the family) of a model: its wrapper's architecture or model_type first."""
     archs = model.raw.get("architectures") or []
     names = [*(a for a in archs if isinstance(a, str)), model.model_type]
-    return next(((k, f) for name in names for k, f in FAMILIES if name == k), None)
+    key = next((name for name in names if name in FAMILIES), None)
+    return None if key is None else (key, Family(*FAMILIES[key]))
 
 
 def _declared_layers(model: ModelConfig) -> int:
@@ -177,6 +205,8 @@ def mtp_modules(model: ModelConfig) -> MtpModules:
 
 def declared_modules(model: ModelConfig) -> MtpModules | None:
     """The MTP modules, or None where vLLM builds none for `model` (what its weight count lists)."""
+    if family(model) is None:  # mtp_modules refuses it; most models, asked once per weight count
+        return None
     try:
         return mtp_modules(model)
     except InputError:

@@ -31,8 +31,7 @@ from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.planning.after_kv import CUDA_GRAPH_BYTES, AfterKvCheck
 from kvplan.planning.after_kv import check as after_kv_check
-from kvplan.planning.extras import extra_terms
-from kvplan.planning.extras.encoder import encoder_phase, unmodelled_tower_note
+from kvplan.planning.extras import encoder_phase, extra_terms, unmodelled_tower_note
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.profile_run import activation_term, persistent_term
 from kvplan.planning.provenance import audited

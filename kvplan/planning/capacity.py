@@ -31,13 +31,13 @@ from kvplan.engines import (
 from kvplan.errors import CapacityError, InputError, KvplanError, Refused
 from kvplan.formulas.layout import Layout, build_layout
 from kvplan.formulas.request import CacheRequest
-from kvplan.planning import extras, given_budget
+from kvplan.planning import extras
 from kvplan.planning.budget import Budget, Overhead, device, kv_budget, no_budget_warning
 from kvplan.planning.extras import NO_EXTRAS, Extras
-from kvplan.planning.quant_checks import fp8_block_refusal
 from kvplan.planning.request import CapacityRequest, Memory, capacity_request
 from kvplan.planning.roofline import DecodeFloor, decode_floor
 from kvplan.planning.verdict import estimate_error_bytes, margin_bytes, uncertain_note, within_estimate
+from kvplan.planning.weights.formats import fp8_method
 from kvplan.records import Record
 
 
@@ -107,7 +107,9 @@ def engine_layout(profile: Engine, request: Request) -> Layout:
     the engine has said what it refuses before it (its layout refusals, a release's FP8 block check)."""
     profile.check_layout(request)
     blocks = profile.fp8_blocks(request)
-    if blocks is not None:
+    if blocks is not None and fp8_method(request.model):  # quant_checks imported for those only
+        from kvplan.planning.quant_checks import fp8_block_refusal
+
         refused = fp8_block_refusal(request.model, request.tp, blocks.merged_relaxed, expert_tp=blocks.expert_tp,
                                     moe_refine=blocks.moe_refine)
         if refused:
@@ -146,6 +148,8 @@ def plan_capacity(question: CapacityRequest, profile: Engine, *, hold_budget: bo
     request = extras.with_draft_layers(request, layout, profile.policy(request))
     budget = kv_budget(profile, request, memory)
     if memory.kv_budget_bytes is not None and hold_budget:
+        from kvplan.planning import given_budget  # a budget given: held against the GPU
+
         lines, refused, held = given_budget.check(profile, request, memory, budget.per_stage)
         budget = replace(budget, lines=(*budget.lines, *lines), refusal=refused,
                          held=(-held.over_bytes, held.estimated_bytes) if held else None)

@@ -20,22 +20,20 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import KvplanError
 from kvplan.memo import IdentityCache
-from kvplan.planning.weights.formats import content_key
+from kvplan.planning.weights.formats import content_key, fp8_method
 from kvplan.planning.weights.part import Part
 
 MERGED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "gate_proj", "up_proj", "linear_attn.")
 
 
 def block_shape(model: ModelConfig) -> tuple[int, int] | None:
-    quant: Any = model.raw.get("quantization_config")
-    if not isinstance(quant, dict) or quant.get("quant_method") != "fp8":
+    if not fp8_method(model):
         return None
-    block = quant.get("weight_block_size")
+    block = model.raw["quantization_config"].get("weight_block_size")
     if not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
         return None
     return block[0], block[1]

@@ -8,10 +8,14 @@ JSON keys (added to ``kvplan capacity --json``; ``null`` when a feature is off):
 
 from __future__ import annotations
 
-from kvplan.planning.extras import Extras, HostMemory
-from kvplan.planning.extras.speculative import SpeculativeSummary
+from typing import TYPE_CHECKING
+
 from kvplan.render import gib
 from kvplan.render.tables import Table
+
+if TYPE_CHECKING:  # annotations only: the features' modules are imported where a request asks for them
+    from kvplan.planning.extras import Extras, HostMemory
+    from kvplan.planning.extras.speculative import SpeculativeSummary
 
 
 def _speculative_row(s: SpeculativeSummary) -> tuple[str, str, str]:

@@ -26,6 +26,14 @@ SCALARS: dict[Any, Schema] = {int: {"type": "integer"}, float: {"type": "number"
 
 def _payloads() -> dict[str, tuple[Any, str]]:
     """Command -> (the type its --json writes, what it is)."""
+    from kvplan.planning.extras import (  # noqa: F401  # Extras's summaries: their modules load when first named
+        EncoderSummary,
+        HostMemory,
+        HostTier,
+        LoraSummary,
+        RoleSummary,
+        SpeculativeSummary,
+    )
     from kvplan.render import workload  # noqa: F401  # the size payload's WorkloadPayload, named for type checking
     from kvplan.render.capacity import CapacityPayload
     from kvplan.render.engines import EnginesPayload

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from kvplan.planning.provenance import (
     NO_STORAGE,
     ROPE_NO_SIZE,
     ROPE_TYPES,
-    STORAGE_KEY,
+    is_storage_key,
     leaves,
     no_storage,
     rotary_reasons,
@@ -82,7 +83,7 @@ def unread_storage_fields(model: ModelConfig) -> list[str]:
     weight format as it is, and their value is not one that stores nothing more (NO_STORAGE)."""
     quant = model.raw.get("quantization_config")
     fields = [(("quantization_config", *p.split(".")), v) for p, v in leaves(quant)] if isinstance(quant, dict) else []
-    fields += [((k,), model.raw[k]) for k in model.raw if STORAGE_KEY.match(k)]
+    fields += [((k,), model.raw[k]) for k in model.raw if is_storage_key(k)]
     method = str(quant.get("quant_method", "")).lower() if isinstance(quant, dict) else ""
     return [".".join(path) for path, value in fields
             if not (path[0] == "quantization_config" and no_storage(".".join(path[1:]), value, method))
@@ -170,11 +171,11 @@ def test_an_unread_expert_dtype_makes_the_weights_an_estimate(tmp_path: Path, mo
     was labelled exact although no reader read the config's expert_dtype: fp4 (vLLM loaded 75.64 GiB). weights-fp4
     now reads it; with the reader as it was (expert_dtype ignored), the same config is an estimate that says why.
     (A copy under another _name_or_path: the same tensor table, its own cached format.)"""
-    from kvplan.planning.weights import formats
+    from kvplan.planning.weights import per_module  # formats imports with_expert_dtype from it when a format is read
 
     raw = json.loads((CONFIGS / "deepseek-ai" / "DeepSeek-V4-Flash" / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**raw, "_name_or_path": str(tmp_path)}))
-    monkeypatch.setattr(formats, "with_expert_dtype", lambda fmt, model: fmt)
+    monkeypatch.setattr(per_module, "with_expert_dtype", lambda fmt, model: fmt)
     found = capacity(str(tmp_path), **V4_RUN)
     weights = next(t for t in found.budget_terms if t.name == "weights (checkpoint)")
     assert weights.bytes > 130 * GIB and not weights.exact
@@ -273,3 +274,12 @@ def test_a_given_budget_held_against_the_gpu_has_its_margin() -> None:
     assert close.refusal is None and close.within_estimate and 0 < close.verdict_margin_bytes < GIB  # type: ignore[operator]
     assert short.refusal is not None and short.verdict_margin_bytes == 4 * GIB - 5 * GIB
     assert short.estimate_error_bytes == 0 and not short.within_estimate
+
+
+@pytest.mark.parametrize("key", ["expert_dtype", "torch_dtype", "mamba_ssm_dtype", "ssm_state_dtype", "_dtype", "__dtype",
+                                 "a_dtype\n", "a_dtype\n\n", "a-b_dtype", "é_dtype", "٣_dtype", "x_dtypex", "dtype",
+                                 "kv_cache_dtype", "mambaX_dtype", "a b_dtype", "\n_dtype", "a_dtype ", "torch__dtype"])
+def test_storage_key_is_the_pattern_it_replaced(key: str) -> None:
+    """is_storage_key, in string methods, answers as the pattern it replaced does."""
+    assert is_storage_key(key) == bool(re.match(r"^(?!mamba_|ssm_|torch_)\w+_dtype$", key))
+

@@ -23,7 +23,15 @@ import pytest
 
 from kvplan.config import bundled_index, load_model, normalize
 from kvplan.planning.weights.roles import Context, classify
-from kvplan.planning.weights.tables import TABLES_DIR, format_layers, index, parse_layers, signature, table_for
+from kvplan.planning.weights.tables import (
+    TABLES_DIR,
+    format_layers,
+    index,
+    parse_layers,
+    signature,
+    table_file,
+    table_for,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ("meta-llama/Llama-3.1-8B", "openai/gpt-oss-20b", "google/gemma-3-4b-it", "openai/whisper-small",
@@ -93,6 +101,14 @@ def test_a_left_out_class_default_finds_the_same_table() -> None:
     dropped = normalize(raw, model_id="k", source="k.json")
     assert signature(m.raw) != signature(dropped.raw)
     assert table_for(dropped.raw) == table_for(m.raw) is not None
+
+
+def test_a_table_is_looked_up_as_the_parsed_index_finds_it() -> None:
+    """table_file reads one line of index.json: the same file as the parsed index for every signature, none for a
+    name outside its tables."""
+    tables = index()["tables"]
+    assert tables and all(table_file(sig) == file for sig, file in tables.items())
+    assert not any(table_file(name) for name in (*index()["skipped"], *index()["wrappers"], "0" * 20))
 
 
 def test_the_data_is_small() -> None:

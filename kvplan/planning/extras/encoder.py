@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
 from kvplan.engines.base import BudgetRules, BudgetTerm, EncoderRule, Request
+from kvplan.planning.extras import has_tower
 from kvplan.records import Record
 from kvplan.units import cdiv, format_gib
 
@@ -48,11 +49,6 @@ class EncoderSummary(Record):
     forward_peak_bytes_per_gpu: int = 0  # the tower's forward over every dummy item at once (an estimate)
     assumed: str = ""  # a processor default the config does not state
     row_width: int = 0  # elements of one cached row (the text hidden; × (1 + DeepStack levels) for Qwen3-VL)
-
-
-def _has_tower(model: ModelConfig) -> bool:
-    """A config with a vision or audio sub-config: only those import the tower tables (a text model never does)."""
-    return isinstance(model.raw.get("vision_config"), dict) or isinstance(model.raw.get("audio_config"), dict)
 
 
 def _tower(model: ModelConfig) -> Tower | None:
@@ -120,7 +116,7 @@ def encoder_phase(model: ModelConfig, rule: EncoderRule, max_model_len: int, tp:
 
 def unmodelled_tower_note(request: Request, rules: BudgetRules) -> str | None:
     """A model whose profile run encodes dummy items of a tower kvplan does not size: said, not guessed."""
-    if rules.encoder is None or not _has_tower(request.model) or _tower(request.model) is not None:
+    if rules.encoder is None or not has_tower(request.model) or _tower(request.model) is not None:
         return None
     from kvplan.planning.weights.vision import vision_config
 

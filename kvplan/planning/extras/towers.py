@@ -21,7 +21,7 @@ interpolated position embeddings. These are estimates: kvplan does not trace the
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.planning.weights.vision import vision_config
@@ -34,20 +34,41 @@ PIXEL_BYTES = 4  # the HF processors' pixel_values are float32
 GEMMA3_TOKENS_PER_IMAGE = 256  # Gemma3Config.mm_tokens_per_image default (transformers)
 
 
-class Tower(NamedTuple):
-    """A vision tower's dummy item and its per-patch sizes (elements unless named bytes)."""
+class Tower:
+    """A vision tower's dummy item and its per-patch sizes (elements unless named bytes). A plain class: a NamedTuple
+    is compiled when the module is imported (~0.4 ms of every vision model's capacity)."""
 
-    family: str  # qwen, siglip, clip
-    kind: str  # the vision_config's model_type
-    patches_per_item: int
-    tokens_per_item: int  # placeholder tokens one item takes (the encoder cache's rows per item)
-    output_width: int  # the width of one cached row (the text hidden, × (1 + DeepStack levels) for Qwen3-VL)
-    hidden: int
-    intermediate: int
-    kv_width: int  # K and V width (EXAONE-4.5's tower has fewer KV heads)
-    gated: bool
-    pixel_bytes_per_patch: int  # the pixel values alive through the forward
-    assumed: str  # a processor default the config does not state ("": every input from the config)
+    FIELDS = ("family", "kind", "patches_per_item", "tokens_per_item", "output_width", "hidden", "intermediate",
+              "kv_width", "gated", "pixel_bytes_per_patch", "assumed")
+    __slots__ = ("assumed", "family", "gated", "hidden", "intermediate", "kind", "kv_width", "output_width",
+                 "patches_per_item", "pixel_bytes_per_patch", "tokens_per_item")
+
+    def __init__(self, *, family: str, kind: str, patches_per_item: int, tokens_per_item: int, output_width: int,
+                 hidden: int, intermediate: int, kv_width: int, gated: bool, pixel_bytes_per_patch: int,
+                 assumed: str) -> None:
+        self.family = family  # qwen, siglip, clip
+        self.kind = kind  # the vision_config's model_type
+        self.patches_per_item = patches_per_item
+        self.tokens_per_item = tokens_per_item  # placeholder tokens one item takes (the encoder cache's rows per item)
+        self.output_width = output_width  # one cached row (the text hidden, × (1 + DeepStack levels) for Qwen3-VL)
+        self.hidden = hidden
+        self.intermediate = intermediate
+        self.kv_width = kv_width  # K and V width (EXAONE-4.5's tower has fewer KV heads)
+        self.gated = gated
+        self.pixel_bytes_per_patch = pixel_bytes_per_patch  # the pixel values alive through the forward
+        self.assumed = assumed  # a processor default the config does not state ("": every input from the config)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tower) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Tower({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
 
 
 def _int(fields: dict[str, Any], *keys: str, default: int = 0) -> int:

@@ -28,7 +28,6 @@ from typing import Any
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import canonical_dtype, element_bits
 from kvplan.errors import InputError
-from kvplan.planning.weights.per_module import modelopt_mixed, with_expert_dtype
 from kvplan.planning.weights.storage import MXFP4, NVFP4, ScaleScheme, WeightFormat, tensor_bytes
 
 __all__ = ["MXFP4", "NVFP4", "OVERRIDES", "WEIGHT_DTYPE_NAMES", "WeightFormat", "content_key", "tensor_bytes",
@@ -81,8 +80,17 @@ def _weight_format(model: ModelConfig, _key: str, weights_dtype: str | None) -> 
                          arg="weights_dtype")
     quant = model.raw.get("quantization_config")
     if isinstance(quant, dict):
+        from kvplan.planning.weights.per_module import with_expert_dtype  # a quantized checkpoint's
+
         return with_expert_dtype(_from_quantization_config(quant, base_bits, model.source), model)
     return WeightFormat(name=model.dtype, base_bits=base_bits, linear_bits=base_bits, source="model dtype")
+
+
+def fp8_method(model: ModelConfig) -> bool:
+    """Quantized by the fp8 method (``quant_method`` "fp8"): the only checkpoints whose weight blocks
+    ``quant_checks`` checks and refines (the others need not import it)."""
+    quant = model.raw.get("quantization_config")
+    return isinstance(quant, dict) and quant.get("quant_method") == "fp8"
 
 
 ONLINE_QUANTIZATION = {"fp8": "fp8"}  # vLLM/SGLang quantize a bf16/fp16 checkpoint at load: per-tensor fp8 scale
@@ -172,6 +180,8 @@ def _modelopt(quant: dict[str, Any], base_bits: int, skip: tuple[str, ...], wher
         skip = (*skip, *_skip_patterns(nested))
     algo = str(quant.get("quant_algo", "")).upper()
     if algo == "MIXED_PRECISION":
+        from kvplan.planning.weights.per_module import modelopt_mixed
+
         return modelopt_mixed(quant, base_bits, skip, where, source)
     if algo == "NVFP4":
         return WeightFormat(name="nvfp4 (modelopt)", base_bits=base_bits, skip=skip, source=where,

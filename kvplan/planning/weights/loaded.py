@@ -17,11 +17,9 @@ from kvplan.config.model import ModelConfig
 from kvplan.engines.base import BudgetRules, BudgetTerm, LoadRule
 from kvplan.memo import IdentityCache
 from kvplan.planning.profile_run import dims
-from kvplan.planning.quant_checks import moe_refined_scale_bytes
-from kvplan.planning.weights.formats import weight_format
-from kvplan.planning.weights.mxfp4_layouts import EXACT_LAYOUTS, LAYOUTS, layout_bytes
+from kvplan.planning.weights.formats import fp8_method, weight_format
 from kvplan.planning.weights.rotary import rope_caches
-from kvplan.planning.weights.wna16 import is_awq_with_zeros, machete_zero_point_bytes
+from kvplan.planning.weights.storage import is_awq_with_zeros
 from kvplan.units import cdiv
 
 
@@ -44,6 +42,8 @@ def awq_terms(model: ModelConfig, load: LoadRule | None, tp: int, first: int, la
                          source="the GPU's compute capability is unknown: Marlin assumed (4-bit zeros as stored); "
                                 "Machete on sm90 would keep one activation-dtype zero per group")
     elif load.awq_kernel == "machete":
+        from kvplan.planning.weights.wna16 import machete_zero_point_bytes
+
         yield BudgetTerm(name="AWQ zero points, Machete", bytes=machete_zero_point_bytes(model, tp, first, layers),
                          exact=False, kind="weights_extra",
                          source="sm90: zero points kept as -scale × zero in the activation dtype, one per group and "
@@ -71,9 +71,9 @@ def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int, 
                          source="positions × rotary_dim × dtype bytes, one cache per RoPE configuration "
                                 "(rotary_embedding get_rope; positions by scaling type)")
     yield from awq_terms(model, rules.load, tp, first, layers)
-    if rules.mxfp4_backend in LAYOUTS:
-        yield mxfp4_term(model, rules, tp, layers)
-    refined, extra = moe_refined_scale_bytes(model, tp) if rules.fp8_moe_refine else (0, 0)
+    if rules.mxfp4_backend is not None and (term := mxfp4_term(model, rules, tp, layers)):
+        yield term
+    refined, extra = _moe_refined_scale_bytes(model, tp) if rules.fp8_moe_refine and fp8_method(model) else (0, 0)
     if extra:
         yield BudgetTerm(name=f"FP8 MoE scales refined to {refined}x{refined}", bytes=extra, exact=True,
                          kind="weights_extra", source="the experts' fp32 block scales on vLLM's refined grid "
@@ -83,10 +83,20 @@ def loaded_extras(model: ModelConfig, rules: BudgetRules, tp: int, layers: int, 
                          kind="weights_extra", source="vLLM 0.7 V0 MLA: W_Q·W_UK and W_UV·W_O per layer")
 
 
-def mxfp4_term(model: ModelConfig, rules: BudgetRules, tp: int, layers: int) -> BudgetTerm:
-    """The MXFP4 experts' layout on the release's backend for this GPU (``mxfp4_layouts``); an estimate where the
-    backend is assumed or its layout rests on a kernel library's code."""
+def _moe_refined_scale_bytes(model: ModelConfig, tp: int) -> tuple[int, int]:
+    from kvplan.planning.quant_checks import moe_refined_scale_bytes  # a release that refines FP8 MoE scales
+
+    return moe_refined_scale_bytes(model, tp)
+
+
+def mxfp4_term(model: ModelConfig, rules: BudgetRules, tp: int, layers: int) -> BudgetTerm | None:
+    """The MXFP4 experts' layout on the release's backend for this GPU (``mxfp4_layouts``; None: a backend it has no
+    layout for); an estimate where the backend is assumed or its layout rests on a kernel library's code."""
+    from kvplan.planning.weights.mxfp4_layouts import EXACT_LAYOUTS, LAYOUTS, layout_bytes  # an MXFP4 backend named
+
     backend = rules.mxfp4_backend or ""
+    if backend not in LAYOUTS:
+        return None
     size = layout_bytes(model, backend, tp, layers, keeps_scales=rules.mxfp4_keeps_scales)
     why = rules.mxfp4_assumed or ("" if backend in EXACT_LAYOUTS else f"the {backend} layout's scale packing is "
                                   "its kernel library's (not read)")

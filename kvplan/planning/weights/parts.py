@@ -14,7 +14,7 @@ from ModelConfig, and bytes (``formats``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -29,11 +29,23 @@ from kvplan.planning.weights.vision import vision_parts
 __all__ = ["TRAITS", "TRAIT_KEYS", "Key", "ModelParts", "Part", "model_parts"]
 
 
-@dataclass(frozen=True, slots=True)
 class Key:
-    """A trait that a boolean config key decides (absent: its class default, else False)."""
+    """A trait that a boolean config key decides (absent: its class default, else False). A plain class: a
+    dataclass's methods are compiled when the module is imported."""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Key and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash((Key, self.name))
+
+    def __repr__(self) -> str:
+        return f"Key(name={self.name!r})"
 
 
 _BASE_TRAITS: dict[str, Any] = {

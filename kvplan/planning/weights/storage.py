@@ -63,6 +63,11 @@ Globs = tuple[tuple[str, "WeightFormat"], ...]
 _INDEXES: dict[int, tuple[object, dict[str, WeightFormat], Globs, dict[str, WeightFormat | None]]] = {}
 
 
+def is_awq_with_zeros(fmt: WeightFormat) -> bool:
+    """An AWQ checkpoint with zero points (``wna16``'s kernels keep them their own way)."""
+    return fmt.source == "quantization_config (awq)" and fmt.scheme == "group" and fmt.zero_bits > 0
+
+
 def _module_index(modules: Globs) -> tuple[dict[str, WeightFormat], Globs, dict[str, WeightFormat | None]]:
     """The per-module formats as a dict of plain module paths (first one wins), the glob patterns, and the modules
     already resolved; built once per tuple (kept beside it, so its id stays its own)."""

@@ -180,14 +180,33 @@ def load_table(file: str) -> Table:
     return decode(json.loads((TABLES_DIR / file).read_text(encoding="utf-8")))
 
 
+@lru_cache(maxsize=1)
+def _index_text() -> str:
+    path = TABLES_DIR / "index.json"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def table_file(signature: str) -> str | None:
+    """``index()["tables"].get(signature)``, read off the text: tools/weight_tensors.py writes the index with one
+    table a line, and a run looks up one or two of the ~330 (parsing it all was a millisecond of a capacity run)."""
+    text = _index_text()
+    tables_from = text.find('\n "tables": {')
+    key = f"\n  {json.dumps(signature)}: "
+    start = text.find(key, tables_from) if tables_from >= 0 else -1
+    if start < 0 or start > text.find("\n }", tables_from):  # not among the tables (they end at the first "\n }")
+        return None
+    value_from = start + len(key)
+    found: str = json.loads(text[value_from:text.find("\n", value_from)].rstrip(","))
+    return found
+
+
 def table_for(raw: Mapping[str, Any]) -> Table | None:
     """The recorded table of a config with this shape signature, else None. A sub-config without a
     model_type is tried with the default sub-configs of each wrapper the tables were recorded under."""
-    tables: dict[str, str] = index().get("tables", {})
-    file = tables.get(signature(raw))
+    file = table_file(signature(raw))
     wrappers = index().get("wrappers", []) if file is None and _untyped_sections(raw) else []
     for wrapper in wrappers:
-        file = tables.get(signature(raw, wrapper))
+        file = table_file(signature(raw, wrapper))
         if file:
             break
     return load_table(file) if file else None

@@ -22,14 +22,11 @@ from __future__ import annotations
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
 from kvplan.planning.weights.counts import shard_shape, weight_parts
-from kvplan.planning.weights.formats import WeightFormat, weight_format
+from kvplan.planning.weights.formats import weight_format
+from kvplan.planning.weights.storage import is_awq_with_zeros
 from kvplan.units import cdiv
 
 ACT_DTYPES = ("bf16", "fp16")  # Machete's activation (and pre-scaled zero-point) dtypes
-
-
-def is_awq_with_zeros(fmt: WeightFormat) -> bool:
-    return fmt.source == "quantization_config (awq)" and fmt.scheme == "group" and fmt.zero_bits > 0
 
 
 def machete_zero_point_bytes(model: ModelConfig, tp: int, first: int, layers: int) -> int:
