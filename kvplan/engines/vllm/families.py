@@ -16,10 +16,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kvplan.config.model import ModelConfig
 from kvplan.engines.vllm.row import Capability, VllmRelease
 from kvplan.engines.vllm.served import check_served
 from kvplan.errors import InputError
+
+if TYPE_CHECKING:
+    from kvplan.engines.base import Request
 
 V0_ONLY = {"MllamaForConditionalGeneration": "vllm 0.10.1.1 model_executor/models/mllama.py:1259-1260"}
 V0_ROWS = "vllm@0.6.4, vllm@0.6.5, vllm@0.6.6, vllm@0.7, vllm@0.8-v0"
@@ -48,3 +53,20 @@ def check_engine(model: ModelConfig, release_key: str, release_label: str, v0: b
 def small_tier(rel: VllmRelease, capability: Capability | None) -> bool:
     """The GPU stays on the release's smallest scheduler tier whatever its memory (GB10 on 0.33)."""
     return capability in rel.small_tier_capabilities
+
+
+DSV4_TYPES = ("deepseek_v4",)
+
+
+def experts_kind(req: Request) -> str | None:
+    """Which of a release's MXFP4 priority lists the model's experts take: gpt_oss (quant_method mxfp4) or
+    deepseek_v4 (its fp4 experts: expert_dtype fp4, the default, without moe_quant_algo NVFP4)."""
+    raw = req.model.raw
+    quant = raw.get("quantization_config")
+    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, dict) else ""
+    if method == "mxfp4":
+        return "gpt_oss"
+    nvfp4 = isinstance(quant, dict) and str(quant.get("moe_quant_algo", "")).upper() == "NVFP4"
+    if req.model.model_type in DSV4_TYPES and method == "fp8" and raw.get("expert_dtype", "fp4") == "fp4" and not nvfp4:
+        return "deepseek_v4"
+    return None

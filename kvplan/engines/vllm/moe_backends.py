@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kvplan.engines.base import Request
-from kvplan.engines.vllm.releases import DSV4_TYPES as DSV4_TYPES
-from kvplan.engines.vllm.releases import experts_kind
+from kvplan.engines.vllm.families import DSV4_TYPES as DSV4_TYPES
+from kvplan.engines.vllm.families import experts_kind
 from kvplan.engines.vllm.row import Capability, MoeBackendRule, VllmRelease
 
 ROCM_CAPABILITIES = ((9, 4), (9, 5))  # how vLLM reads gfx942 / gfx950 (the catalog's MI300X, MI325X, MI35xX)

@@ -78,6 +78,14 @@ def mamba_rules(req: Request, layout: Layout, rel: VllmRelease, states: list[Lin
                       legacy=rel.hybrid_block_legacy, checkpoints=rel.mamba_checkpoint_mixers)
 
 
+def _deepseek_v4_paging(req: Request, layout: Layout, mods: Modules) -> Paging:
+    """DeepSeek-V4's compressed caches and their packed pages (kvplan.engines.vllm.deepseek_v4, imported for it)."""
+    from kvplan.engines.vllm import deepseek_v4
+
+    specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
+    return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None, packed=aligns)
+
+
 def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) -> Paging:
     """Backend and block size, then every module's paged spec (Mamba hybrids raise the block size).
 
@@ -92,10 +100,7 @@ def paging(req: Request, layout: Layout, rel: VllmRelease = RELEASES[NEWEST]) ->
     mods = _MODULES.get(per_gpu, bounds, lambda: modules(per_gpu, stages))
     kinds = _KINDS.get(mods.parts, (), lambda: _kinds(mods.parts))
     if kinds.deepseek_v4:
-        from kvplan.engines.vllm import deepseek_v4
-
-        specs, name, block, aligns = deepseek_v4.paged_specs(req, mods.parts, layout.kv_dtype)
-        return Paging(specs=specs, stages=mods.stages, backend=name, block_size=block, mamba_alignment=None, packed=aligns)
+        return _deepseek_v4_paging(req, layout, mods)
     backend, bs, kernel = _backend(req, layout, kinds, rel)
     dtypes = StateDtypes(layout.state_dtype, layout.ssm_state_dtype)
     specs = _SPECS.get(mods.parts, (layout.kv_dtype, dtypes, bs), lambda: _paged_specs(mods.parts, layout, dtypes, bs))

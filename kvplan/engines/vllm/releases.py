@@ -21,6 +21,7 @@ from kvplan.engines.base import (
 )
 from kvplan.engines.settings import Settings
 from kvplan.engines.vllm.backends import NVLS_GPUS, sm_count
+from kvplan.engines.vllm.families import experts_kind
 from kvplan.engines.vllm.row import COMM_GROUP_BYTES, GIB, RefusalStyle, SchedulerTier, VllmRelease
 from kvplan.engines.vllm.rows import FLASHINFER_BYTES_PER_LOGIT, SORT_V0, SORT_V1
 from kvplan.engines.vllm.rows_late import NEWEST, RELEASES
@@ -39,7 +40,6 @@ TRITON_MIN_ROWS = 8  # fewer rows sort (0.17-0.29 apply_top_k_top_p)
 WARMUP_MESSAGE = ("CUDA out of memory occurred when warming up sampler with {rows} dummy requests. Please try lowering "
                   "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.")  # V1 runner, 0.8-0.33
 MRV2_WARMUP_MESSAGE = "CUDA out of memory in Model Runner V2's warmup_kernels (sampling {rows} requests)"
-DSV4_TYPES = ("deepseek_v4",)
 __all__ = ["NEWEST", "RELEASES", "SORT_V0", "SORT_V1", "RefusalStyle", "SchedulerTier", "VllmRelease"]
 
 
@@ -48,20 +48,6 @@ def release(key: str) -> VllmRelease:
     if found is None:
         raise InputError(f"unknown vLLM release {key!r}; kvplan follows: {', '.join(RELEASES)}", arg="engine")
     return found
-
-
-def experts_kind(req: Request) -> str | None:
-    """Which of a release's MXFP4 priority lists the model's experts take: gpt_oss (quant_method mxfp4) or
-    deepseek_v4 (its fp4 experts: expert_dtype fp4, the default, without moe_quant_algo NVFP4)."""
-    raw = req.model.raw
-    quant = raw.get("quantization_config")
-    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, dict) else ""
-    if method == "mxfp4":
-        return "gpt_oss"
-    nvfp4 = isinstance(quant, dict) and str(quant.get("moe_quant_algo", "")).upper() == "NVFP4"
-    if req.model.model_type in DSV4_TYPES and method == "fp8" and raw.get("expert_dtype", "fp4") == "fp4" and not nvfp4:
-        return "deepseek_v4"
-    return None
 
 
 def _mxfp4_pick(rel: VllmRelease, req: Request, *, given: bool = True) -> Mxfp4Pick | None:
