@@ -5,7 +5,10 @@ A replica of G GPUs of M bytes each holds every weight of the model at least onc
 parallel split them, data parallel and replicated heads only copy them), so its KV memory is at most G × M − W, W the
 model's weights as stored. One request of the context holds at least S bytes: the unsharded cache of one sequence
 (``Layout.whole``: full layers the context, window layers their window, states once); replicated KV heads and paging
-only add to it. So a replica serves at most R = (G × M − W) / S requests of the context, and the setup needs at
+only add to it. Without data parallel, each of the replica's TP ranks holds its own share of every layer for the
+request (its own copy of what is replicated: MLA's latent, KV heads fewer than the ranks), for cdiv(context, DCP)
+tokens with DCP, so S is at least TP × what one rank of one stage holding every layer keeps (``replicated_bytes``).
+So a replica serves at most R = (G × M − W) / S requests of the context, and the setup needs at
 least ceil(concurrency / floor(R)) replicas: a lower bound on its GPUs and its cost per hour. ``SLACK`` widens R (an
 engine's own rounding, a window counted a token short) so the bound never cuts a setup that could be shown.
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -54,15 +57,18 @@ class Floors(NamedTuple):
     weights_bytes: int
     request_bytes: dict[str, int]
     bounded: bool  # False: the GPU's memory does not bound the KV (a given budget, offloading)
+    replicated_bytes: dict[tuple[str, int, int], int]  # (KV dtype, tp, dcp): S over the TP ranks, no DP
 
 
-def floors(question: CapacityRequest, dtypes: Sequence[str], context: int) -> Floors:
-    """W and S (per KV dtype) of the module's bound, each computed once per fit."""
+def floors(question: CapacityRequest, dtypes: Sequence[str], context: int,
+           splits: Iterable[tuple[int, int]] = ()) -> Floors:
+    """W and S (per KV dtype, and per (tp, dcp) of `splits` over the TP ranks) of the module's bound, each computed
+    once per fit."""
     settings, memory, model = question.settings, question.memory, question.model
     bounded = memory.kv_budget_bytes is None and not (settings.kv_offloading_bytes or settings.lmcache_cpu_bytes
                                                       or settings.sglang.hicache_ratio)
     if not bounded:
-        return Floors(0, {}, False)
+        return Floors(0, {}, False, {})
     weights = 0
     if not settings.cpu_offload_bytes:
         from kvplan.planning.weights import weight_bytes
@@ -78,14 +84,32 @@ def floors(question: CapacityRequest, dtypes: Sequence[str], context: int) -> Fl
             sizes[d] = build_layout(model, replace(one, kv_dtype=d)).whole.sequence_bytes(context)
         except KvplanError:
             sizes[d] = 0  # no bound for it: every setup with it is planned
-    return Floors(weights, sizes, True)
+    return Floors(weights, sizes, True, _replicated(question, sizes, context, splits))
 
 
-def requests_max(floor: Floors, kv_dtype: str, gpus: int, memory_bytes: int) -> float:
-    """R = SLACK × (G × M − W) / S."""
+def _replicated(question: CapacityRequest, sizes: dict[str, int], context: int,
+                splits: Iterable[tuple[int, int]]) -> dict[tuple[str, int, int], int]:
+    """S of a replica without DP, per (KV dtype, tp, dcp) of `splits`: TP × one rank's bytes for the request with
+    every layer on one stage (the stages of a PP split hold the layers between them), at least the unsharded S."""
+    out = {}
+    for d, whole in sizes.items():
+        for tp, dcp in splits if whole > 0 else ():
+            try:
+                rank = build_layout(question.model, replace(question.cache, tp=tp, pp=1, dcp=1, dp=1, ep=1,
+                                                            kv_dtype=d), unpaged=True).stages[0]
+            except KvplanError:
+                continue
+            out[(d, tp, dcp)] = max(whole, tp * rank.sequence_bytes(cdiv(context, dcp)))
+    return out
+
+
+def requests_max(floor: Floors, kv_dtype: str, gpus: int, memory_bytes: int, shape: Parallel | None = None) -> float:
+    """R = SLACK × (G × M − W) / S (S over the TP ranks for a `shape` without data parallel)."""
     request = floor.request_bytes.get(kv_dtype, 0)
     if not floor.bounded or request <= 0:
         return NO_BOUND
+    if shape is not None and shape.dp == 1:
+        request = floor.replicated_bytes.get((kv_dtype, shape.tp, shape.dcp), request)
     return SLACK * max(gpus * memory_bytes - floor.weights_bytes, 0) / request
 
 
@@ -108,14 +132,14 @@ def bounded_setups(question: CapacityRequest, profile: Engine,
     floors once, then arithmetic per setup. `limits`: context, concurrency, max GPUs, max replicas."""
     gpus, dtypes, price, space = asked
     context, concurrency, max_gpus, max_replicas = limits
-    floor = floors(question, dtypes, context)
+    floor = floors(question, dtypes, context, dict.fromkeys((s.tp, s.dcp) for s in space if s.dp == 1))
     replica = [(shape, profile.replica_gpus(shape)) for shape in space]
     out: list[Setup] = []
     for g in gpus:
         memory, cost = question.memory.gpu_memory_bytes or lookup_gpu(g).memory_bytes, price.get(g)
         for shape, n in replica:
             for k, d in enumerate(dtypes):
-                fewest = fewest_gpus(most := requests_max(floor, d, n, memory), n, concurrency, max_gpus, max_replicas)
+                fewest = fewest_gpus(most := requests_max(floor, d, n, memory, shape), n, concurrency, max_gpus, max_replicas)
                 lower = None if fewest is None else \
                     (cost is None, 0.0 if cost is None else round(fewest * cost, 6), fewest, shape.pp, k)
                 out.append(Setup(len(out), g, shape, d, n, most, lower))

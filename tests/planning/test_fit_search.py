@@ -104,3 +104,22 @@ def test_the_bound(model: Any) -> None:
     for given in (dict(kv_budget_bytes=10 * GIB), dict(cpu_offload_bytes=0, kv_offloading_bytes=GIB)):
         unbounded = search.floors(capacity_request(question, **given), ("auto",), 8192)
         assert search.requests_max(unbounded, "auto", 1, 80 * GIB) == search.NO_BOUND
+
+
+def test_the_bound_counts_the_replicated_cache(model: Any) -> None:
+    """MLA's latent is on every TP rank (DCP splits its tokens): without data parallel S is TP / DCP × the
+    unsharded request; with it (one request on one DP rank) the unsharded request bounds S."""
+    from kvplan.planning.request import capacity_request
+
+    question = capacity_request(model("deepseek-ai/DeepSeek-V3"), max_model_len=8192)
+    floor = search.floors(question, ("auto",), 8192, [(8, 1), (8, 4)])
+    whole = floor.request_bytes["auto"]
+    assert floor.replicated_bytes == {("auto", 8, 1): 8 * whole, ("auto", 8, 4): 2 * whole}
+    memory = 80 * GIB
+    tp8, dcp4 = Parallel(tp=8), Parallel(tp=8, dcp=4)
+    assert search.requests_max(floor, "auto", 8, memory, tp8) == pytest.approx(
+        search.requests_max(floor, "auto", 8, memory) / 8)
+    assert search.requests_max(floor, "auto", 8, memory, dcp4) == pytest.approx(
+        search.requests_max(floor, "auto", 8, memory) / 2)
+    assert search.requests_max(floor, "auto", 8, memory, Parallel(tp=1, dp=8, ep=8)) == \
+        search.requests_max(floor, "auto", 8, memory)
