@@ -26,7 +26,7 @@ from kvplan.errors import ConfigError, InputError
 from kvplan.planning.weights.formats import content_key, format_estimate, weight_format
 from kvplan.planning.weights.part import ModelParts, Part
 from kvplan.planning.weights.tables import table_for
-from kvplan.planning.weights.tensors import Split, Towers, add_bytes, stage_bytes, table_parts
+from kvplan.planning.weights.tensors import Split, Towers, add_bytes, stage_bytes, stages_bytes, table_parts
 from kvplan.planning.weights.tensors import shard_shape as shard_shape
 from kvplan.records import Record, materialize
 
@@ -205,7 +205,7 @@ def weight_bytes(model: ModelConfig, weights_dtype: str | None = None, *, includ
 def _stages(model: ModelConfig, _key: str, tp: int, pp: int, cuts: Cuts, weights_dtype: str | None,
             include_mtp: bool, towers: Towers) -> tuple[dict[str, int], ...]:
     parts, split = weight_parts(model), _split(model, weights_dtype, tp, cuts)
-    return tuple(dict(stage_bytes(parts, split, pp, s, include_mtp=include_mtp, towers=towers)) for s in range(pp))
+    return tuple(dict(s) for s in stages_bytes(parts, split, pp, include_mtp=include_mtp, towers=towers))
 
 
 def _stage_kinds(model: ModelConfig, tp: int, pp: int, cuts: Cuts, weights_dtype: str | None, include_mtp: bool,
