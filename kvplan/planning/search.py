@@ -6,8 +6,8 @@ parallel split them, data parallel and replicated heads only copy them), so its 
 model's weights as stored. One request of the context holds at least S bytes: the unsharded cache of one sequence
 (``Layout.whole``: full layers the context, window layers their window, states once); replicated KV heads and paging
 only add to it. Without data parallel, each of the replica's TP ranks holds its own share of every layer for the
-request (its own copy of what is replicated: MLA's latent, KV heads fewer than the ranks), for cdiv(context, DCP)
-tokens with DCP, so S is at least TP × what one rank of one stage holding every layer keeps (``replicated_bytes``).
+request (its own copy of what is replicated: MLA's latent), for cdiv(context, DCP) tokens with DCP, so S is at
+least TP × what one rank of one stage holding every layer keeps (``replicated_bytes``; MLA models only).
 So a replica serves at most R = (G × M − W) / S requests of the context, and the setup needs at
 least ceil(concurrency / floor(R)) replicas: a lower bound on its GPUs and its cost per hour. ``SLACK`` widens R (an
 engine's own rounding, a window counted a token short) so the bound never cuts a setup that could be shown.
@@ -91,7 +91,10 @@ def _replicated(question: CapacityRequest, sizes: dict[str, int], context: int,
                 splits: Iterable[tuple[int, int]]) -> dict[tuple[str, int, int], int]:
     """S of a replica without DP, per (KV dtype, tp, dcp) of `splits`: TP × one rank's bytes for the request with
     every layer on one stage (the stages of a PP split hold the layers between them), at least the unsharded S."""
-    out = {}
+    out, model = {}, question.model
+    # MLA's latent is on every rank; GQA heads fewer than the ranks are too, but laid out per TP they cost more than
+    # they cut (a hybrid model's layouts): the bound keeps S there
+    splits = [(tp, dcp) for tp, dcp in splits if tp > 1 and model.is_mla]
     for d, whole in sizes.items():
         for tp, dcp in splits if whole > 0 else ():
             try:
