@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import ConfigError, InputError
+from kvplan.memo import IdentityCache
 from kvplan.planning.weights.formats import content_key, format_estimate, weight_format
 from kvplan.planning.weights.part import ModelParts, Part
 from kvplan.planning.weights.tables import table_for
@@ -144,6 +145,14 @@ def param_count(model: ModelConfig) -> ParamCount:
 
 
 def weights_source(model: ModelConfig, weights_dtype: str | None = None) -> tuple[bool, str]:
+    """_weights_source, once per model and weights dtype (fit's budgets ask it for every stage of every setup)."""
+    return _SOURCES.get(model, weights_dtype, lambda: _weights_source(model, weights_dtype))
+
+
+_SOURCES: IdentityCache[tuple[bool, str]] = IdentityCache(maxsize=64)
+
+
+def _weights_source(model: ModelConfig, weights_dtype: str | None) -> tuple[bool, str]:
     """(exact, where the weights come from) for the budget's weights term: an estimate from kvplan's formula, when
     the format names modules no tensor carries (their weights counted in the model dtype), or when the format is
     counted approximately (``formats.format_estimate``: GPTQ, bitsandbytes)."""
