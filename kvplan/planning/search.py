@@ -3,7 +3,8 @@ skipped when the bound shows it cannot be among the setups shown.
 
 A replica of G GPUs of M bytes each holds every weight of the model at least once (tensor, pipeline and expert
 parallel split them, data parallel and replicated heads only copy them), so its KV memory is at most G × M − W, W the
-model's weights as stored. One request of the context holds at least S bytes: the unsharded cache of one sequence
+model's weights as stored; G × ⌈f × M⌉ − W where the engine cuts its budget from a fraction f of each GPU
+(``usable_fraction``: vLLM's gpu_memory_utilization). One request of the context holds at least S bytes: the unsharded cache of one sequence
 (``Layout.whole``: full layers the context, window layers their window, states once); replicated KV heads and paging
 only add to it. Without data parallel, each of the replica's TP ranks holds its own share of every layer for the
 request (its own copy of what is replicated: MLA's latent), for cdiv(context, DCP) tokens with DCP, so S is at
@@ -58,6 +59,7 @@ class Floors(NamedTuple):
     request_bytes: dict[str, int]
     bounded: bool  # False: the GPU's memory does not bound the KV (a given budget, offloading)
     replicated_bytes: dict[tuple[str, int, int], int]  # (KV dtype, tp, dcp): S over the TP ranks, no DP
+    usable_fraction: float = 1.0  # of a GPU's memory the engine's budget starts from (vLLM: gpu_memory_utilization)
 
 
 def floors(question: CapacityRequest, dtypes: Sequence[str], context: int,
@@ -107,13 +109,30 @@ def _replicated(question: CapacityRequest, sizes: dict[str, int], context: int,
 
 
 def requests_max(floor: Floors, kv_dtype: str, gpus: int, memory_bytes: int, shape: Parallel | None = None) -> float:
-    """R = SLACK × (G × M − W) / S (S over the TP ranks for a `shape` without data parallel)."""
+    """R = SLACK × (G × ⌈f × M⌉ − W) / S (S over the TP ranks for a `shape` without data parallel)."""
     request = floor.request_bytes.get(kv_dtype, 0)
     if not floor.bounded or request <= 0:
         return NO_BOUND
     if shape is not None and shape.dp == 1:
         request = floor.replicated_bytes.get((kv_dtype, shape.tp, shape.dcp), request)
-    return SLACK * max(gpus * memory_bytes - floor.weights_bytes, 0) / request
+    usable = memory_bytes if floor.usable_fraction >= 1 else math.ceil(memory_bytes * floor.usable_fraction)
+    return SLACK * max(gpus * usable - floor.weights_bytes, 0) / request
+
+
+def usable_fraction(question: CapacityRequest, profile: Engine) -> float:
+    """The share of each GPU's memory an engine's KV budget is cut from, where the code says so. vLLM (every
+    release, ``VllmEngine.kv_budget``): budget = ceil (int before 0.33) of M × gpu_memory_utilization minus terms
+    that are all at least 0 (the weights as loaded at least the checkpoint's share), the utilization the asked value
+    or the release's default (``releases.resolve``, whatever the layout). Weights kept in host memory subtract a
+    negative term: no fraction there. Every other engine: 1 (its budget is bounded by the GPU's memory alone)."""
+    if profile.name != "vllm" or question.settings.cpu_offload_bytes:
+        return 1.0
+    from kvplan.engines.vllm import VllmEngine  # loaded already: the engine asked is built
+
+    if not isinstance(profile, VllmEngine):
+        return 1.0
+    util = question.settings.vllm.gpu_memory_utilization or profile.release.gpu_memory_utilization
+    return min(float(util), 1.0)
 
 
 def fewest_gpus(most: float, gpus: int, concurrency: int, max_gpus: int, max_replicas: int | None) -> int | None:
@@ -136,6 +155,7 @@ def bounded_setups(question: CapacityRequest, profile: Engine,
     gpus, dtypes, price, space = asked
     context, concurrency, max_gpus, max_replicas = limits
     floor = floors(question, dtypes, context, dict.fromkeys((s.tp, s.dcp) for s in space if s.dp == 1))
+    floor = floor._replace(usable_fraction=usable_fraction(question, profile))
     replica = [(shape, profile.replica_gpus(shape)) for shape in space]
     out: list[Setup] = []
     for g in gpus:
