@@ -70,6 +70,8 @@ def _everything(monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> tuple[FitResu
                       max_gpus=16), id="nothing-fits"),
     pytest.param(dict(model="deepseek-ai/DeepSeek-V3", gpu="H200", max_model_len=32768, concurrency=128,
                       max_gpus=16, kv_dtype="any"), id="moe-mla"),
+    pytest.param(dict(model="meta-llama/Llama-3.1-70B", gpu=["H100", "A100-80GB"], max_model_len=32768, concurrency=48,
+                      max_gpus=16, engine="vllm@0.7", gpu_memory_utilization=0.8), id="vllm-utilization"),
     pytest.param(dict(model="Qwen/Qwen3-Next-80B-A3B-Thinking", gpu=["H100", "L40S"], max_model_len=65536,
                       concurrency=32, max_gpus=16, engine="sglang"), id="hybrid-sglang"),
     pytest.param(dict(model="openai/gpt-oss-20b", gpu=["L4", "RTX-4090"], max_model_len=131072, concurrency=16,
@@ -86,6 +88,22 @@ def test_pruning_skips_most_of_a_large_space(model: Any) -> None:
     r = fit(model("meta-llama/Llama-3.1-70B"), gpu=["H100", "L40S", "A100-80G", "H200"], max_model_len=32768,
             concurrency=64)
     assert r.num_skipped > 4 * r.num_evaluated, (r.num_evaluated, r.num_skipped)
+
+
+def test_vllm_fraction() -> None:
+    """vLLM's budget is cut from ⌈M × gpu_memory_utilization⌉: the asked value, else the release's default; not with
+    weights in host memory, nor for another engine."""
+    from kvplan.engines import get_engine
+    from kvplan.planning.request import capacity_request
+
+    question = capacity_request("meta-llama/Llama-3.1-8B", max_model_len=8192)
+    assert search.usable_fraction(question, get_engine("vllm")) == 0.92
+    assert search.usable_fraction(question, get_engine("vllm@0.7")) == 0.9
+    assert search.usable_fraction(question, get_engine("sglang")) == 1.0
+    asked = capacity_request("meta-llama/Llama-3.1-8B", max_model_len=8192, gpu_memory_utilization=0.5)
+    assert search.usable_fraction(asked, get_engine("vllm")) == 0.5
+    offloaded = capacity_request("meta-llama/Llama-3.1-8B", max_model_len=8192, cpu_offload_bytes=1 << 30)
+    assert search.usable_fraction(offloaded, get_engine("vllm")) == 1.0
 
 
 def test_the_bound(model: Any) -> None:
