@@ -49,7 +49,8 @@ class Setup(NamedTuple):
     kv_dtype: str
     gpus: int  # GPUs of one replica, as the engine lays it out
     requests_max: float  # R: the most requests of the context one replica could serve
-    lower: tuple[Any, ...] | None  # the least rank key prefix it could have (None: it cannot serve the load)
+    lower: tuple[Any, ...] | None  # the least rank key prefix it could have, to the requests served (None: it cannot
+    # serve the load)
 
 
 class Floors(NamedTuple):
@@ -120,19 +121,9 @@ def requests_max(floor: Floors, kv_dtype: str, gpus: int, memory_bytes: int, sha
 
 
 def usable_fraction(question: CapacityRequest, profile: Engine) -> float:
-    """The share of each GPU's memory an engine's KV budget is cut from, where the code says so. vLLM (every
-    release, ``VllmEngine.kv_budget``): budget = ceil (int before 0.33) of M × gpu_memory_utilization minus terms
-    that are all at least 0 (the weights as loaded at least the checkpoint's share), the utilization the asked value
-    or the release's default (``releases.resolve``, whatever the layout). Weights kept in host memory subtract a
-    negative term: no fraction there. Every other engine: 1 (its budget is bounded by the GPU's memory alone)."""
-    if profile.name != "vllm" or question.settings.cpu_offload_bytes:
-        return 1.0
-    from kvplan.engines.vllm import VllmEngine  # loaded already: the engine asked is built
-
-    if not isinstance(profile, VllmEngine):
-        return 1.0
-    util = question.settings.vllm.gpu_memory_utilization or profile.release.gpu_memory_utilization
-    return min(float(util), 1.0)
+    """The share of each GPU's memory the engine's KV budget is cut from (``Engine.usable_fraction``: vLLM's
+    gpu_memory_utilization, 1 for the others). Weights kept in host memory subtract a negative term: 1 there."""
+    return 1.0 if question.settings.cpu_offload_bytes else profile.usable_fraction(question.settings)
 
 
 def fewest_gpus(most: float, gpus: int, concurrency: int, max_gpus: int, max_replicas: int | None) -> int | None:
@@ -145,6 +136,12 @@ def fewest_gpus(most: float, gpus: int, concurrency: int, max_gpus: int, max_rep
     if (max_replicas is not None and replicas > max_replicas) or replicas * gpus > max_gpus:
         return None
     return replicas * gpus
+
+
+def most_served(most: float, replicas: int) -> float:
+    """The most requests `replicas` replicas serving at most `most` each could serve: at its fewest GPUs a setup
+    serves replicas × floor(requests per replica) ≤ replicas × floor(R) (more GPUs rank it later anyway)."""
+    return math.inf if most == NO_BOUND else replicas * int(most)
 
 
 def bounded_setups(question: CapacityRequest, profile: Engine,
@@ -164,7 +161,8 @@ def bounded_setups(question: CapacityRequest, profile: Engine,
             for k, d in enumerate(dtypes):
                 fewest = fewest_gpus(most := requests_max(floor, d, n, memory, shape), n, concurrency, max_gpus, max_replicas)
                 lower = None if fewest is None else \
-                    (cost is None, 0.0 if cost is None else round(fewest * cost, 6), fewest, shape.pp, k)
+                    (cost is None, 0.0 if cost is None else round(fewest * cost, 6), fewest, shape.pp, k,
+                     -most_served(most, fewest // n))
                 out.append(Setup(len(out), g, shape, d, n, most, lower))
     return out
 
