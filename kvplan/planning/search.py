@@ -10,7 +10,8 @@ only add to it. Without data parallel, each of the replica's TP ranks holds its 
 request (its own copy of what is replicated: MLA's latent), for cdiv(context, DCP) tokens with DCP, so S is at
 least TP × what one rank of one stage holding every layer keeps (``replicated_bytes``; MLA models only).
 So a replica serves at most R = (G × M − W) / S requests of the context, and the setup needs at
-least ceil(concurrency / floor(R)) replicas: a lower bound on its GPUs and its cost per hour. ``SLACK`` widens R (an
+least ceil(concurrency / floor(R)) replicas: a lower bound on its GPUs and its cost per hour, and at those GPUs at
+most replicas × floor(R) requests served (the ranking's next key, ``most_served``). ``SLACK`` widens R (an
 engine's own rounding, a window counted a token short) so the bound never cuts a setup that could be shown.
 
 ``walk`` plans the setups in the order of their bounds and skips one when it cannot enter the first ``shown`` of the
