@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from fractions import Fraction
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Refusal, Request, Resolved
@@ -185,16 +185,23 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
         phase = encoder_phase(request.model, rules.encoder, request.max_model_len, request.tp) \
             if rules.encoder is not None and stage == 0 else None
         terms.append(_activation(request.model, request.tp, rules.profile, stage == request.pp - 1, phase))
-        terms += [t for t in (persistent_term(request.model, rules.profile),) if t]
+        run = rules.profile
+        terms += [t for t in (_PERSISTENT.get(request.model, run, lambda: persistent_term(request.model, run)),) if t]
     terms += non_torch_terms(rules)
     if rules.cuda_graphs:
-        terms.append(BudgetTerm(name="CUDA graphs", bytes=CUDA_GRAPH_BYTES, exact=False, kind="cuda_graphs",
-                                source="estimate: vLLM 0.19-0.26 logs estimate 0.13-0.78 GiB (median 0.39); "
-                                       "0 with enforce_eager"))
+        terms.append(_cuda_graph_term())
     return audited(tuple(terms), request, rules, weights_dtype, what_if)
 
 
 _ACTIVATION: IdentityCache[BudgetTerm] = IdentityCache(maxsize=256)
+_PERSISTENT: IdentityCache[BudgetTerm | None] = IdentityCache(maxsize=64)  # per model and profile run
+
+
+@lru_cache(maxsize=1)
+def _cuda_graph_term() -> BudgetTerm:
+    """The CUDA graphs estimate: one term, built once."""
+    return BudgetTerm(name="CUDA graphs", bytes=CUDA_GRAPH_BYTES, exact=False, kind="cuda_graphs",
+                      source="estimate: vLLM 0.19-0.26 logs estimate 0.13-0.78 GiB (median 0.39); 0 with enforce_eager")
 
 
 def _activation(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bool,
@@ -315,13 +322,21 @@ def _estimated(profile: Engine, request: Resolved, memory: Memory) -> Budget:
                   *(f"{t.name} is an estimate: {'; '.join(t.estimated_because)}" for t in terms if t.estimated_because),
                   "for exact numbers give the KV memory the engine logs (kv_budget_bytes; --kv-budget on the command line)"]
     lines = (f"GPU memory {request.device.memory_bytes:,} B; terms of PP stage {binding} (the smallest budget):",
-             *(f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
-               f"{t.source}{''.join(f'; estimated: {b}' for b in t.estimated_because)})" for t in terms), *steps,
+             *(_TERM_LINES.get(t, None, partial(_term_line, t)) for t in terms), *steps,
              *(after.lines if after else ()))
     return Budget(per_stage=tuple(s[0] for s in stages), gpu=request.device.name,
                   gpu_memory_bytes=request.device.memory_bytes, weights_bytes_per_gpu=weights,
                   overhead=overhead(terms, memory), terms=terms, rule=steps, lines=lines, notes=tuple(notes),
                   after_kv=after)
+
+
+def _term_line(t: BudgetTerm) -> str:
+    return (f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
+            f"{t.source}{''.join(f'; estimated: {b}' for b in t.estimated_because)})")
+
+
+# a term's line, once per term: the terms fit's budgets share (non-torch, activation, CUDA graphs) are the same objects
+_TERM_LINES: IdentityCache[str] = IdentityCache(maxsize=256)
 
 
 def no_budget_warning(profile: Engine, request: Request, budget: Budget, memory: Memory) -> str:
