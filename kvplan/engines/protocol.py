@@ -101,6 +101,8 @@ class Engine(Protocol):
 
     def memory_fraction(self, settings: Settings) -> float | None: ...
 
+    def usable_fraction(self, settings: Settings) -> float: ...
+
     def default_note(self, asked: Settings, settings: Settings) -> str | None: ...
 
     def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None: ...
@@ -170,6 +172,11 @@ class EngineBase:
     def memory_fraction(self, settings: Settings) -> float | None:
         """The knob its budget is a fraction of the GPU by (None: it has none)."""
         return None
+
+    def usable_fraction(self, settings: Settings) -> float:
+        """The share f of each GPU its KV budget is cut from, as its code cuts it: budget ≤ ⌈f × M⌉ − weights on that
+        GPU (kvplan fit's bound, kvplan.planning.search). 1: only the GPU's memory bounds it."""
+        return 1.0
 
     def default_note(self, asked: Settings, settings: Settings) -> str | None:
         """What its budget rests on that the user left to the release: its memory fraction (None: given, or none)."""

@@ -24,11 +24,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from fractions import Fraction
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any
 
 from kvplan.engines import BudgetRules, BudgetTerm, Device, Engine, Refusal, Request, Resolved
 from kvplan.engines.base import WeightSplit, term_bytes
 from kvplan.errors import InputError, KvplanError
 from kvplan.formulas.sharding import pp_layer_counts
+from kvplan.memo import IdentityCache
 from kvplan.planning.after_kv import CUDA_GRAPH_BYTES, AfterKvCheck
 from kvplan.planning.after_kv import check as after_kv_check
 from kvplan.planning.extras import encoder_phase, extra_terms, unmodelled_tower_note
@@ -40,6 +43,10 @@ from kvplan.planning.weights import weight_bytes_per_stage, weights_source
 from kvplan.planning.weights.loaded import loaded_extras, reads_first_layer
 from kvplan.records import Record
 from kvplan.units import GIB, MIB, format_gib, parse_bytes
+
+if TYPE_CHECKING:
+    from kvplan.config.model import ModelConfig
+    from kvplan.engines.rules import ProfileRun
 
 DEFAULT_GPU = "H100"
 # Non-torch memory an engine may subtract: (bytes, source). Measured or read off logs; never fitted.
@@ -136,14 +143,20 @@ def unified_memory_note(memory: Memory) -> str | None:
 
 
 def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
+    return list(_non_torch_terms(rules.non_torch, rules.nccl_groups, rules.comm))
+
+
+@lru_cache(maxsize=64)
+def _non_torch_terms(non_torch: tuple[str, ...], nccl_groups: int, comm: Any) -> tuple[BudgetTerm, ...]:
+    """The non-torch terms, once per release's keys and groups (fit asks them for every stage of every setup)."""
     out = [BudgetTerm(name=NON_TORCH[key][0], bytes=NON_TORCH[key][1], exact=False, source=NON_TORCH[key][2],
-                      kind="non_torch") for key in rules.non_torch]
-    if rules.nccl_groups:
-        out.append(BudgetTerm(name=f"NCCL buffers ({rules.nccl_groups} process group(s))",
-                              bytes=rules.nccl_groups * NCCL_BYTES_PER_GROUP, exact=False, kind="non_torch",
+                      kind="non_torch") for key in non_torch]
+    if nccl_groups:
+        out.append(BudgetTerm(name=f"NCCL buffers ({nccl_groups} process group(s))",
+                              bytes=nccl_groups * NCCL_BYTES_PER_GROUP, exact=False, kind="non_torch",
                               source="estimate: 256 MiB per TP/PP group"))
-    if rules.comm is not None:
-        c = rules.comm
+    if comm is not None:
+        c = comm
         size = c.group_bytes
         name = ("TP communicator created in the profile run" if c.when == "profile" else
                 f"NCCL buffers ({c.tp_groups + c.pp_groups} process group(s))")
@@ -154,7 +167,7 @@ def non_torch_terms(rules: BudgetRules) -> list[BudgetTerm]:
             source=f"estimate from vLLM{measured} logs: {format_gib(size)} GiB per TP group "
                    f"({'NVSwitch GPU' if c.nvls else 'no NVLink SHARP'}), {format_gib(c.pp_group_bytes)}"
                    " per PP group"))
-    return out
+    return tuple(out)
 
 
 def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
@@ -170,15 +183,33 @@ def stage_terms(request: Request, rules: BudgetRules, weights: int, stage: int,
     if rules.profile is not None:
         phase = encoder_phase(request.model, rules.encoder, request.max_model_len, request.tp) \
             if rules.encoder is not None and stage == 0 else None
-        terms.append(activation_term(request.model, request.tp, rules.profile, last_stage=stage == request.pp - 1,
-                                     encoder=phase))
-        terms += [t for t in (persistent_term(request.model, rules.profile),) if t]
+        terms.append(_activation(request.model, request.tp, rules.profile, stage == request.pp - 1, phase))
+        run = rules.profile
+        terms += [t for t in (_PERSISTENT.get(request.model, run, lambda: persistent_term(request.model, run)),) if t]
     terms += non_torch_terms(rules)
     if rules.cuda_graphs:
-        terms.append(BudgetTerm(name="CUDA graphs", bytes=CUDA_GRAPH_BYTES, exact=False, kind="cuda_graphs",
-                                source="estimate: vLLM 0.19-0.26 logs estimate 0.13-0.78 GiB (median 0.39); "
-                                       "0 with enforce_eager"))
+        terms.append(_cuda_graph_term())
     return audited(tuple(terms), request, rules, weights_dtype, what_if)
+
+
+_ACTIVATION: IdentityCache[BudgetTerm] = IdentityCache(maxsize=256)
+_PERSISTENT: IdentityCache[BudgetTerm | None] = IdentityCache(maxsize=64)  # per model and profile run
+
+
+@lru_cache(maxsize=1)
+def _cuda_graph_term() -> BudgetTerm:
+    """The CUDA graphs estimate: one term, built once."""
+    return BudgetTerm(name="CUDA graphs", bytes=CUDA_GRAPH_BYTES, exact=False, kind="cuda_graphs",
+                      source="estimate: vLLM 0.19-0.26 logs estimate 0.13-0.78 GiB (median 0.39); 0 with enforce_eager")
+
+
+def _activation(model: ModelConfig, tp: int, run: ProfileRun, last_stage: bool,
+                encoder: tuple[int, str] | None) -> BudgetTerm:
+    """activation_term, once per model, TP, profile run and last-stage flag (fit asks it for every stage of every
+    setup); a multimodal encoder's phase is asked as it is."""
+    if encoder is not None:
+        return activation_term(model, tp, run, last_stage=last_stage, encoder=encoder)
+    return _ACTIVATION.get(model, (tp, run, last_stage), lambda: activation_term(model, tp, run, last_stage=last_stage))
 
 
 def overridden(terms: tuple[BudgetTerm, ...], memory: Memory) -> tuple[BudgetTerm, ...]:
@@ -196,12 +227,16 @@ def overridden(terms: tuple[BudgetTerm, ...], memory: Memory) -> tuple[BudgetTer
 
 def overhead(terms: tuple[BudgetTerm, ...], memory: Memory) -> Overhead:
     source = "overhead_bytes" if memory.overhead_bytes is not None else "estimate"
-    return Overhead(non_torch_bytes=term_bytes(terms, ("non_torch", "given")),
-                    activation_bytes=term_bytes(terms, ("activation", "persistent")),
-                    cuda_graph_bytes=term_bytes(terms, ("cuda_graphs",)),
-                    weights_extra_bytes=term_bytes(terms, ("weights_extra",)),
-                    draft_weights_bytes=term_bytes(terms, ("draft_weights",)), lora_bytes=term_bytes(terms, ("lora",)),
-                    encoder_cache_bytes=term_bytes(terms, ("encoder_cache",)), source=source)
+    by_kind: dict[str, int] = {}
+    for t in terms:  # one pass over the terms, each kind's sum read below
+        by_kind[t.kind] = by_kind.get(t.kind, 0) + t.bytes
+
+    def of(*kinds: str) -> int:
+        return sum(by_kind.get(k, 0) for k in kinds)
+    return Overhead(non_torch_bytes=of("non_torch", "given"), activation_bytes=of("activation", "persistent"),
+                    cuda_graph_bytes=of("cuda_graphs"), weights_extra_bytes=of("weights_extra"),
+                    draft_weights_bytes=of("draft_weights"), lora_bytes=of("lora"),
+                    encoder_cache_bytes=of("encoder_cache"), source=source)
 
 
 Stage = tuple[int, tuple[BudgetTerm, ...], tuple[str, ...], AfterKvCheck | None]
@@ -286,13 +321,21 @@ def _estimated(profile: Engine, request: Resolved, memory: Memory) -> Budget:
                   *(f"{t.name} is an estimate: {'; '.join(t.estimated_because)}" for t in terms if t.estimated_because),
                   "for exact numbers give the KV memory the engine logs (kv_budget_bytes; --kv-budget on the command line)"]
     lines = (f"GPU memory {request.device.memory_bytes:,} B; terms of PP stage {binding} (the smallest budget):",
-             *(f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
-               f"{t.source}{''.join(f'; estimated: {b}' for b in t.estimated_because)})" for t in terms), *steps,
+             *(_TERM_LINES.get(t, None, partial(_term_line, t)) for t in terms), *steps,
              *(after.lines if after else ()))
     return Budget(per_stage=tuple(s[0] for s in stages), gpu=request.device.name,
                   gpu_memory_bytes=request.device.memory_bytes, weights_bytes_per_gpu=weights,
                   overhead=overhead(terms, memory), terms=terms, rule=steps, lines=lines, notes=tuple(notes),
                   after_kv=after)
+
+
+def _term_line(t: BudgetTerm) -> str:
+    return (f"  {t.name}: {t.bytes:,} B ({format_gib(t.bytes)} GiB, {'exact' if t.exact else 'estimate'}; "
+            f"{t.source}{''.join(f'; estimated: {b}' for b in t.estimated_because)})")
+
+
+# a term's line, once per term: the terms fit's budgets share (non-torch, activation, CUDA graphs) are the same objects
+_TERM_LINES: IdentityCache[str] = IdentityCache(maxsize=256)
 
 
 def no_budget_warning(profile: Engine, request: Request, budget: Budget, memory: Memory) -> str:

@@ -268,7 +268,7 @@ def _search(question: CapacityRequest, profile: Engine, load: Load, asked: Asked
             progress(done[0], len(setups))
         return _try(asking, profile, load, price.get(s.gpu), gpus_per_node)
 
-    pairs, skipped = walk(setups, plan, lambda c: rank_key(c, dtypes)[:5], MAX_SHOWN)
+    pairs, skipped = walk(setups, plan, lambda c: rank_key(c, dtypes)[:6], MAX_SHOWN)
     best = min((c for _, c in pairs if c.fits), key=lambda c: rank_key(c, dtypes), default=None)
     if best is not None:  # `why` compares the winner with the first of the other family on the same GPUs
         pairs += [(s.place, plan(s)) for s in skipped if s.gpu == best.gpu and s.kv_dtype == best.kv_dtype and

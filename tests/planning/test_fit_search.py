@@ -70,6 +70,8 @@ def _everything(monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> tuple[FitResu
                       max_gpus=16), id="nothing-fits"),
     pytest.param(dict(model="deepseek-ai/DeepSeek-V3", gpu="H200", max_model_len=32768, concurrency=128,
                       max_gpus=16, kv_dtype="any"), id="moe-mla"),
+    pytest.param(dict(model="meta-llama/Llama-3.1-70B", gpu=["H100", "A100-80GB"], max_model_len=32768, concurrency=48,
+                      max_gpus=16, engine="vllm@0.7", gpu_memory_utilization=0.8), id="vllm-utilization"),
     pytest.param(dict(model="Qwen/Qwen3-Next-80B-A3B-Thinking", gpu=["H100", "L40S"], max_model_len=65536,
                       concurrency=32, max_gpus=16, engine="sglang"), id="hybrid-sglang"),
     pytest.param(dict(model="openai/gpt-oss-20b", gpu=["L4", "RTX-4090"], max_model_len=131072, concurrency=16,
@@ -88,6 +90,22 @@ def test_pruning_skips_most_of_a_large_space(model: Any) -> None:
     assert r.num_skipped > 4 * r.num_evaluated, (r.num_evaluated, r.num_skipped)
 
 
+def test_vllm_fraction() -> None:
+    """vLLM's budget is cut from ⌈M × gpu_memory_utilization⌉: the asked value, else the release's default; not with
+    weights in host memory, nor for another engine."""
+    from kvplan.engines import get_engine
+    from kvplan.planning.request import capacity_request
+
+    question = capacity_request("meta-llama/Llama-3.1-8B", max_model_len=8192)
+    assert search.usable_fraction(question, get_engine("vllm")) == 0.92
+    assert search.usable_fraction(question, get_engine("vllm@0.7")) == 0.9
+    assert search.usable_fraction(question, get_engine("sglang")) == 1.0
+    asked = capacity_request("meta-llama/Llama-3.1-8B", max_model_len=8192, gpu_memory_utilization=0.5)
+    assert search.usable_fraction(asked, get_engine("vllm")) == 0.5
+    offloaded = capacity_request("meta-llama/Llama-3.1-8B", max_model_len=8192, cpu_offload_bytes=1 << 30)
+    assert search.usable_fraction(offloaded, get_engine("vllm")) == 1.0
+
+
 def test_the_bound(model: Any) -> None:
     from kvplan.planning.request import capacity_request
 
@@ -104,3 +122,22 @@ def test_the_bound(model: Any) -> None:
     for given in (dict(kv_budget_bytes=10 * GIB), dict(cpu_offload_bytes=0, kv_offloading_bytes=GIB)):
         unbounded = search.floors(capacity_request(question, **given), ("auto",), 8192)
         assert search.requests_max(unbounded, "auto", 1, 80 * GIB) == search.NO_BOUND
+
+
+def test_the_bound_counts_the_replicated_cache(model: Any) -> None:
+    """MLA's latent is on every TP rank (DCP splits its tokens): without data parallel S is TP / DCP × the
+    unsharded request; with it (one request on one DP rank) the unsharded request bounds S."""
+    from kvplan.planning.request import capacity_request
+
+    question = capacity_request(model("deepseek-ai/DeepSeek-V3"), max_model_len=8192)
+    floor = search.floors(question, ("auto",), 8192, [(8, 1), (8, 4)])
+    whole = floor.request_bytes["auto"]
+    assert floor.replicated_bytes == {("auto", 8, 1): 8 * whole, ("auto", 8, 4): 2 * whole}
+    memory = 80 * GIB
+    tp8, dcp4 = Parallel(tp=8), Parallel(tp=8, dcp=4)
+    assert search.requests_max(floor, "auto", 8, memory, tp8) == pytest.approx(
+        search.requests_max(floor, "auto", 8, memory) / 8)
+    assert search.requests_max(floor, "auto", 8, memory, dcp4) == pytest.approx(
+        search.requests_max(floor, "auto", 8, memory) / 2)
+    assert search.requests_max(floor, "auto", 8, memory, Parallel(tp=1, dp=8, ep=8)) == \
+        search.requests_max(floor, "auto", 8, memory)

@@ -153,6 +153,12 @@ class VllmEngine(EngineBase):
     def memory_fraction(self, settings: Settings) -> float | None:
         return settings.vllm.gpu_memory_utilization
 
+    def usable_fraction(self, settings: Settings) -> float:
+        """kv_budget: ceil (int before 0.33) of M × gpu_memory_utilization minus terms that are all at least 0 (the
+        weights as loaded at least the checkpoint's share); the utilization asked, or the release's default whatever
+        the layout (releases.resolve)."""
+        return min(float(settings.vllm.gpu_memory_utilization or self.release.gpu_memory_utilization), 1.0)
+
     def budget_log_line(self, kv_budget_bytes: int, log_lines: tuple[str, ...]) -> str | None:
         """V1's worker prints its budget before the "GPU KV cache size" line (v1/worker/gpu_worker.py)."""
         if log_lines and log_lines[0].startswith("GPU KV cache size"):

@@ -23,10 +23,11 @@ from functools import lru_cache
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import ConfigError, InputError
+from kvplan.memo import IdentityCache
 from kvplan.planning.weights.formats import content_key, format_estimate, weight_format
 from kvplan.planning.weights.part import ModelParts, Part
 from kvplan.planning.weights.tables import table_for
-from kvplan.planning.weights.tensors import Split, Towers, add_bytes, stage_bytes, table_parts
+from kvplan.planning.weights.tensors import Split, Towers, add_bytes, stage_bytes, stages_bytes, table_parts
 from kvplan.planning.weights.tensors import shard_shape as shard_shape
 from kvplan.records import Record, materialize
 
@@ -144,6 +145,14 @@ def param_count(model: ModelConfig) -> ParamCount:
 
 
 def weights_source(model: ModelConfig, weights_dtype: str | None = None) -> tuple[bool, str]:
+    """_weights_source, once per model and weights dtype (fit's budgets ask it for every stage of every setup)."""
+    return _SOURCES.get(model, weights_dtype, lambda: _weights_source(model, weights_dtype))
+
+
+_SOURCES: IdentityCache[tuple[bool, str]] = IdentityCache(maxsize=64)
+
+
+def _weights_source(model: ModelConfig, weights_dtype: str | None) -> tuple[bool, str]:
     """(exact, where the weights come from) for the budget's weights term: an estimate from kvplan's formula, when
     the format names modules no tensor carries (their weights counted in the model dtype), or when the format is
     counted approximately (``formats.format_estimate``: GPTQ, bitsandbytes)."""
@@ -205,7 +214,7 @@ def weight_bytes(model: ModelConfig, weights_dtype: str | None = None, *, includ
 def _stages(model: ModelConfig, _key: str, tp: int, pp: int, cuts: Cuts, weights_dtype: str | None,
             include_mtp: bool, towers: Towers) -> tuple[dict[str, int], ...]:
     parts, split = weight_parts(model), _split(model, weights_dtype, tp, cuts)
-    return tuple(dict(stage_bytes(parts, split, pp, s, include_mtp=include_mtp, towers=towers)) for s in range(pp))
+    return tuple(dict(s) for s in stages_bytes(parts, split, pp, include_mtp=include_mtp, towers=towers))
 
 
 def _stage_kinds(model: ModelConfig, tp: int, pp: int, cuts: Cuts, weights_dtype: str | None, include_mtp: bool,

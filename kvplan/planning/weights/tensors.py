@@ -268,20 +268,61 @@ def stage_bytes(parts: ModelParts, split: Split, pp: int, stage: int, *, include
     """Bytes by kind on one rank of one PP stage."""
     counts = pp_layer_counts(len(parts.layers), pp)
     start = sum(counts[:stage])
+    return _stage_sum(layer_bytes(parts, split)[start:start + counts[stage]], _ends(parts, split, include_mtp),
+                      (stage, pp), towers)
+
+
+def stages_bytes(parts: ModelParts, split: Split, pp: int, *, include_mtp: bool = False,
+                 towers: Towers = "first") -> tuple[Counter[str], ...]:
+    """stage_bytes of every stage of a PP split, the layers and the parts around them counted once."""
+    layers, ends, out, start = layer_bytes(parts, split), _ends(parts, split, include_mtp), [], 0
+    for stage, count in enumerate(pp_layer_counts(len(parts.layers), pp)):
+        out.append(_stage_sum(layers[start:start + count], ends, (stage, pp), towers))
+        start += count
+    return tuple(out)
+
+
+Ends = tuple[Counter[str], Counter[str], Counter[str], Counter[str], Counter[str]]  # towers, first, last, tied, mtp
+
+
+def _stage_sum(layers: tuple[Counter[str], ...], ends: Ends, place: tuple[int, int], towers: Towers) -> Counter[str]:
+    """One stage's layers (each kind's count once, times its number), then the parts of the first and last stage."""
+    stage, pp = place
     by_kind: Counter[str] = Counter()
-    layers = layer_bytes(parts, split)[start:start + counts[stage]]
     times = Counter(map(id, layers))  # layers of one kind share one count: add it once, times their number
     for counted in {id(c): c for c in layers}.values():
         by_kind.update({kind: n * times[id(counted)] for kind, n in counted.items()})
-    tower = [p for p in parts.first if p.category in TOWER_CATEGORIES]
+    tower, first, last, tied, mtp = ends
     if towers == "every" or (towers == "first" and stage == 0):
-        add_bytes(by_kind, tower, split)
+        by_kind.update(tower)
     if stage == 0:
-        add_bytes(by_kind, (p for p in parts.first if p.category not in TOWER_CATEGORIES), split)
+        by_kind.update(first)
     if stage == pp - 1:
-        add_bytes(by_kind, parts.last, split)
-        if pp > 1 and parts.tied is not None:  # tied + PP: the last stage's own copy
-            add_bytes(by_kind, (parts.tied,), split, "lm_head")
-        for layer in parts.mtp_layers if include_mtp else ():
-            add_bytes(by_kind, layer, split, "mtp")
+        by_kind.update(last)
+        if pp > 1:  # tied + PP: the last stage's own copy
+            by_kind.update(tied)
+        by_kind.update(mtp)
     return by_kind
+
+
+_ENDS: dict[tuple[int, Split, bool], tuple[ModelParts, Ends]] = {}
+
+
+def _ends(parts: ModelParts, split: Split, include_mtp: bool) -> Ends:
+    """The parts outside the decoder layers by kind, once per model's parts and split (keyed as layer_bytes):
+    every stage of every PP size of the split adds them. Shared: callers add them, never change them."""
+    hit = _ENDS.get((id(parts), split, include_mtp))
+    if hit is not None and hit[0] is parts:
+        return hit[1]
+    tower, first, last, tied, mtp = Counter[str](), Counter[str](), Counter[str](), Counter[str](), Counter[str]()
+    add_bytes(tower, [p for p in parts.first if p.category in TOWER_CATEGORIES], split)
+    add_bytes(first, (p for p in parts.first if p.category not in TOWER_CATEGORIES), split)
+    add_bytes(last, parts.last, split)
+    if parts.tied is not None:
+        add_bytes(tied, (parts.tied,), split, "lm_head")
+    for layer in parts.mtp_layers if include_mtp else ():
+        add_bytes(mtp, layer, split, "mtp")
+    if len(_ENDS) >= 256:
+        _ENDS.clear()
+    _ENDS[(id(parts), split, include_mtp)] = (parts, (tower, first, last, tied, mtp))
+    return tower, first, last, tied, mtp
