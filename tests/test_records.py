@@ -236,8 +236,9 @@ def test_a_positional_record_is_the_frozen_dataclass() -> None:
 _DESCRIBE = """
 import dataclasses, importlib, sys
 import kvplan.records as records
-if sys.argv[1] == "dataclass":
-    records.declare_fields = lambda klass, **_: False  # the path through dataclasses.dataclass
+import kvplan.records.bookkeeping as bookkeeping
+if sys.argv[1] == "dataclass":  # the path through dataclasses.dataclass (_generate imports it when it runs)
+    bookkeeping.declare_fields = lambda klass, **_: None
 module, name = sys.argv[2].split(":")
 cls = getattr(importlib.import_module(module), name)
 records.materialize(cls)
