@@ -278,3 +278,20 @@ def test_the_short_path_answers_as_dataclass_itself(argv: list[str]) -> None:
         return f"{done.returncode}\n{done.stdout}\n{done.stderr}"
 
     assert run(KVPLAN_RECORDS_BY_DATACLASS="1") == run(KVPLAN_RECORDS_BY_DATACLASS="")
+
+
+def test_a_value_compares_hashes_and_shows_its_fields_in_order() -> None:
+    from kvplan.records import Value
+
+    class Point(Value):
+        __slots__ = ("x", "y")
+        FIELDS = ("x", "y")
+
+        def __init__(self, x: int, y: int) -> None:
+            self.x, self.y = x, y
+
+    class Other(Point):
+        __slots__ = ()
+
+    assert Point(1, 2) == Point(1, 2) and hash(Point(1, 2)) == hash((1, 2)) and repr(Point(1, 2)) == "Point(x=1, y=2)"
+    assert Point(1, 2) != Point(2, 1) and Point(1, 2) != Other(1, 2) and Point(1, 2) != (1, 2)

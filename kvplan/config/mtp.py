@@ -32,10 +32,11 @@ head that the engines share with the target (``head``: ``shared_head`` is shared
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from kvplan.config.model import ModelConfig
 from kvplan.errors import InputError
+from kvplan.records import Value
 from kvplan.specs import (
     AttnSpec,
     ChunkedAttn,
@@ -73,7 +74,7 @@ class Family:
         self.template_exact = template_exact  # the target's layers + fusion + 3 norms are every tensor of a module
 
 
-class MtpModules:
+class MtpModules(Value):
     """What ``speculative_method mtp`` drafts with, on one model: a value, equal and hashed by its fields."""
 
     __slots__ = ("attention_layers", "drafter", "head", "key", "layers", "mlp", "n_predict", "template_exact")
@@ -89,18 +90,6 @@ class MtpModules:
         self.mlp = mlp
         self.head = head
         self.template_exact = template_exact
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MtpModules) and self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"MtpModules({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
 
 
 Row = tuple[str, Count, bool, Attention, Mlp, Head, bool]  # Family's fields, in order

@@ -78,6 +78,27 @@ class Record:
         self.__dict__.update(state)
 
 
+class Value:
+    """A small slotted value whose fields are its class's ``FIELDS``: equal, hashed and shown by them, in that order.
+    Where a NamedTuple would do: it is compiled when its module is imported, and a record's methods are made when
+    first built; a Value costs neither (kvplan.config.mtp's MtpModules, a vision Tower, a RopeCache)."""
+
+    __slots__ = ()
+    FIELDS: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple([getattr(self, name) for name in self.FIELDS])
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
+
+
 def materialize(cls: type) -> None:
     """Generate the dataclass methods of `cls` and of its record bases now (nothing where they already are).
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.planning.weights.vision import vision_config
+from kvplan.records import Value
 from kvplan.units import cdiv
 
 QWEN_MAX_PIXELS = {"qwen2_vl": 12_845_056, "qwen2_5_vl": 12_845_056, "exaone4_5": 12_845_056, "qwen3_vl": 16_777_216,
@@ -34,7 +35,7 @@ PIXEL_BYTES = 4  # the HF processors' pixel_values are float32
 GEMMA3_TOKENS_PER_IMAGE = 256  # Gemma3Config.mm_tokens_per_image default (transformers)
 
 
-class Tower:
+class Tower(Value):
     """A vision tower's dummy item and its per-patch sizes (elements unless named bytes). A plain class: a NamedTuple
     is compiled when the module is imported (~0.4 ms of every vision model's capacity)."""
 
@@ -57,18 +58,6 @@ class Tower:
         self.gated = gated
         self.pixel_bytes_per_patch = pixel_bytes_per_patch  # the pixel values alive through the forward
         self.assumed = assumed  # a processor default the config does not state ("": every input from the config)
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Tower) and self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"Tower({', '.join(f'{name}={getattr(self, name)!r}' for name in self.FIELDS)})"
 
 
 def _int(fields: dict[str, Any], *keys: str, default: int = 0) -> int:

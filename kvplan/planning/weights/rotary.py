@@ -31,6 +31,7 @@ from typing import Any
 
 from kvplan.config.model import ModelConfig
 from kvplan.dtypes import element_bits
+from kvplan.records import Value
 
 ROTARY_FP32 = frozenset({"gpt_oss", "deepseek_v4"})  # model files that build their rotary cache in fp32
 # DeepSeek-V4: rope over the last qk_rope_head_dim dims (rope_parameters["rope_dim"]), an fp32 cache
@@ -44,29 +45,18 @@ MROPE_FACTOR_ONE = frozenset({"qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen
 LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 
 
-class RopeCache:
+class RopeCache(Value):
     """One cos/sin cache: its positions, rotary dim and bytes per element (a plain class: a NamedTuple is compiled at
     import, ~0.3 ms of every capacity run)."""
 
     __slots__ = ("kind", "positions", "rotary_dim", "width")
+    FIELDS = ("positions", "rotary_dim", "width", "kind")
 
     def __init__(self, *, positions: int, rotary_dim: int, width: int, kind: str) -> None:
         self.positions = positions
         self.rotary_dim = rotary_dim
         self.width = width
         self.kind = kind  # the scaling type it was built for
-
-    def _values(self) -> tuple[int, int, int, str]:
-        return self.positions, self.rotary_dim, self.width, self.kind
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RopeCache) and self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return "RopeCache(positions={!r}, rotary_dim={!r}, width={!r}, kind={!r})".format(*self._values())
 
     @property
     def bytes(self) -> int:
