@@ -30,11 +30,10 @@ from functools import lru_cache
 from typing import Literal
 
 from kvplan.config.model import ModelConfig
-from kvplan.config.mtp import declared_modules
 from kvplan.formulas.sharding import kv_heads_per_rank, pp_layer_counts
 from kvplan.memo import IdentityCache
 from kvplan.planning.weights.formats import WeightFormat, tensor_bytes
-from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule
+from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule, declared_mtp
 from kvplan.planning.weights.tables import Row, Table
 from kvplan.records import Record
 from kvplan.units import cdiv
@@ -116,7 +115,7 @@ def _mlp_layer(layers: tuple[tuple[Part, ...], ...], rule: str, own: int) -> int
 
 def mtp_layers(layers: tuple[tuple[Part, ...], ...], model: ModelConfig) -> tuple[tuple[Part, ...], ...]:
     """The MTP modules vLLM builds for the model (kvplan.config.mtp), each from the decoder layers it repeats."""
-    modules = declared_modules(model) if layers else None
+    modules = declared_mtp(model) if layers else None
     if modules is None:
         return ()
     out = []
