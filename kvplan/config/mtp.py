@@ -32,9 +32,8 @@ head that the engines share with the target (``head``: ``shared_head`` is shared
 
 from __future__ import annotations
 
-from typing import Literal
-
 from kvplan.config.model import ModelConfig
+from kvplan.config.mtp_families import FAMILIES, Attention, Count, Head, Mlp, family_key
 from kvplan.errors import InputError
 from kvplan.records import Value
 from kvplan.specs import (
@@ -48,11 +47,6 @@ from kvplan.specs import (
     SlidingMLA,
     parts,
 )
-
-Attention = Literal["full", "sliding", "sliding_latent", "by_index"]
-Mlp = Literal["last", "dense", "moe", "own"]
-Head = Literal["shared_head", "lm_head"]  # where a module's logits come from
-Count = Literal["config", "config_or_1", "one"]  # how many modules: the config's, the config's else 1, or 1
 
 # Plain classes: a NamedTuple's is compiled when the module is imported (~0.3 ms each), for every capacity run, and a
 # model without MTP modules never builds one.
@@ -92,33 +86,11 @@ class MtpModules(Value):
         self.template_exact = template_exact
 
 
-Row = tuple[str, Count, bool, Attention, Mlp, Head, bool]  # Family's fields, in order
-DEEPSEEK: Row = ("DeepSeekMTPModel", "config", True, "full", "last", "shared_head", True)
-DEEPSEEK_V32: Row = ("DeepseekV32MTPModel", *DEEPSEEK[1:])
-QWEN3_5: Row = ("Qwen3_5MTP", "config_or_1", True, "full", "last", "lm_head", True)
-QWEN3_5_MOE: Row = ("Qwen3_5MoeMTP", *QWEN3_5[1:])
-NEMOTRON_H: Row = ("NemotronHMTPModel", "one", True, "full", "moe", "lm_head", False)
-EXAONE4_5: Row = ("Exaone4_5_MTP", "config", True, "by_index", "own", "lm_head", True)
-# What vLLM matches (a model_type, or the first architecture), and the drafter it builds.
-FAMILIES: dict[str, Row] = {
-    "deepseek_v32": DEEPSEEK_V32, "glm_moe_dsa": DEEPSEEK_V32, "deepseek_v3": DEEPSEEK,
-    "deepseek_v4": ("DeepSeekV4MTPModel", "config", True, "sliding_latent", "last", "shared_head", False),
-    "Glm4MoeForCausalLM": ("Glm4MoeMTPModel", *DEEPSEEK[1:]),
-    "qwen3_next": ("Qwen3NextMTP", "config_or_1", False, "full", "last", "lm_head", True),
-    "Qwen3_5ForConditionalGeneration": QWEN3_5, "Qwen3_5MoeForConditionalGeneration": QWEN3_5_MOE,
-    "qwen3_5": QWEN3_5, "qwen3_5_moe": QWEN3_5_MOE, "qwen3_5_text": QWEN3_5, "qwen3_5_moe_text": QWEN3_5_MOE,
-    "MiMoForCausalLM": ("MiMoMTPModel", "config", True, "full", "last", "lm_head", True),
-    "MiMoV2FlashForCausalLM": ("MiMoV2MTPModel", "one", True, "sliding", "dense", "lm_head", True),
-    "nemotron_h": NEMOTRON_H, "nemotron_h_puzzle": NEMOTRON_H,
-    "exaone4_5": EXAONE4_5, "exaone4_5_text": EXAONE4_5,
-}
 
 
 def family(model: ModelConfig) -> tuple[str, Family] | None:
     """(the name vLLM matches, the family) of a model: its wrapper's architecture or model_type first."""
-    archs = model.raw.get("architectures") or []
-    names = [*(a for a in archs if isinstance(a, str)), model.model_type]
-    key = next((name for name in names if name in FAMILIES), None)
+    key = family_key(model)
     return None if key is None else (key, Family(*FAMILIES[key]))
 
 

@@ -10,10 +10,9 @@ take.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.config.model import ModelConfig
-from kvplan.config.mtp import MtpModules
 from kvplan.engines.rules import (
     AfterKv,
     BudgetRules,
@@ -33,6 +32,9 @@ from kvplan.errors import InputError
 from kvplan.formulas.request import CacheRequest, Parallel
 from kvplan.records import Record
 from kvplan.specs import LayerSpec
+
+if TYPE_CHECKING:
+    from kvplan.config.mtp import MtpModules  # imported only where a model has MTP modules
 
 __all__ = ["AfterKv", "BudgetRules", "BudgetSteps", "BudgetTerm", "CommRule", "Device", "Draft", "EncoderRule",
            "EnginePlan", "GroupRow", "LoadRule", "LoraRule", "ProfileRun", "Refusal", "Request", "Resolved", "TermKind",

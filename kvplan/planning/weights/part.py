@@ -9,9 +9,14 @@ read the same way for every family.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from kvplan.config.mtp_families import family_key
 from kvplan.records import Record
+
+if TYPE_CHECKING:
+    from kvplan.config.model import ModelConfig
+    from kvplan.config.mtp import MtpModules
 
 Category = Literal["embedding", "lm_head", "attention", "mixer", "mlp_dense", "moe_experts", "moe_shared_experts",
                    "router", "norms", "vision", "audio"]
@@ -55,3 +60,12 @@ class ModelParts(Record, kw_only=False):
     estimate: bool = False  # kvplan's formula, not a table of the model's tensors
     notes: tuple[str, ...] = ()
     mtp_exact: bool = False  # mtp_layers are the checkpoint's own tensors (False: a copy of the last decoder layer)
+
+
+def declared_mtp(model: ModelConfig) -> MtpModules | None:
+    """``config.mtp.declared_modules``, importing that module only for a model with an MTP drafter (most have none)."""
+    if family_key(model) is None:
+        return None
+    from kvplan.config.mtp import declared_modules
+
+    return declared_modules(model)

@@ -21,9 +21,8 @@ from typing import Any
 from kvplan.config.aliases import WEIGHT_FIELDS
 from kvplan.config.defaults import omitted_default
 from kvplan.config.model import ModelConfig
-from kvplan.config.mtp import declared_modules
 from kvplan.errors import InputError
-from kvplan.planning.weights.part import Category, ModelParts, Part
+from kvplan.planning.weights.part import Category, ModelParts, Part, declared_mtp
 from kvplan.planning.weights.vision import vision_parts
 
 __all__ = ["TRAITS", "TRAIT_KEYS", "Key", "ModelParts", "Part", "model_parts"]
@@ -129,7 +128,7 @@ def _cached_parts(model: ModelConfig, _raw_key: str) -> ModelParts:
     embedding = Part("model.embed_tokens", "embedding", (vocab, hidden), "vocab")
     lm_head = () if tied else (Part("lm_head", "lm_head", (vocab, hidden), "vocab"),)
     layers = tuple(_named(_layer(f, i, model.layer_kinds[i]), f"model.layers.{i}.") for i in range(model.num_layers))
-    modules = declared_modules(model)
+    modules = declared_mtp(model)
     mtp = tuple(_named(_mtp_layer(f, model.num_layers + i), f"model.layers.{model.num_layers + i}.")
                 for i in range(modules.layers if modules else 0))
     return ModelParts(first=(embedding, *_named(vision_parts(model), "model.")),

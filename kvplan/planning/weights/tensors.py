@@ -30,11 +30,10 @@ from functools import lru_cache
 from typing import Literal
 
 from kvplan.config.model import ModelConfig
-from kvplan.config.mtp import declared_modules
 from kvplan.formulas.sharding import kv_heads_per_rank, pp_layer_counts
 from kvplan.memo import IdentityCache
 from kvplan.planning.weights.formats import WeightFormat, tensor_bytes
-from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule
+from kvplan.planning.weights.part import Category, ModelParts, Part, TpRule, declared_mtp
 from kvplan.planning.weights.tables import Row, Table
 from kvplan.records import Record
 from kvplan.units import cdiv
@@ -116,7 +115,7 @@ def _mlp_layer(layers: tuple[tuple[Part, ...], ...], rule: str, own: int) -> int
 
 def mtp_layers(layers: tuple[tuple[Part, ...], ...], model: ModelConfig) -> tuple[tuple[Part, ...], ...]:
     """The MTP modules vLLM builds for the model (kvplan.config.mtp), each from the decoder layers it repeats."""
-    modules = declared_modules(model) if layers else None
+    modules = declared_mtp(model) if layers else None
     if modules is None:
         return ()
     out = []
@@ -193,7 +192,11 @@ def _rank_tp(part: Part, split: Split) -> int | None:
 
 def part_bytes(part: Part, split: Split) -> int:
     """Bytes of `part` on one rank, scales included."""
-    fmt, quantized = _stored_as(part, split.fmt)
+    uniform = _name_blind(split.fmt)
+    if uniform is None:
+        fmt, quantized = _stored_as(part, split.fmt)
+    else:
+        fmt, quantized = split.fmt, uniform and part.is_linear and part.bits is None
     return _shaped_bytes(part.shape, part.tp, part.count, part.bits, quantized, _rank_tp(part, split), split, fmt)
 
 
@@ -204,6 +207,17 @@ def _stored_as(part: Part, base: WeightFormat) -> tuple[WeightFormat, bool]:
     fmt = named or (base.for_module(part.name) if base.modules else base)
     linear = part.is_linear or (named is not None and part.category == "lm_head" and len(part.shape) == 2)
     return fmt, linear and part.bits is None and fmt.is_quantized(part.name)
+
+
+def _name_blind(fmt: WeightFormat) -> bool | None:
+    """Whether a linear weight is quantized under `fmt` where no module name can change it (no per-module formats,
+    and no skip patterns or nothing quantized: WeightFormat.is_quantized), else None: _stored_as without the name,
+    for the many parts of a plain checkpoint."""
+    if fmt.modules:
+        return None
+    if fmt.scheme == "none" and fmt.linear_bits == fmt.base_bits:
+        return False
+    return None if fmt.skip else True
 
 
 @lru_cache(maxsize=8192)
@@ -256,6 +270,9 @@ def _layer_kinds(parts: ModelParts, fmt: WeightFormat) -> tuple[int, ...]:
     alike by every split (DeepSeek-V3: 3 dense layers and 58 MoE ones are 2 kinds), so each split counts one of
     each kind. Once per model's parts and format: every layout fit plans shares them."""
     kinds: dict[tuple[object, ...], int] = {}
+    if _name_blind(fmt) is not None:  # the format is the same for every name: the shapes alone decide
+        return tuple(kinds.setdefault(tuple((p.shape, p.tp, p.count, p.bits, p.category, p.is_linear) for p in layer),
+                                      len(kinds)) for layer in parts.layers)
     return tuple(kinds.setdefault(tuple((p.shape, p.tp, p.count, p.bits, p.category, p.is_linear, *_stored_as(p, fmt))
                                         for p in layer), len(kinds)) for layer in parts.layers)
 
