@@ -10,7 +10,8 @@ ratios), which a busy machine moves far less than the ratio of two medians. Wall
 (user + sys of the child) is printed beside it, as a shared machine moves it less. kvplan's .pyc files are written
 first, as every install has them.
 
-Run: python benchmarks/bench_fit.py [--runs 9] [MODEL ...]
+Run: python benchmarks/bench_fit.py [--runs 21] [MODEL ...]  (a run of each command is ~0.1-0.2 s: 21 keeps the paired
+median steady on a shared machine, where 9 moved a ratio by ~0.1)
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def paired(model: str, runs: int) -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("models", nargs="*", default=MODELS)
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
     compileall.compile_dir(str(ROOT / "kvplan"), quiet=1)
     results = {model: paired(model, args.runs) for model in args.models}
