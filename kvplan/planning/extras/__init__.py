@@ -122,10 +122,14 @@ def unmodelled_tower_note(request: Request, rules: BudgetRules) -> str | None:
     return encoder.unmodelled_tower_note(request, rules)
 
 
+def asks_draft(s: Settings) -> bool:
+    """Whether the settings ask for speculative decoding (``speculative.drafted``'s own first test)."""
+    return bool(s.speculative_model or s.speculative_method or s.num_speculative_tokens)
+
+
 def drafted(model: ModelConfig, settings: Settings, tp: int) -> Draft | None:
     """``speculative.drafted``: the drafter a request asks for (None: no speculative decoding asked)."""
-    s = settings
-    if not (s.speculative_model or s.speculative_method or s.num_speculative_tokens):
+    if not asks_draft(settings):
         return None
     from kvplan.planning.extras import speculative
 
@@ -226,6 +230,7 @@ __all__ = [
     "LoraSummary",
     "RoleSummary",
     "SpeculativeSummary",
+    "asks_draft",
     "asks_host_tier",
     "drafted",
     "encoder_phase",

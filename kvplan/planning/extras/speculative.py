@@ -30,6 +30,7 @@ from kvplan.engines.base import BudgetTerm, Draft, Request
 from kvplan.engines.settings import Settings
 from kvplan.errors import InputError
 from kvplan.formulas.layout import Layout, LayoutPolicy, build_layout
+from kvplan.planning.extras import asks_draft
 from kvplan.planning.weights import mtp_bytes_per_gpu, weight_bytes_by_kind, weight_bytes_per_gpu, weights_source
 from kvplan.records import Record
 from kvplan.specs import Composite, LayerSpec, SlidingMLA, parts
@@ -93,9 +94,9 @@ def _specs(request: Request, layout: Layout, drafter: Draft,
 def drafted(model: ModelConfig, settings: Settings, tp: int) -> Draft | None:
     """The drafter a request asks for, before its KV layers are laid out (None: no speculative decoding asked): its
     method, K, checkpoint and MTP modules, what an engine's resolve reads of it."""
-    s = settings
-    if not (s.speculative_model or s.speculative_method or s.num_speculative_tokens):
+    if not asks_draft(settings):
         return None
+    s = settings
     draft_model = as_model(s.speculative_model) if s.speculative_model else None
     method = method_of(s.speculative_method, s.speculative_model, model)
     if method in ("mtp", "ngram") and draft_model is not None:
