@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kvplan"
 MAX_FUNCTION_LINES = 40
 
 # Bottom to top. A module may import its own layer and the layers below it.
-LAYERS = ("errors", "memo", "records", "units", "dtypes", "specs", "config", "formulas", "engines", "planning", "launch",
+LAYERS = ("errors", "memo", "json_lines", "records", "units", "dtypes", "specs", "config", "formulas", "engines", "planning", "launch",
           "reconcile", "workflows", "api", "probe", "render", "cli")
 TOP_LEVEL = {"__init__", "__main__"}  # the public API and `python -m kvplan` may import anything
 

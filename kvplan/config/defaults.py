@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.config.aliases import TEXT_CONFIG_KEYS
+from kvplan.json_lines import ABSENT, entry
 from kvplan.records import Record
 
 TABLE_PATH = Path(__file__).with_name("class_defaults.json")
@@ -66,12 +67,8 @@ def row(model_type: str) -> Mapping[str, Any]:
     the 800 (parsing the whole table was a fiftieth of `kvplan capacity`'s start-up). {} for a type it lacks."""
     text = _text()
     rows_from = text.find('\n  "model_types": {')
-    start = text.find(f"\n    {json.dumps(model_type)}: ", rows_from) if rows_from >= 0 else -1
-    if start < 0:
-        return {}
-    value_from = start + len(f"\n    {json.dumps(model_type)}: ")
-    found: dict[str, Any] = json.loads(text[value_from:text.find("\n", value_from)].rstrip(","))
-    return found
+    found = entry(text, model_type, indent="    ", start=rows_from) if rows_from >= 0 else ABSENT
+    return {} if found is ABSENT else dict(found)
 
 
 def sub_config_type(model_type: object, key: str) -> str | None:

@@ -26,6 +26,7 @@ from typing import Any
 from kvplan.engines import get_engine
 from kvplan.engines.spelling import Parser
 from kvplan.errors import InputError
+from kvplan.json_lines import ABSENT, entry, line_value
 from kvplan.memo import long_lived
 from kvplan.records import Record
 
@@ -177,11 +178,10 @@ class _Section(Mapping[str, Any]):
             return self._parsed[key]
         except KeyError:
             pass
-        marker = f"\n {json.dumps(key)}:"  # an entry's line starts with its key, one space in
-        at = self._text.find(marker, self._start - 1, self._end)
-        if at < 0:
+        value = entry(self._text, key, indent=" ", separator=":", start=self._start - 1, end=self._end)
+        if value is ABSENT:
             raise KeyError(key)
-        value = self._parsed[key] = _value(self._text, at + len(marker))
+        self._parsed[key] = value
         return value
 
     def _all(self) -> dict[str, Any]:
@@ -200,11 +200,6 @@ class _Section(Mapping[str, Any]):
         return repr(self._all())
 
 
-def _value(text: str, start: int) -> Any:
-    """The JSON value written on one line from `start` (its trailing comma dropped)."""
-    return json.loads(text[start:text.index("\n", start)].removesuffix(","))
-
-
 @cache
 def _part(engine: str, key: str) -> Any:
     """One top-level key of the engine's table (None: the table lacks it); ``flags`` and ``categories`` as a
@@ -217,7 +212,7 @@ def _part(engine: str, key: str) -> Any:
     start = at + len(marker)
     if text.startswith("{\n", start):  # a section: its entries, up to the line that closes it
         return _Section(text, start + 2, text.index("\n}", start + 1))
-    return _value(text, start)
+    return line_value(text, start)
 
 
 @cache

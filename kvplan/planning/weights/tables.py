@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.config.defaults import SUB_CONFIG_KEYS, class_defaults, is_named, sub_config_type
+from kvplan.json_lines import ABSENT, entry
 from kvplan.records import Record
 
 TABLES_DIR = Path(__file__).with_name("tables")
@@ -191,13 +192,10 @@ def table_file(signature: str) -> str | None:
     table a line, and a run looks up one or two of the ~330 (parsing it all was a millisecond of a capacity run)."""
     text = _index_text()
     tables_from = text.find('\n "tables": {')
-    key = f"\n  {json.dumps(signature)}: "
-    start = text.find(key, tables_from) if tables_from >= 0 else -1
-    if start < 0 or start > text.find("\n }", tables_from):  # not among the tables (they end at the first "\n }")
+    if tables_from < 0:
         return None
-    value_from = start + len(key)
-    found: str = json.loads(text[value_from:text.find("\n", value_from)].rstrip(","))
-    return found
+    found = entry(text, signature, indent="  ", start=tables_from, end=text.find("\n }", tables_from))  # its end
+    return None if found is ABSENT else str(found)
 
 
 def table_for(raw: Mapping[str, Any]) -> Table | None:
