@@ -54,9 +54,14 @@ class WeightFormat(Record):
     def is_quantized(self, module: str) -> bool:
         """Whether a linear weight at this module path (e.g. "model.layers.3.self_attn.q_proj") is quantized.
         A skip pattern is a glob over the path (or its prefix), or a "re:" regex (compressed-tensors' ignore)."""
-        if self.scheme == "none" and self.linear_bits == self.base_bits:
+        if not self.quantizes:
             return False
         return not any(_skipped(module, p) for p in self.skip)
+
+    @property
+    def quantizes(self) -> bool:
+        """Whether the format stores any linear weight quantized (scales, or fewer bits than the rest)."""
+        return self.scheme != "none" or self.linear_bits != self.base_bits
 
 
 Globs = tuple[tuple[str, "WeightFormat"], ...]

@@ -215,7 +215,7 @@ def _name_blind(fmt: WeightFormat) -> bool | None:
     for the many parts of a plain checkpoint."""
     if fmt.modules:
         return None
-    if fmt.scheme == "none" and fmt.linear_bits == fmt.base_bits:
+    if not fmt.quantizes:
         return False
     return None if fmt.skip else True
 
