@@ -33,11 +33,7 @@ from kvplan.formulas.sharding import pp_layer_counts
 from kvplan.memo import IdentityCache
 from kvplan.planning.after_kv import AfterKvCheck
 from kvplan.planning.after_kv import check as after_kv_check
-from kvplan.planning.budget_terms import NCCL_BYTES_PER_GROUP as NCCL_BYTES_PER_GROUP
-from kvplan.planning.budget_terms import NON_TORCH as NON_TORCH  # the terms' names stay importable from here
-from kvplan.planning.budget_terms import non_torch_terms as non_torch_terms
-from kvplan.planning.budget_terms import overridden as overridden
-from kvplan.planning.budget_terms import stage_terms as stage_terms
+from kvplan.planning.budget_terms import overridden, stage_terms
 from kvplan.planning.extras import unmodelled_tower_note
 from kvplan.planning.gpus import lookup_gpu
 from kvplan.planning.request import Memory

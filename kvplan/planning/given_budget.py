@@ -23,7 +23,8 @@ from kvplan.engines import BudgetRules, BudgetTerm, Engine, Refusal, Resolved
 from kvplan.engines.base import term_bytes
 from kvplan.errors import KvplanError
 from kvplan.planning.after_kv import CUDA_CONTEXT_BYTES, snapshot_bytes
-from kvplan.planning.budget import overridden, stage_terms, weights_per_stage
+from kvplan.planning.budget import weights_per_stage
+from kvplan.planning.budget_terms import overridden, stage_terms
 from kvplan.planning.request import Memory
 from kvplan.planning.verdict import estimate_error_bytes
 from kvplan.records import Record
