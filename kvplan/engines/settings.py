@@ -154,8 +154,20 @@ class Settings(Record):
 NO_SETTINGS = Settings()  # every knob left to the release (a value: shared as every question's default)
 ENGINE_PARTS: dict[str, type[Any]] = {"vllm": VllmSettings, "sglang": SglangSettings, "trtllm": TrtllmSettings}
 SETTINGS_CLASSES: tuple[type[Any], ...] = (Settings, *ENGINE_PARTS.values())
-SETTING_NAMES = frozenset(name for cls in SETTINGS_CLASSES for name in
-                          (f.name for f in dataclasses.fields(cls)) if name not in ENGINE_PARTS)
+
+
+_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _names(cls: type) -> frozenset[str]:
+    """The knobs `cls` holds (once a class: settings_from asks for each part's on every call)."""
+    found = _NAMES.get(cls)
+    if found is None:
+        found = _NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls)) - set(ENGINE_PARTS)
+    return found
+
+
+SETTING_NAMES: frozenset[str] = frozenset().union(*(_names(cls) for cls in SETTINGS_CLASSES))
 
 
 def settings_from(values: Mapping[str, Any], base: Settings | None = None) -> Settings:
@@ -174,13 +186,3 @@ def _part(base: Any, values: Mapping[str, Any]) -> Any:
     """An engine's own knobs with `values` changed (the same object where none is)."""
     return dataclasses.replace(base, **values) if values else base
 
-
-_NAMES: dict[type, frozenset[str]] = {}
-
-
-def _names(cls: type) -> frozenset[str]:
-    """The knobs `cls` holds (once a class: settings_from asks for each part's on every call)."""
-    found = _NAMES.get(cls)
-    if found is None:
-        found = _NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls)) - set(ENGINE_PARTS)
-    return found
